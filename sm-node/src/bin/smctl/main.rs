@@ -1,0 +1,34 @@
+//! `smctl` — the Quorum SM operator CLI. Offline commands (topology generation, routing,
+//! partition checks, benchmarks) run locally; cluster commands arrive with the admin API.
+
+use clap::{Parser, Subcommand};
+
+mod topo;
+
+/// Quorum SM operator CLI.
+#[derive(Parser)]
+#[command(name = "smctl", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Topology files: generate fat trees, tori and random fabrics.
+    Topo(topo::TopoArgs),
+}
+
+fn main() -> std::process::ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Topo(args) => topo::run(args),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("smctl: error: {e:#}");
+            std::process::ExitCode::from(1)
+        }
+    }
+}
