@@ -211,7 +211,7 @@ impl Node {
 }
 
 /// Errors building or changing a topology.
-#[derive(Debug, Error, PartialEq, Eq)]
+#[derive(Debug, Clone, Error, PartialEq, Eq)]
 pub enum TopologyError {
     /// Two nodes with the same node GUID.
     #[error("duplicate node GUID {0}")]
