@@ -66,10 +66,12 @@
 //! [`write`] emits ibnetdiscover-style records with explicit `sysimgguid=`, `vendid=`,
 //! `devid=` and `switchguid=`/`caguid=`/`rtguid=` lines before every node, ids `S-`/`H-`/`R-`
 //! followed by the 16-digit GUID, the description as a `# "..."` comment, and a
-//! `# lid 0 <width><speed>` comment on every cabled port, so ibsim loads it with exactly the
+//! `# lid 0 <width><speed>` comment on every cabled port (router ports, whose comment ibsim
+//! ignores, also get `w=`/`s=`/`e=` options selecting exactly that width and speed), so ibsim loads it with exactly the
 //! same GUIDs, descriptions, links, widths and speeds, and [`parse`] reads it back to an
 //! equal [`Topology`](crate::Topology). Not representable (lossy): width/speed of uncabled
-//! ports (read back as 4x SDR), a system image GUID of 0 (read back as the node GUID), an
+//! ports (read back as 4x SDR), the GUID of an uncabled CA/router port (read back as node
+//! GUID + n; ibsim serves node GUID + n for every CA port anyway), a system image GUID of 0 (read back as the node GUID), an
 //! empty description (read back as the node's id, as ibsim does). ibsim keeps only the first
 //! 63 bytes of a description.
 

@@ -1,6 +1,6 @@
 //! Writer for the ibsim / ibnetdiscover topology file format.
 
-use crate::topology::{Node, Topology};
+use crate::topology::{LinkSpeed, Node, Topology};
 use crate::types::{Guid, NodeType};
 use std::fmt::Write as _;
 use thiserror::Error;
@@ -108,6 +108,15 @@ pub fn write_into(topo: &Topology, out: &mut String) -> Result<(), WriteError> {
                 let rguid = rnode.ports[usize::from(remote.port.0)].guid.0;
                 let _ = write!(out, "({rguid:x}) ");
             }
+            if node.node_type == NodeType::Router {
+                // ibsim reads the width/speed comment only on switch and CA lines; a router
+                // port gets the link's exact width and speed as enable options.
+                let (base, ext) = speed_bits(port.speed);
+                let _ = write!(out, "\tw={} s={base}", port.width.to_wire());
+                if ext != 0 {
+                    let _ = write!(out, " e={ext}");
+                }
+            }
             let _ = writeln!(
                 out,
                 "\t\t# lid 0 {}x{}",
@@ -117,6 +126,19 @@ pub fn write_into(topo: &Topology, out: &mut String) -> Result<(), WriteError> {
         }
     }
     Ok(())
+}
+
+/// PortInfo LinkSpeedEnabled and LinkSpeedExtEnabled bits selecting exactly `speed`.
+fn speed_bits(speed: LinkSpeed) -> (u8, u8) {
+    match speed {
+        LinkSpeed::Sdr => (1, 0),
+        LinkSpeed::Ddr => (2, 0),
+        LinkSpeed::Qdr => (4, 0),
+        LinkSpeed::Fdr => (4, 1),
+        LinkSpeed::Edr => (4, 2),
+        LinkSpeed::Hdr => (4, 4),
+        LinkSpeed::Ndr => (4, 8),
+    }
 }
 
 fn check_description(n: &Node) -> Result<(), WriteError> {
