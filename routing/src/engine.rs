@@ -1,0 +1,343 @@
+//! Engines, the shard/compute/merge pipeline, and the reference drivers.
+//!
+//! Routing runs in two sharded phases over a [`Plan`] the engine builds:
+//! 1. hop tables: [`Plan::compute_hops`] per shard of *destination* switches (one BFS each),
+//!    merged by [`Plan::merge_hops`];
+//! 2. forwarding tables: [`Plan::compute`] per shard of *source* switches. Each switch's LFT is
+//!    computed on its own, destinations in LID order, with that switch's own per-port
+//!    counters (as OpenSM's per-switch counters do), so the merged result ([`merge`]) is the
+//!    same bit for bit whatever the number of shards or workers.
+
+use crate::error::{Refusal, RoutingError};
+use crate::ftree::{self, FtreePlan};
+use crate::hops::{self, Directions, HopShard, HopTable};
+use crate::input::RoutingInput;
+use crate::lft::{Lfts, SwitchLft, changed_blocks};
+use crate::select;
+use fabric::Guid;
+use std::collections::HashMap;
+use std::ops::Range;
+
+/// A routing engine: checks that a topology fits and builds the plan the shared pipeline runs.
+pub trait Engine: Send + Sync {
+    /// The OpenSM-style name ("minhop", "updn", "ftree").
+    fn name(&self) -> &'static str;
+    /// Builds the plan, or refuses the topology with a typed reason.
+    fn plan(&self, input: &RoutingInput) -> Result<Plan, RoutingError>;
+}
+
+/// Min-hop: every shortest path is allowed; among equal-hop output ports a switch takes the
+/// one that carries the fewest destinations so far (lowest port on a tie), destinations in
+/// LID order. With LMC > 0 the LIDs of one port prefer different next switches.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct MinHop;
+
+/// Up/down: switches ranked from roots (given or detected, see [`crate::updn`]); only
+/// up*down* paths, the shortest such, balanced like min-hop. Deadlock-free on any topology.
+#[derive(Clone, Debug, Default)]
+pub struct UpDown {
+    /// Root switch GUIDs; empty = detect automatically.
+    pub roots: Vec<Guid>,
+}
+
+/// Fat-tree: detects levels, refuses non-fat-trees, routes so that shift permutations are
+/// contention-free on a complete fat tree (see [`crate::ftree`]).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct FatTree;
+
+/// Options for engines chosen by name.
+#[derive(Clone, Debug, Default)]
+pub struct EngineOptions {
+    /// Root GUIDs for up/down (empty = automatic).
+    pub updn_roots: Vec<Guid>,
+}
+
+/// The engine with an OpenSM name.
+pub fn engine_by_name(name: &str, opts: &EngineOptions) -> Result<Box<dyn Engine>, RoutingError> {
+    match name {
+        "minhop" => Ok(Box::new(MinHop)),
+        "updn" => Ok(Box::new(UpDown {
+            roots: opts.updn_roots.clone(),
+        })),
+        "ftree" => Ok(Box::new(FatTree)),
+        other => Err(RoutingError::UnknownEngine(other.to_string())),
+    }
+}
+
+impl Engine for MinHop {
+    fn name(&self) -> &'static str {
+        "minhop"
+    }
+    fn plan(&self, _input: &RoutingInput) -> Result<Plan, RoutingError> {
+        Ok(Plan {
+            name: "minhop",
+            dirs: None,
+            ftree: None,
+        })
+    }
+}
+
+impl Engine for UpDown {
+    fn name(&self) -> &'static str {
+        "updn"
+    }
+    fn plan(&self, input: &RoutingInput) -> Result<Plan, RoutingError> {
+        let roots = crate::updn::find_roots(input, &self.roots)?;
+        let dirs = crate::updn::directions(input, &roots)?;
+        Ok(Plan {
+            name: "updn",
+            dirs: Some(dirs),
+            ftree: None,
+        })
+    }
+}
+
+impl Engine for FatTree {
+    fn name(&self) -> &'static str {
+        "ftree"
+    }
+    fn plan(&self, input: &RoutingInput) -> Result<Plan, RoutingError> {
+        let (ft, dirs) = ftree::plan(input)?;
+        Ok(Plan {
+            name: "ftree",
+            dirs: Some(dirs),
+            ftree: Some(ft),
+        })
+    }
+}
+
+/// What an engine decided before the sharded phases: path rule and tie-break state.
+#[derive(Clone, Debug)]
+pub struct Plan {
+    pub(crate) name: &'static str,
+    /// None: any shortest path (min-hop); Some: up*down* paths only.
+    pub(crate) dirs: Option<Directions>,
+    pub(crate) ftree: Option<FtreePlan>,
+}
+
+/// A unit of work: a contiguous range of switch indices (destination switches in phase 1,
+/// source switches in phase 2).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Shard {
+    /// Dense switch indices covered.
+    pub switches: Range<usize>,
+}
+
+/// Phase-2 result: the LFTs of a range of source switches.
+#[derive(Clone, Debug)]
+pub struct ShardResult {
+    /// Source switches covered.
+    pub switches: Range<usize>,
+    /// One LFT per switch of the range, in order.
+    pub lfts: Vec<Vec<u8>>,
+}
+
+/// Previous LFTs to keep where still valid (incremental routing), matched by switch GUID.
+#[derive(Clone, Debug)]
+pub struct Hints<'a> {
+    per_switch: Vec<Option<&'a [u8]>>,
+}
+
+impl<'a> Hints<'a> {
+    /// Matches `prev` to the switches of `input` by GUID. LIDs are assumed unchanged.
+    pub fn new(input: &RoutingInput, prev: &'a Lfts) -> Hints<'a> {
+        let by_guid: HashMap<Guid, &'a [u8]> = prev
+            .switches
+            .iter()
+            .map(|s| (s.guid, s.ports.as_slice()))
+            .collect();
+        Hints {
+            per_switch: input
+                .switches
+                .iter()
+                .map(|s| by_guid.get(&s.guid).copied())
+                .collect(),
+        }
+    }
+
+    /// The previous table of switch `s`, if it had one.
+    pub(crate) fn table(&self, s: usize) -> Option<&'a [u8]> {
+        self.per_switch.get(s).copied().flatten()
+    }
+}
+
+/// Splits the switches into `n` contiguous shards of near-equal size (at least one shard,
+/// at most one per switch). The same shards serve both phases.
+pub fn split(input: &RoutingInput, n: usize) -> Vec<Shard> {
+    let s = input.num_switches();
+    let n = n.clamp(1, s.max(1));
+    (0..n)
+        .map(|i| Shard {
+            switches: (i * s / n)..((i + 1) * s / n),
+        })
+        .collect()
+}
+
+impl Plan {
+    /// The engine that made this plan.
+    pub fn engine(&self) -> &'static str {
+        self.name
+    }
+
+    /// Phase 1 for one shard of destination switches.
+    pub fn compute_hops(&self, input: &RoutingInput, shard: &Shard) -> HopShard {
+        hops::compute_hop_shard(input, self.dirs.as_ref(), shard.switches.clone())
+    }
+
+    /// Merges every phase-1 shard into the hop table.
+    pub fn merge_hops(
+        &self,
+        input: &RoutingInput,
+        shards: Vec<HopShard>,
+    ) -> Result<HopTable, RoutingError> {
+        hops::merge_hop_shards(input.num_switches(), shards)
+    }
+
+    /// Phase 2 for one shard of source switches. With `hints`, an entry of the previous LFT
+    /// is kept whenever its port is still one this engine may choose (valid and minimal).
+    pub fn compute(
+        &self,
+        input: &RoutingInput,
+        hops: &HopTable,
+        shard: &Shard,
+        hints: Option<&Hints<'_>>,
+    ) -> ShardResult {
+        select::compute_lfts(self, input, hops, shard.switches.clone(), hints)
+    }
+}
+
+/// Assembles phase-2 results (any order) into one LFT per switch.
+pub fn merge(input: &RoutingInput, mut results: Vec<ShardResult>) -> Lfts {
+    results.sort_by_key(|r| r.switches.start);
+    let tables = results.into_iter().flat_map(|r| r.lfts);
+    Lfts {
+        switches: input
+            .switches
+            .iter()
+            .zip(tables)
+            .map(|(sw, ports)| SwitchLft {
+                guid: sw.guid,
+                lid: sw.lid,
+                ports,
+            })
+            .collect(),
+    }
+}
+
+/// Runs independent jobs; the crate's own [`Sequential`] runs them in order on the caller's
+/// thread, binaries plug in thread pools or actors.
+pub trait Executor {
+    /// Runs `f(0) .. f(jobs - 1)` and returns their results in job order.
+    fn map<R: Send, F: Fn(usize) -> R + Sync>(&self, jobs: usize, f: F) -> Vec<R>;
+}
+
+/// The reference executor: one job after another on the calling thread.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Sequential;
+
+impl Executor for Sequential {
+    fn map<R: Send, F: Fn(usize) -> R + Sync>(&self, jobs: usize, f: F) -> Vec<R> {
+        (0..jobs).map(f).collect()
+    }
+}
+
+/// The result of routing.
+#[derive(Clone, Debug)]
+pub struct Routing {
+    /// The engine that produced it.
+    pub engine: &'static str,
+    /// One LFT per switch.
+    pub lfts: Lfts,
+    /// Switch-to-switch hop counts the engine used.
+    pub hops: HopTable,
+}
+
+/// Routes with one engine through the sharded pipeline on `exec`, `shards` shards per phase.
+pub fn route_on<X: Executor>(
+    input: &RoutingInput,
+    engine: &dyn Engine,
+    exec: &X,
+    shards: usize,
+    prev: Option<&Lfts>,
+) -> Result<Routing, RoutingError> {
+    let plan = engine.plan(input)?;
+    route_plan(input, &plan, exec, shards, prev)
+}
+
+/// Runs both phases of an already built plan.
+pub fn route_plan<X: Executor>(
+    input: &RoutingInput,
+    plan: &Plan,
+    exec: &X,
+    shards: usize,
+    prev: Option<&Lfts>,
+) -> Result<Routing, RoutingError> {
+    let shards = split(input, shards);
+    let hop_shards = exec.map(shards.len(), |i| plan.compute_hops(input, &shards[i]));
+    let hops = plan.merge_hops(input, hop_shards)?;
+    let hints = prev.map(|p| Hints::new(input, p));
+    let results = exec.map(shards.len(), |i| {
+        plan.compute(input, &hops, &shards[i], hints.as_ref())
+    });
+    Ok(Routing {
+        engine: plan.name,
+        lfts: merge(input, results),
+        hops,
+    })
+}
+
+/// The thread-free reference driver: one engine, one shard, sequential.
+pub fn route(input: &RoutingInput, engine: &dyn Engine) -> Result<Routing, RoutingError> {
+    route_on(input, engine, &Sequential, 1, None)
+}
+
+/// Incremental routing: keeps every entry of `prev` that is still valid and minimal for
+/// the engine, recomputes the rest; returns the routing and the number of 64-LID blocks
+/// that differ from `prev`.
+pub fn route_incremental<X: Executor>(
+    input: &RoutingInput,
+    engine: &dyn Engine,
+    exec: &X,
+    shards: usize,
+    prev: &Lfts,
+) -> Result<(Routing, usize), RoutingError> {
+    let r = route_on(input, engine, exec, shards, Some(prev))?;
+    let changed = changed_blocks(prev, &r.lfts);
+    Ok((r, changed))
+}
+
+/// The result of a fallback chain: the routing and why each earlier engine refused.
+#[derive(Clone, Debug)]
+pub struct ChainOutcome {
+    /// The routing of the first engine that accepted.
+    pub routing: Routing,
+    /// Refusals of the engines tried before it, in order.
+    pub refusals: Vec<Refusal>,
+}
+
+/// Tries engines in order (like OpenSM's `-R ftree,updn,minhop`) and returns the first that
+/// accepts, with the reasons of those that refused. An unknown name is an error at once.
+pub fn route_with_chain<X: Executor>(
+    input: &RoutingInput,
+    names: &[&str],
+    opts: &EngineOptions,
+    exec: &X,
+    shards: usize,
+    prev: Option<&Lfts>,
+) -> Result<ChainOutcome, RoutingError> {
+    let engines = names
+        .iter()
+        .map(|n| engine_by_name(n, opts))
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut refusals = Vec::new();
+    for e in engines {
+        match route_on(input, e.as_ref(), exec, shards, prev) {
+            Ok(routing) => return Ok(ChainOutcome { routing, refusals }),
+            Err(reason) => refusals.push(Refusal {
+                engine: e.name().to_string(),
+                reason,
+            }),
+        }
+    }
+    Err(RoutingError::AllRefused(refusals))
+}

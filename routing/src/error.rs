@@ -1,0 +1,85 @@
+//! The crate's one error type.
+
+use fabric::{Guid, Lid, PortRef};
+use thiserror::Error;
+
+/// Why routing could not be done, or why an engine refused a topology.
+#[derive(Debug, Error, Clone, PartialEq, Eq)]
+pub enum RoutingError {
+    /// No engine of that name (known: minhop, updn, ftree).
+    #[error("unknown routing engine {0:?} (known: minhop, updn, ftree)")]
+    UnknownEngine(String),
+    /// The fat-tree engine refuses a topology that is not a fat tree.
+    #[error("not a fat tree: {why}")]
+    NotAFatTree {
+        /// What breaks the fat-tree shape.
+        why: String,
+    },
+    /// Up/down found no root switch (no switch, or roots given that are not switches).
+    #[error("no root switch for up/down routing")]
+    NoRoots,
+    /// A root GUID given to up/down is not a switch of this topology.
+    #[error("root {0} is not a switch of this topology")]
+    RootNotFound(Guid),
+    /// Some switches cannot be reached from the others (up/down and fat-tree need one fabric).
+    #[error("fabric is disconnected: {unreachable} switch(es) unreachable from switch {from}")]
+    Disconnected {
+        /// Switches not reached.
+        unreachable: usize,
+        /// GUID of the switch the search started from.
+        from: Guid,
+    },
+    /// A path would need more switch hops than the hop tables hold.
+    #[error("a shortest path needs more than {max} switch hops")]
+    DiameterTooLarge {
+        /// The limit.
+        max: u8,
+    },
+    /// Two ports were given overlapping LIDs.
+    #[error("LID {lid} assigned to both {a:?} and {b:?}")]
+    LidConflict {
+        /// The LID.
+        lid: Lid,
+        /// One port.
+        a: PortRef,
+        /// The other port.
+        b: PortRef,
+    },
+    /// A LID range outside the unicast space, an LMC above 7, or an unaligned base.
+    #[error("bad LID assignment for {port:?}: {why}")]
+    BadLid {
+        /// The port.
+        port: PortRef,
+        /// What is wrong.
+        why: String,
+    },
+    /// The unicast LID space (0x0001-0xBFFF) is exhausted.
+    #[error("unicast LID space exhausted")]
+    LidSpaceExhausted,
+    /// A port in the LID assignment is not in the topology.
+    #[error("LID assignment names {0:?}, which is not in the topology")]
+    NoSuchPort(PortRef),
+    /// An `ibroute` dump line that cannot be read.
+    #[error("ibroute dump line {line}: {why}")]
+    Parse {
+        /// 1-based line number.
+        line: usize,
+        /// What is wrong.
+        why: String,
+    },
+    /// A dumped switch GUID that is not a switch of the topology.
+    #[error("switch {0} of the dump is not a switch of the topology")]
+    UnknownSwitch(Guid),
+    /// Every engine of a chain refused; the reasons in chain order.
+    #[error("every routing engine refused: {}", .0.iter().map(|r| format!("{}: {}", r.engine, r.reason)).collect::<Vec<_>>().join("; "))]
+    AllRefused(Vec<Refusal>),
+}
+
+/// One engine's refusal inside a fallback chain.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal {
+    /// The engine name.
+    pub engine: String,
+    /// Why it refused.
+    pub reason: RoutingError,
+}

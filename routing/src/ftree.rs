@@ -1,0 +1,167 @@
+//! Fat-tree detection and the per-destination root assignment of the fat-tree engine.
+//!
+//! Levels: leaves are the switches with end ports (level 0); every other switch's level is
+//! its BFS distance to the nearest leaf. A topology is a fat tree when it is connected, no
+//! link joins two switches of the same level, and every switch below the top level has at
+//! least one uplink. Roots are the top-level switches.
+//!
+//! Routing: destinations (end-port LIDs) are taken in (leaf, port, LID) order. For each,
+//! a path is climbed from its leaf to a root, at every switch taking the uplink that carries
+//! the fewest destinations so far (ties: lower remote switch index, then lower port). The
+//! switches on that path route down along it; every switch that can reach the destination
+//! leaf only by going down does so; every other switch goes up towards the chosen root.
+//! On a complete fat tree this is the D-mod-k assignment: consecutive destinations get
+//! different uplinks at every level, so every shift permutation loads each link at most once.
+
+use crate::error::RoutingError;
+use crate::hops::{Directions, UNREACHABLE};
+use crate::input::{NONE, Peer, RoutingInput};
+
+/// Per-destination state of the fat-tree engine.
+#[derive(Clone, Debug)]
+pub struct FtreePlan {
+    /// Level of each switch (0 = leaf).
+    pub level: Vec<u8>,
+    /// Highest level.
+    pub max_level: u8,
+    /// Root switches (top level), by root position.
+    pub roots: Vec<u32>,
+    /// `updist[r * S + x]`: up-only hops from switch x to root r, [`UNREACHABLE`] if none.
+    pub updist: Vec<u8>,
+    /// Root position chosen per LID (u32::MAX for switch LIDs and unused LIDs).
+    pub lid_root: Vec<u32>,
+    /// Switch on the chosen path per LID and level: `lid_path[lid * (max_level + 1) + level]`.
+    pub lid_path: Vec<u32>,
+}
+
+/// Switch levels, or why the topology is not a fat tree.
+pub fn levels(input: &RoutingInput) -> Result<(Vec<u8>, u8), RoutingError> {
+    let n = input.num_switches();
+    let nf = |why: String| RoutingError::NotAFatTree { why };
+    if n == 0 {
+        return Err(nf("no switches".into()));
+    }
+    let cas = input.end_ports_per_switch();
+    let leaves: Vec<u32> = (0..n as u32).filter(|&s| cas[s as usize] > 0).collect();
+    if leaves.is_empty() {
+        return Err(nf("no switch has end ports".into()));
+    }
+    let dist = crate::updn::bfs_from(input, &leaves);
+    let unreachable = dist.iter().filter(|&&d| d == NONE).count();
+    if unreachable > 0 {
+        return Err(RoutingError::Disconnected {
+            unreachable,
+            from: input.switches[leaves[0] as usize].guid,
+        });
+    }
+    let max = *dist.iter().max().unwrap_or(&0);
+    if max > 30 {
+        return Err(nf(format!("{max} levels")));
+    }
+    for s in 0..n {
+        let mut has_up = false;
+        for &m in input.neighbours(s) {
+            if dist[m as usize] == dist[s] {
+                return Err(nf(format!(
+                    "switches {} and {} are linked at the same level {}",
+                    input.switches[s].guid, input.switches[m as usize].guid, dist[s]
+                )));
+            }
+            has_up |= dist[m as usize] > dist[s];
+        }
+        if !has_up && dist[s] < max {
+            return Err(nf(format!(
+                "switch {} at level {} has no uplink (top level is {})",
+                input.switches[s].guid, dist[s], max
+            )));
+        }
+    }
+    Ok((dist.iter().map(|&d| d as u8).collect(), max as u8))
+}
+
+/// Orientation for the fat-tree engine: rank = distance below the top level.
+pub fn directions(input: &RoutingInput, level: &[u8], max_level: u8) -> Directions {
+    let rank: Vec<u32> = level.iter().map(|&l| (max_level - l) as u32).collect();
+    Directions::from_ranks(input, &rank)
+}
+
+/// Builds the fat-tree plan: levels, roots, up-distances and the root/path per LID.
+pub fn plan(input: &RoutingInput) -> Result<(FtreePlan, Directions), RoutingError> {
+    let (level, max_level) = levels(input)?;
+    let n = input.num_switches();
+    let roots: Vec<u32> = (0..n as u32)
+        .filter(|&s| level[s as usize] == max_level)
+        .collect();
+    let mut root_pos = vec![NONE; n];
+    for (i, &r) in roots.iter().enumerate() {
+        root_pos[r as usize] = i as u32;
+    }
+    // Up-only distance to every root: BFS down from each root.
+    let mut updist = vec![UNREACHABLE; roots.len() * n];
+    let mut queue = Vec::new();
+    for (ri, &r) in roots.iter().enumerate() {
+        let col = &mut updist[ri * n..(ri + 1) * n];
+        col[r as usize] = 0;
+        queue.clear();
+        queue.push(r);
+        let mut head = 0;
+        while head < queue.len() {
+            let y = queue[head] as usize;
+            head += 1;
+            for &x in input.neighbours(y) {
+                let x = x as usize;
+                if level[x] + 1 == level[y] && col[x] == UNREACHABLE {
+                    col[x] = col[y] + 1;
+                    queue.push(x as u32);
+                }
+            }
+        }
+    }
+    // Greedy climb per destination LID.
+    let stride = max_level as usize + 1;
+    let nlids = input.max_lid() as usize + 1;
+    let mut lid_root = vec![NONE; nlids];
+    let mut lid_path = vec![NONE; nlids * stride];
+    let mut down_count = vec![0u32; input.num_channels()];
+    for ep in &input.end_ports {
+        for k in 0..ep.lids.count() {
+            let lid = ep.lids.base.0 as usize + k as usize;
+            let mut cur = ep.switch as usize;
+            lid_path[lid * stride] = cur as u32;
+            while level[cur] < max_level {
+                let mut best: Option<(u32, u32, u8)> = None;
+                for (p, peer) in input.ports(cur).iter().enumerate() {
+                    let Peer::Switch { sw, .. } = *peer else {
+                        continue;
+                    };
+                    if level[sw as usize] != level[cur] + 1 {
+                        continue;
+                    }
+                    let c = down_count[input.channel(cur, p as u8)];
+                    let cand = (c, sw, p as u8);
+                    if best.is_none_or(|b| cand < b) {
+                        best = Some(cand);
+                    }
+                }
+                // Invariant: levels() checked every switch below the top has an uplink.
+                let Some((_, up, p)) = best else { break };
+                down_count[input.channel(cur, p)] += 1;
+                cur = up as usize;
+                lid_path[lid * stride + level[cur] as usize] = up;
+            }
+            lid_root[lid] = root_pos[cur];
+        }
+    }
+    let dirs = directions(input, &level, max_level);
+    Ok((
+        FtreePlan {
+            level,
+            max_level,
+            roots,
+            updist,
+            lid_root,
+            lid_path,
+        },
+        dirs,
+    ))
+}

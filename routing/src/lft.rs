@@ -1,0 +1,71 @@
+//! Linear forwarding tables: the routing output.
+
+use fabric::{Guid, Lid};
+use std::collections::HashMap;
+
+/// The LFT value for "no route" (IBA and OpenSM use port 255 for an invalid entry).
+pub const NO_ROUTE: u8 = 0xFF;
+
+/// Number of LIDs in one LinearForwardingTable block.
+pub const BLOCK_LIDS: usize = 64;
+
+/// One switch's LFT.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SwitchLft {
+    /// The switch's node GUID.
+    pub guid: Guid,
+    /// The switch's LID (0 when it has none).
+    pub lid: Lid,
+    /// Output port per destination LID (index = LID), [`NO_ROUTE`] where there is none.
+    pub ports: Vec<u8>,
+}
+
+impl SwitchLft {
+    /// The output port for a LID, [`NO_ROUTE`] beyond the table.
+    pub fn port(&self, lid: u16) -> u8 {
+        self.ports.get(lid as usize).copied().unwrap_or(NO_ROUTE)
+    }
+
+    /// Number of 64-LID blocks the table spans.
+    pub fn blocks(&self) -> usize {
+        self.ports.len().div_ceil(BLOCK_LIDS)
+    }
+}
+
+/// Every switch's LFT, in the switch order of the [`crate::RoutingInput`] they came from.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Lfts {
+    /// One table per switch.
+    pub switches: Vec<SwitchLft>,
+}
+
+impl Lfts {
+    /// The table of the switch with this GUID.
+    pub fn by_guid(&self, guid: Guid) -> Option<&SwitchLft> {
+        self.switches.iter().find(|s| s.guid == guid)
+    }
+
+    /// Total number of 64-LID blocks over all switches.
+    pub fn total_blocks(&self) -> usize {
+        self.switches.iter().map(SwitchLft::blocks).sum()
+    }
+}
+
+/// Number of 64-LID blocks that differ between two sets of tables, matching switches by
+/// GUID: a switch only in `new` counts all its blocks, a switch only in `old` none (it is
+/// gone and needs no programming). Entries beyond a table's end count as [`NO_ROUTE`].
+pub fn changed_blocks(old: &Lfts, new: &Lfts) -> usize {
+    let by_guid: HashMap<Guid, &SwitchLft> = old.switches.iter().map(|s| (s.guid, s)).collect();
+    new.switches
+        .iter()
+        .map(|n| match by_guid.get(&n.guid) {
+            None => n.blocks(),
+            Some(o) => (0..n.blocks())
+                .filter(|b| {
+                    let lo = b * BLOCK_LIDS;
+                    (lo..lo + BLOCK_LIDS).any(|l| n.port(l as u16) != o.port(l as u16))
+                })
+                .count(),
+        })
+        .sum()
+}

@@ -1,0 +1,38 @@
+//! `routing` — Quorum SM's unicast routing: pure functions from a [`RoutingInput`]
+//! (switches with numbered ports, links, end ports with LIDs and LMC, the SM's port) to one
+//! linear forwarding table per switch ([`Lfts`]) plus the hop counts used.
+//!
+//! Engines ([`Engine`]): `minhop` ([`MinHop`]), `updn` ([`UpDown`]) and `ftree`
+//! ([`FatTree`]), chosen by name with an OpenSM-style fallback chain
+//! ([`route_with_chain`]). The work is sharded ([`split`], [`Plan::compute_hops`],
+//! [`Plan::compute`], [`merge`]) so workers compute parts independently with a bit-identical
+//! result for any worker count; [`route`] is the sequential reference driver and
+//! [`route_incremental`] keeps still-valid entries of previous tables. [`metrics`] measures
+//! route quality (hops, link loads, channel-dependency cycles, loops) and [`ibroute`] reads
+//! and writes the text `ibroute` prints, so OpenSM's tables can be measured the same way.
+//!
+//! This crate is pure: it must never do IO, read a clock, spawn a thread or use unseeded
+//! randomness. Parallelism belongs to the caller, through [`Executor`].
+
+pub mod engine;
+pub mod error;
+pub mod ftree;
+pub mod hops;
+pub mod ibroute;
+pub mod input;
+pub mod lft;
+pub mod metrics;
+mod select;
+pub mod updn;
+
+pub use engine::{
+    ChainOutcome, Engine, EngineOptions, Executor, FatTree, Hints, MinHop, Plan, Routing,
+    Sequential, Shard, ShardResult, UpDown, engine_by_name, merge, route, route_incremental,
+    route_on, route_plan, route_with_chain, split,
+};
+pub use error::{Refusal, RoutingError};
+pub use hops::{HopShard, HopTable};
+pub use input::{
+    Dest, EndPort, LidAssignment, Peer, PortLids, RoutingInput, SwitchInfo, assign_lids_sequential,
+};
+pub use lft::{BLOCK_LIDS, Lfts, NO_ROUTE, SwitchLft, changed_blocks};
