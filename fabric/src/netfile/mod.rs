@@ -57,7 +57,9 @@
 //!   that width and speed (`12x` enables 1x|4x|12x, `4x` 1x|4x, `8x`, `2x`, `1x` alone;
 //!   `QDR` enables SDR|DDR|QDR, `FDR`/`EDR`/`HDR`/`NDR` the extended speeds up to it).
 //!   `FDR10` is read as QDR (the model has no FDR10). Unknown width/speed tokens are
-//!   ignored, as ibsim does. ibsim 0.10 does not know `NDR` (0.12 does).
+//!   ignored, as ibsim does. ibsim 0.10 does not know `NDR` (0.12 does). One deliberate
+//!   difference: ibsim ignores this comment on router (`Rt`) port lines, we read it there
+//!   too because it states the real link.
 //! * **Records.** A node's record is its header line and the port lines after it; it ends at
 //!   a blank line or after `num_ports` port lines. Any other line inside a record is an error
 //!   here (ibsim would silently swallow it). `#` lines are comments.

@@ -669,9 +669,10 @@ impl<'a> Parser<'a> {
         let mut en = self.slots[slot_idx].en;
         let rest = &cur.line[rest_start..];
         apply_options(rest, &mut en).map_err(|(off, kind)| cur.err_at(rest_start + off, kind))?;
-        if node_type != NodeType::Router {
-            apply_connection_comment(rest, &mut en);
-        }
+        // ibsim reads this comment on switch and CA lines only; we read it on router lines
+        // too, since it states the real link (the writer adds w=/s=/e= to router lines so
+        // that ibsim agrees).
+        apply_connection_comment(rest, &mut en);
         let slot = &mut self.slots[slot_idx];
         slot.en = en;
         slot.remote = Some(Remote {
