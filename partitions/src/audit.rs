@@ -199,8 +199,13 @@ pub fn audit(
                     continue;
                 }
                 let what = match allowed {
-                    None => format!("holds {:?} key of partition {p:#06x} it is not a member of", m),
-                    Some(_) => format!("holds the full key of partition {p:#06x} where it should be limited"),
+                    None => format!(
+                        "holds {:?} key of partition {p:#06x} it is not a member of",
+                        m
+                    ),
+                    Some(_) => format!(
+                        "holds the full key of partition {p:#06x} where it should be limited"
+                    ),
                 };
                 if eff.contains_key(p) {
                     findings.push(Finding {
@@ -224,7 +229,10 @@ pub fn audit(
                     findings.push(Finding {
                         code: "AUDIT-W004",
                         severity: Severity::Warning,
-                        message: format!("port {} lacks its key of partition {p:#06x}", e.port_guid),
+                        message: format!(
+                            "port {} lacks its key of partition {p:#06x}",
+                            e.port_guid
+                        ),
                     });
                 }
             }
@@ -306,7 +314,11 @@ pub fn audit(
     }
     // Groups: by intended signature when there is an intent, else by effective signature.
     let group_sig = |int: &Signature, eff: &Signature| -> Signature {
-        if intent.is_some() { int.clone() } else { eff.clone() }
+        if intent.is_some() {
+            int.clone()
+        } else {
+            eff.clone()
+        }
     };
     let mut sig_names: BTreeMap<Signature, String> = BTreeMap::new();
     let mut used: BTreeSet<String> = BTreeSet::new();
@@ -356,7 +368,8 @@ pub fn audit(
     }
     let class_list: Vec<_> = classes.into_iter().collect();
     let mut pairs: BTreeMap<(String, String), GroupPair> = BTreeMap::new();
-    let mut lost: BTreeMap<(String, String), (BTreeSet<u16>, usize, (Guid, Guid))> = BTreeMap::new();
+    let mut lost: BTreeMap<(String, String), (BTreeSet<u16>, usize, (Guid, Guid))> =
+        BTreeMap::new();
     for i in 0..class_list.len() {
         for j in i..class_list.len() {
             let ((i1, e1), p1) = &class_list[i];
@@ -369,7 +382,11 @@ pub fn audit(
             if n == 0 {
                 continue;
             }
-            let example = if i == j { (p1[0], p1[1]) } else { (p1[0], p2[0]) };
+            let example = if i == j {
+                (p1[0], p1[1])
+            } else {
+                (p1[0], p2[0])
+            };
             let actual = reach(e1, e2);
             let wanted = reach(i1, i2);
             let g1 = sig_names[&group_sig(i1, e1)].clone();

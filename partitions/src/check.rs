@@ -98,7 +98,10 @@ fn syntax_lints(file: &PartitionFile, opts: &Options) -> Vec<Lint> {
         out.push(Lint::new(
             LintCode::Abbreviation,
             Some(w.pos),
-            format!("'{}' is an abbreviation OpenSM reads as '{full}'; write it out", w.text),
+            format!(
+                "'{}' is an abbreviation OpenSM reads as '{full}'; write it out",
+                w.text
+            ),
         ));
     };
     let both = |out: &mut Vec<Lint>, m: &MembershipSpec| {

@@ -409,7 +409,12 @@ impl Parser {
                     self.err(pos, ParseErrorKind::PKeyZero);
                     ok = false;
                 }
-                Some(v) => stmt.pkey = Some(PKeySpec { value: v as u16, pos }),
+                Some(v) => {
+                    stmt.pkey = Some(PKeySpec {
+                        value: v as u16,
+                        pos,
+                    })
+                }
             }
         }
         for piece in &pieces[1..] {
@@ -497,11 +502,13 @@ impl Parser {
         let n = parse_c_number(&v);
         let (flag, expected) = match canon {
             "mtu" => (
-                n.filter(|n| (1..=5).contains(n)).map(|n| GroupFlag::Mtu(n as u8)),
+                n.filter(|n| (1..=5).contains(n))
+                    .map(|n| GroupFlag::Mtu(n as u8)),
                 "an MTU code 1..5 (1=256 .. 5=4096)",
             ),
             "rate" => (
-                n.filter(|n| (2..=22).contains(n)).map(|n| GroupFlag::Rate(n as u8)),
+                n.filter(|n| (2..=22).contains(n))
+                    .map(|n| GroupFlag::Rate(n as u8)),
                 "a rate code 2..22 (3 = 10 Gb/s)",
             ),
             "sl" => (
@@ -509,11 +516,13 @@ impl Parser {
                 "a service level 0..15",
             ),
             "scope" => (
-                n.filter(|n| (1..=15).contains(n)).map(|n| GroupFlag::Scope(n as u8)),
+                n.filter(|n| (1..=15).contains(n))
+                    .map(|n| GroupFlag::Scope(n as u8)),
                 "a scope 1..15 (2 = link local)",
             ),
             "Q_Key" => (
-                n.filter(|n| *n <= 0xFFFF_FFFF).map(|n| GroupFlag::QKey(n as u32)),
+                n.filter(|n| *n <= 0xFFFF_FFFF)
+                    .map(|n| GroupFlag::QKey(n as u32)),
                 "a 32-bit Q_Key",
             ),
             "TClass" => (
@@ -521,7 +530,8 @@ impl Parser {
                 "a traffic class 0..255",
             ),
             _ => (
-                n.filter(|n| *n <= 0xF_FFFF).map(|n| GroupFlag::FlowLabel(n as u32)),
+                n.filter(|n| *n <= 0xF_FFFF)
+                    .map(|n| GroupFlag::FlowLabel(n as u32)),
                 "a flow label 0..0xfffff",
             ),
         };
@@ -619,7 +629,14 @@ impl Parser {
                 }
             };
         }
-        let keywords = ["NONE", "ALL", "ALL_CAS", "ALL_SWITCHES", "ALL_ROUTERS", "SELF"];
+        let keywords = [
+            "NONE",
+            "ALL",
+            "ALL_CAS",
+            "ALL_SWITCHES",
+            "ALL_ROUTERS",
+            "SELF",
+        ];
         match match_prefix(name, &keywords) {
             Some((kw, abbreviated)) => {
                 let t = match kw {
@@ -673,7 +690,10 @@ impl Parser {
             let flag = self.group_value(canon, &name, fpos, val)?;
             flags.push(GroupFlagSpec {
                 flag,
-                word: Word { text: name, pos: fpos },
+                word: Word {
+                    text: name,
+                    pos: fpos,
+                },
                 abbreviated,
             });
         }

@@ -427,9 +427,7 @@ pub fn plan(policy: &Policy, topo: &Topology, caps: &Caps) -> Plan {
                 limited.push(m.port.port_guid);
             }
         }
-        let any_member = members
-            .iter()
-            .any(|m| m.held[i].full || m.held[i].limited);
+        let any_member = members.iter().any(|m| m.held[i].full || m.held[i].limited);
         if !any_member {
             continue;
         }

@@ -48,7 +48,9 @@ impl FromStr for PartEnforce {
             "in" => Ok(PartEnforce::In),
             "out" => Ok(PartEnforce::Out),
             "off" => Ok(PartEnforce::Off),
-            _ => Err(format!("part_enforce must be both, in, out or off, not '{s}'")),
+            _ => Err(format!(
+                "part_enforce must be both, in, out or off, not '{s}'"
+            )),
         }
     }
 }
@@ -635,10 +637,7 @@ impl Builder {
 
     fn mgid(&mut self, idx: usize, line: &MgidLine, conf: Flags) {
         // Inherits the partition's flags except TClass (as osm_prtn_config.c does).
-        let mut flags = Flags {
-            tclass: 0,
-            ..conf
-        };
+        let mut flags = Flags { tclass: 0, ..conf };
         for f in &line.flags {
             flags.apply(f.flag);
         }

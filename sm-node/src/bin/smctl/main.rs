@@ -3,6 +3,7 @@
 
 use clap::{Parser, Subcommand};
 
+mod partitions;
 mod topo;
 
 /// Quorum SM operator CLI.
@@ -17,12 +18,16 @@ struct Cli {
 enum Command {
     /// Topology files: generate fat trees, tori and random fabrics.
     Topo(topo::TopoArgs),
+    /// Partitions: check and plan partitions.conf, audit P_KeyTables read back from a fabric.
+    #[command(subcommand)]
+    Partitions(partitions::PartitionsCmd),
 }
 
 fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Topo(args) => topo::run(args),
+        Command::Partitions(cmd) => partitions::run(cmd),
     };
     match result {
         Ok(code) => code,
