@@ -214,3 +214,75 @@ fn zero_hop_is_the_local_node() {
     assert_eq!(dr_step(&mut resp, S, DrIngress::Local), DrAction::Deliver);
     assert_eq!(resp.hop_pointer, 0);
 }
+
+use proptest::prelude::*;
+
+/// A random chain: the SM's CA (one port, port 1), then nodes 1..=n; node i has `ports`
+/// ports, is entered on `arrive` and (except the last) left by `out`, both within range.
+/// Intermediate nodes are switches; the last may be a CA.
+fn chain() -> impl Strategy<Value = (Vec<(u8, u8, u8)>, bool)> {
+    let node = (2u8..=64).prop_flat_map(|n| (Just(n), 1..=n, 1..=n));
+    (prop::collection::vec(node, 1..=63), any::<bool>())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 500, ..ProptestConfig::default() })]
+
+    #[test]
+    #[allow(clippy::needless_range_loop)] // i is the hop number, used for several arrays
+    fn random_paths_go_out_and_come_back((nodes, last_is_ca) in chain()) {
+        let n = nodes.len();
+        let sm = DrNode::ca(1);
+        let node = |i: usize| {
+            let ports = nodes[i - 1].0;
+            if i == n && last_is_ca { DrNode::ca(ports) } else { DrNode::switch(ports) }
+        };
+        let arrive = |i: usize| nodes[i - 1].1;
+        // path[0] leaves the SM's CA by port 1; path[i] leaves node i.
+        let path: Vec<u8> = std::iter::once(1).chain(nodes[..n - 1].iter().map(|x| x.2)).collect();
+        let mut smp = Smp::dr_get(99, AttributeId::NODE_INFO, 0, &path).unwrap();
+        prop_assert_eq!(dr_step(&mut smp, sm, DrIngress::Local), DrAction::Forward(1));
+        for i in 1..=n {
+            let act = dr_step(&mut smp, node(i), DrIngress::Port(arrive(i)));
+            if i < n {
+                prop_assert_eq!(act, DrAction::Forward(path[i]));
+            } else {
+                prop_assert_eq!(act, DrAction::Deliver);
+            }
+            prop_assert_eq!(usize::from(smp.hop_pointer), i + 1);
+            prop_assert_eq!(smp.return_path[i], arrive(i));
+        }
+        // Through the wire and back: the response retraces the arrival ports.
+        let mut resp = Smp::decode(&smp.make_response().encode()).unwrap();
+        prop_assert!(resp.direction);
+        prop_assert_eq!(dr_step(&mut resp, node(n), DrIngress::Local), DrAction::Forward(arrive(n)));
+        for i in (1..n).rev() {
+            // Node i receives it on the port it forwarded the request out of.
+            let act = dr_step(&mut resp, node(i), DrIngress::Port(path[i]));
+            prop_assert_eq!(act, DrAction::Forward(arrive(i)));
+            prop_assert_eq!(usize::from(resp.hop_pointer), i);
+        }
+        prop_assert_eq!(dr_step(&mut resp, sm, DrIngress::Port(1)), DrAction::Deliver);
+        prop_assert_eq!(resp.hop_pointer, 0);
+    }
+
+    #[test]
+    fn dr_step_never_panics(
+        b in prop::collection::vec(any::<u8>(), 256),
+        is_switch in any::<bool>(),
+        num_ports in any::<u8>(),
+        from in prop::option::of(any::<u8>()),
+    ) {
+        let mut a: [u8; 256] = b.try_into().unwrap();
+        a[1] = 0x81;
+        a[7] &= 0x3f;
+        let mut smp = Smp::decode(&a).unwrap();
+        let from = from.map_or(DrIngress::Local, DrIngress::Port);
+        let node = DrNode { is_switch, num_ports };
+        match dr_step(&mut smp, node, from) {
+            DrAction::Forward(p) => prop_assert!(p >= 1 && p <= num_ports),
+            DrAction::Deliver | DrAction::LidRoute(_) | DrAction::LidRouteToRequester
+            | DrAction::Drop(_) => {}
+        }
+    }
+}

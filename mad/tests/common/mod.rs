@@ -8,7 +8,7 @@ pub fn hex(s: &str) -> Vec<u8> {
         .filter(|b| b.is_ascii_hexdigit())
         .map(|b| (b as char).to_digit(16).unwrap() as u8)
         .collect();
-    assert!(digits.len() % 2 == 0, "odd number of hex digits");
+    assert!(digits.len().is_multiple_of(2), "odd number of hex digits");
     digits.chunks(2).map(|p| (p[0] << 4) | p[1]).collect()
 }
 
