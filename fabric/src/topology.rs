@@ -411,7 +411,13 @@ impl Topology {
     }
 
     /// Sets the system image GUID, vendor and device ids of a node.
-    pub fn set_identity(&mut self, id: NodeId, sys_image_guid: Guid, vendor_id: u32, device_id: u16) {
+    pub fn set_identity(
+        &mut self,
+        id: NodeId,
+        sys_image_guid: Guid,
+        vendor_id: u32,
+        device_id: u16,
+    ) {
         if let Some(n) = self.nodes.get_mut(id.index()) {
             n.sys_image_guid = sys_image_guid;
             n.vendor_id = vendor_id & 0x00FF_FFFF;
@@ -439,7 +445,8 @@ impl Topology {
 
     /// Switches with their ids, in id order.
     pub fn switches(&self) -> impl Iterator<Item = (NodeId, &Node)> + '_ {
-        self.nodes().filter(|(_, n)| n.node_type == NodeType::Switch)
+        self.nodes()
+            .filter(|(_, n)| n.node_type == NodeType::Switch)
     }
 
     /// Channel adapters with their ids, in id order.
@@ -454,7 +461,11 @@ impl Topology {
 
     /// The port at the far end of the link on `p`.
     pub fn remote(&self, p: PortRef) -> Option<PortRef> {
-        self.nodes.get(p.node.index())?.ports.get(p.port.0 as usize)?.remote
+        self.nodes
+            .get(p.node.index())?
+            .ports
+            .get(p.port.0 as usize)?
+            .remote
     }
 
     /// Every link once, as (lower end, higher end) ordered by (node id, port).
@@ -494,7 +505,9 @@ mod tests {
     #[test]
     fn build_and_link() {
         let mut t = Topology::new();
-        let sw = t.add_node(NodeType::Switch, 8, Guid(0x200000), "sw").unwrap();
+        let sw = t
+            .add_node(NodeType::Switch, 8, Guid(0x200000), "sw")
+            .unwrap();
         let ca = t.add_node(NodeType::Ca, 2, Guid(0x100000), "ca").unwrap();
         t.connect(PortRef::new(sw, 1), PortRef::new(ca, 1)).unwrap();
         assert_eq!(t.remote(PortRef::new(ca, 1)), Some(PortRef::new(sw, 1)));

@@ -303,7 +303,10 @@ mod tests {
         assert!(!lim.matches(lim));
         assert!(!full.matches(other));
         assert!(!PKey(0x8000).matches(PKey(0x8000)));
-        assert_eq!(PKey::DEFAULT_FULL.partition(), PKey::DEFAULT_LIMITED.partition());
+        assert_eq!(
+            PKey::DEFAULT_FULL.partition(),
+            PKey::DEFAULT_LIMITED.partition()
+        );
         assert_eq!(PKey::new(0xFFFF, Membership::Limited), PKey(0x7FFF));
     }
 

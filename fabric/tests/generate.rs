@@ -15,8 +15,10 @@ fn build(spec: &str) -> Topology {
 }
 
 fn all_switch_ports_cabled(t: &Topology) -> bool {
-    t.switches()
-        .all(|(_, n)| n.port_numbers().all(|p| n.ports[p.0 as usize].remote.is_some()))
+    t.switches().all(|(_, n)| {
+        n.port_numbers()
+            .all(|p| n.ports[p.0 as usize].remote.is_some())
+    })
 }
 
 #[test]
@@ -51,7 +53,12 @@ fn fat_tree_partial() {
     assert_eq!(counts(&t), (6 * 36 + 324, 6 * 18 * 18, 3 * 6 * 18 * 18));
     // Cores use one port per pod.
     let core = t.node_by_guid(switch_guid(SwitchRole::Core, 0, 5)).unwrap();
-    let used = t.node(core).ports.iter().filter(|p| p.remote.is_some()).count();
+    let used = t
+        .node(core)
+        .ports
+        .iter()
+        .filter(|p| p.remote.is_some())
+        .count();
     assert_eq!(used, 6);
     let t = build("ft2:8:hosts=1");
     assert_eq!(counts(&t), (12, 8, 8 + 32));
@@ -93,9 +100,15 @@ fn fat_tree_3_level_wiring() {
     assert_eq!(t.node(h0).description, "host 0 HCA-1");
     assert_eq!(t.node(h0).node_guid, host_guid(0));
     assert_eq!(t.node(h0).ports[1].guid.0, host_guid(0).0 + 1);
-    let h5 = t.remote(PortRef::new(id(SwitchRole::Leaf, 0, 1), 2)).unwrap().node;
+    let h5 = t
+        .remote(PortRef::new(id(SwitchRole::Leaf, 0, 1), 2))
+        .unwrap()
+        .node;
     assert_eq!(t.node(h5).description, "host 5 HCA-1");
-    assert_eq!(switch_role(t.node(first_leaf).node_guid), Some(SwitchRole::Leaf));
+    assert_eq!(
+        switch_role(t.node(first_leaf).node_guid),
+        Some(SwitchRole::Leaf)
+    );
     assert_eq!(switch_guid(SwitchRole::Leaf, 3, 7).0, 0x2001_0003_0000_0007);
     assert_eq!(switch_role(host_guid(3)), None);
     // Switches come first in node order.
@@ -109,7 +122,9 @@ fn fat_tree_2_level_wiring() {
     for i in 0..6u32 {
         let leaf = t.node_by_guid(switch_guid(SwitchRole::Leaf, 0, i)).unwrap();
         for j in 0..half as u32 {
-            let spine = t.node_by_guid(switch_guid(SwitchRole::Spine, 0, j)).unwrap();
+            let spine = t
+                .node_by_guid(switch_guid(SwitchRole::Spine, 0, j))
+                .unwrap();
             assert_eq!(
                 t.remote(PortRef::new(leaf, half + 1 + j as u8)),
                 Some(PortRef::new(spine, i as u8 + 1))
@@ -121,7 +136,13 @@ fn fat_tree_2_level_wiring() {
 
 #[test]
 fn fat_tree_bad_parameters() {
-    for (levels, radix, hosts) in [(2, 35, 17), (3, 0, 0), (4, 36, 18), (2, 36, 19), (3, 256, 128)] {
+    for (levels, radix, hosts) in [
+        (2, 35, 17),
+        (3, 0, 0),
+        (4, 36, 18),
+        (2, 36, 19),
+        (3, 256, 128),
+    ] {
         let spec = FatTreeSpec {
             levels,
             radix,
@@ -143,15 +164,18 @@ fn switch_degree(t: &Topology, id: NodeId) -> usize {
 }
 
 fn switches_connected(t: &Topology) -> bool {
-    let Some((start, _)) = t.switches().next() else { return true };
+    let Some((start, _)) = t.switches().next() else {
+        return true;
+    };
     let mut seen = HashSet::from([start]);
     let mut queue = VecDeque::from([start]);
     while let Some(n) = queue.pop_front() {
         for p in &t.node(n).ports {
-            if let Some(r) = p.remote {
-                if t.node(r.node).is_switch() && seen.insert(r.node) {
-                    queue.push_back(r.node);
-                }
+            if let Some(r) = p.remote
+                && t.node(r.node).is_switch()
+                && seen.insert(r.node)
+            {
+                queue.push_back(r.node);
             }
         }
     }
@@ -240,13 +264,30 @@ fn random_graph_small_cases() {
         assert!(switches_connected(&t), "{spec:?}");
         assert_eq!(counts(&t).1, n as usize);
     }
-    assert!(random(&RandomSpec { links_per_switch: 1, ..RandomSpec::new(3, 0) }).is_err());
-    assert!(random(&RandomSpec { hosts_per_switch: 30, ..RandomSpec::new(3, 0) }).is_err());
+    assert!(
+        random(&RandomSpec {
+            links_per_switch: 1,
+            ..RandomSpec::new(3, 0)
+        })
+        .is_err()
+    );
+    assert!(
+        random(&RandomSpec {
+            hosts_per_switch: 30,
+            ..RandomSpec::new(3, 0)
+        })
+        .is_err()
+    );
 }
 
 #[test]
 fn generators_are_deterministic() {
-    for spec in ["ft2:12", "ft3:8:hosts=3", "torus:4x3x2", "random:100:seed=11"] {
+    for spec in [
+        "ft2:12",
+        "ft3:8:hosts=3",
+        "torus:4x3x2",
+        "random:100:seed=11",
+    ] {
         assert_eq!(build(spec), build(spec), "{spec}");
     }
     assert_ne!(build("random:100:seed=11"), build("random:100:seed=12"));

@@ -21,19 +21,22 @@ use std::time::Duration;
 const UMAD2SIM: &str = "/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so";
 
 fn in_path(bin: &str) -> bool {
-    std::env::var_os("PATH").is_some_and(|p| {
-        std::env::split_paths(&p).any(|d| d.join(bin).is_file())
-    })
+    std::env::var_os("PATH")
+        .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(bin).is_file()))
 }
 
 fn tools_missing() -> Option<String> {
     for bin in ["ibsim", "ibnetdiscover", "timeout"] {
         if !in_path(bin) {
-            return Some(format!("{bin} is not installed (apt-get install ibsim-utils infiniband-diags)"));
+            return Some(format!(
+                "{bin} is not installed (apt-get install ibsim-utils infiniband-diags)"
+            ));
         }
     }
     if !Path::new(UMAD2SIM).is_file() {
-        return Some(format!("{UMAD2SIM} is missing (apt-get install ibsim-utils)"));
+        return Some(format!(
+            "{UMAD2SIM} is missing (apt-get install ibsim-utils)"
+        ));
     }
     None
 }
@@ -82,10 +85,10 @@ fn start_ibsim(name: &str, text: &str, extra: &[&str]) -> Sim {
                 if let Some(tx) = tx.take() {
                     let _ = tx.send(Ok(()));
                 }
-            } else if line.contains("fatal") || line.contains("error") {
-                if let Some(tx) = &tx {
-                    let _ = tx.send(Err(line));
-                }
+            } else if (line.contains("fatal") || line.contains("error"))
+                && let Some(tx) = &tx
+            {
+                let _ = tx.send(Err(line));
             }
         }
     });
@@ -130,7 +133,11 @@ fn check_in_ibsim(name: &str, t: &Topology, extra: &[&str]) {
         .filter(|l| !l.contains("attached as client"))
         .map(str::to_string)
         .collect();
-    assert!(warnings.is_empty(), "ibsim warnings:\n{}", warnings.join("\n"));
+    assert!(
+        warnings.is_empty(),
+        "ibsim warnings:\n{}",
+        warnings.join("\n")
+    );
     let host = t.cas().next().map(|(_, n)| node_id(n)).unwrap_or_default();
     let discovered = ibnetdiscover(&sim, &host);
     drop(sim); // The client has exited: now stop ibsim.
@@ -141,9 +148,15 @@ fn check_in_ibsim(name: &str, t: &Topology, extra: &[&str]) {
     let (want_nodes, want_links) = canonical(t);
     let (got_nodes, got_links) = canonical(&seen);
     let missing: Vec<_> = want_nodes.difference(&got_nodes).take(3).collect();
-    assert!(missing.is_empty(), "nodes differ, e.g. expected {missing:?}");
+    assert!(
+        missing.is_empty(),
+        "nodes differ, e.g. expected {missing:?}"
+    );
     let missing: Vec<_> = want_links.difference(&got_links).take(3).collect();
-    assert!(missing.is_empty(), "links differ, e.g. expected {missing:?}");
+    assert!(
+        missing.is_empty(),
+        "links differ, e.g. expected {missing:?}"
+    );
     assert_eq!(got_nodes, want_nodes);
     assert_eq!(got_links, want_links);
 }
@@ -166,20 +179,70 @@ fn ibsim_serves_identities_widths_speeds_and_routers() {
         return;
     }
     let mut t = Topology::new();
-    let s1 = t.add_node(NodeType::Switch, 8, Guid(0x0002_c903_0000_1000), "spine one").unwrap();
-    let s2 = t.add_node(NodeType::Switch, 8, Guid(0x0002_c903_0000_2000), "MF0;leaf:SX6036/U1").unwrap();
+    let s1 = t
+        .add_node(
+            NodeType::Switch,
+            8,
+            Guid(0x0002_c903_0000_1000),
+            "spine one",
+        )
+        .unwrap();
+    let s2 = t
+        .add_node(
+            NodeType::Switch,
+            8,
+            Guid(0x0002_c903_0000_2000),
+            "MF0;leaf:SX6036/U1",
+        )
+        .unwrap();
     t.set_identity(s1, Guid(0x0002_c903_0000_0fff), 0x2c9, 0xc738);
-    let h1 = t.add_node(NodeType::Ca, 2, Guid(0x0002_c903_00aa_0000), "node01 HCA-1").unwrap();
+    let h1 = t
+        .add_node(NodeType::Ca, 2, Guid(0x0002_c903_00aa_0000), "node01 HCA-1")
+        .unwrap();
     t.set_identity(h1, Guid(0x0002_c903_00aa_0000), 0x2c9, 0x1017);
-    let h2 = t.add_node(NodeType::Ca, 1, Guid(0x0002_c903_00bb_0000), "node02 HCA-1").unwrap();
-    let r = t.add_node(NodeType::Router, 2, Guid(0x0002_c903_00cc_0000), "router").unwrap();
+    let h2 = t
+        .add_node(NodeType::Ca, 1, Guid(0x0002_c903_00bb_0000), "node02 HCA-1")
+        .unwrap();
+    let r = t
+        .add_node(NodeType::Router, 2, Guid(0x0002_c903_00cc_0000), "router")
+        .unwrap();
     let links = [
-        (PortRef::new(s1, 1), PortRef::new(s2, 8), LinkWidth::X12, LinkSpeed::Qdr),
-        (PortRef::new(s1, 2), PortRef::new(s2, 7), LinkWidth::X4, LinkSpeed::Edr),
-        (PortRef::new(s2, 1), PortRef::new(h1, 1), LinkWidth::X4, LinkSpeed::Fdr),
-        (PortRef::new(s2, 2), PortRef::new(h1, 2), LinkWidth::X1, LinkSpeed::Ddr),
-        (PortRef::new(s1, 5), PortRef::new(h2, 1), LinkWidth::X2, LinkSpeed::Hdr),
-        (PortRef::new(s1, 6), PortRef::new(r, 2), LinkWidth::X8, LinkSpeed::Qdr),
+        (
+            PortRef::new(s1, 1),
+            PortRef::new(s2, 8),
+            LinkWidth::X12,
+            LinkSpeed::Qdr,
+        ),
+        (
+            PortRef::new(s1, 2),
+            PortRef::new(s2, 7),
+            LinkWidth::X4,
+            LinkSpeed::Edr,
+        ),
+        (
+            PortRef::new(s2, 1),
+            PortRef::new(h1, 1),
+            LinkWidth::X4,
+            LinkSpeed::Fdr,
+        ),
+        (
+            PortRef::new(s2, 2),
+            PortRef::new(h1, 2),
+            LinkWidth::X1,
+            LinkSpeed::Ddr,
+        ),
+        (
+            PortRef::new(s1, 5),
+            PortRef::new(h2, 1),
+            LinkWidth::X2,
+            LinkSpeed::Hdr,
+        ),
+        (
+            PortRef::new(s1, 6),
+            PortRef::new(r, 2),
+            LinkWidth::X8,
+            LinkSpeed::Qdr,
+        ),
     ];
     for (a, b, w, s) in links {
         t.connect(a, b).unwrap();

@@ -33,7 +33,9 @@ fn every_ibsim_example_parses() {
 fn ibsim_guid_assignment() {
     // Verified by running ibsim 0.10 on this file and reading it back with ibnetdiscover:
     // switches 0x200000 + n, CAs from 0x100000 advancing by num_ports + 1, ports node + n.
-    let Some(text) = example("net.2sw2path4hca") else { return };
+    let Some(text) = example("net.2sw2path4hca") else {
+        return;
+    };
     let t = parse(&text).unwrap();
     let guids: Vec<(u64, &str)> = t
         .nodes()
@@ -65,7 +67,9 @@ fn real_ibnetdiscover_output_matches_the_ibsim_file_it_came_from() {
     assert_eq!(sw1.description, "Switch1");
     assert_eq!(sw1.node_type, NodeType::Switch);
     assert_eq!(by_guid(&from_tool, 0x100009).description, "Hca4");
-    let Some(text) = example("net.2sw2path4hca") else { return };
+    let Some(text) = example("net.2sw2path4hca") else {
+        return;
+    };
     let from_ibsim_file = parse(&text).unwrap();
     assert_eq!(canonical(&from_tool), canonical(&from_ibsim_file));
 }
@@ -100,9 +104,15 @@ Rt\t1 \"R-E\"\t\t# \"router e\"
 ";
     let t = parse(text).unwrap();
     let sw = by_guid(&t, 0x1000000000000005);
-    assert_eq!((sw.vendor_id, sw.device_id, sw.sys_image_guid), (0x2c9, 0xc738, Guid(0xabc)));
+    assert_eq!(
+        (sw.vendor_id, sw.device_id, sw.sys_image_guid),
+        (0x2c9, 0xc738, Guid(0xabc))
+    );
     let b = by_guid(&t, 0x2000000000000010);
-    assert_eq!((b.vendor_id, b.device_id, b.sys_image_guid.0), (0, 0xc738, 0x2000000000000010));
+    assert_eq!(
+        (b.vendor_id, b.device_id, b.sys_image_guid.0),
+        (0, 0xc738, 0x2000000000000010)
+    );
     let c = by_guid(&t, 0x75);
     assert_eq!(c.ports[2].guid, Guid(0x99), "explicit port GUID recorded");
     assert_eq!(c.ports[1].guid, Guid(0x76));
@@ -110,9 +120,18 @@ Rt\t1 \"R-E\"\t\t# \"router e\"
     assert_eq!(r.node_type, NodeType::Router);
     assert_eq!(sw.ports[1].width, LinkWidth::X12);
     assert_eq!(sw.ports[1].speed, LinkSpeed::Qdr);
-    assert_eq!((sw.ports[2].width, sw.ports[2].speed), (LinkWidth::X4, LinkSpeed::Hdr));
-    assert_eq!((sw.ports[3].width, sw.ports[3].speed), (LinkWidth::X1, LinkSpeed::Qdr));
-    assert_eq!((b.ports[2].width, b.ports[2].speed), (LinkWidth::X2, LinkSpeed::Edr));
+    assert_eq!(
+        (sw.ports[2].width, sw.ports[2].speed),
+        (LinkWidth::X4, LinkSpeed::Hdr)
+    );
+    assert_eq!(
+        (sw.ports[3].width, sw.ports[3].speed),
+        (LinkWidth::X1, LinkSpeed::Qdr)
+    );
+    assert_eq!(
+        (b.ports[2].width, b.ports[2].speed),
+        (LinkWidth::X2, LinkSpeed::Edr)
+    );
     assert_eq!(t.num_links(), 4);
     assert_eq!(parse(&write(&t).unwrap()).unwrap(), t);
 }
@@ -138,15 +157,28 @@ Hca 1 \"h2\"
 ";
     let t = parse(text).unwrap();
     let s1 = t.node(fabric::NodeId(0));
-    assert_eq!((s1.ports[1].width, s1.ports[1].speed), (LinkWidth::X4, LinkSpeed::Qdr));
+    assert_eq!(
+        (s1.ports[1].width, s1.ports[1].speed),
+        (LinkWidth::X4, LinkSpeed::Qdr)
+    );
     // No remote port means port 1; both ends enable 1x|4x and SDR..QDR.
-    assert_eq!(t.remote(PortRef::new(fabric::NodeId(0), 2)), Some(PortRef::new(fabric::NodeId(3), 1)));
-    assert_eq!((s1.ports[3].width, s1.ports[3].speed), (LinkWidth::X4, LinkSpeed::Sdr));
+    assert_eq!(
+        t.remote(PortRef::new(fabric::NodeId(0), 2)),
+        Some(PortRef::new(fabric::NodeId(3), 1))
+    );
+    assert_eq!(
+        (s1.ports[3].width, s1.ports[3].speed),
+        (LinkWidth::X4, LinkSpeed::Sdr)
+    );
 }
 
 fn err(text: &str) -> (u32, u32, ParseErrorKind) {
     let e = parse(text).expect_err("should not parse");
-    assert!(e.to_string().starts_with(&format!("line {}:{}: ", e.line, e.col)), "{e}");
+    assert!(
+        e.to_string()
+            .starts_with(&format!("line {}:{}: ", e.line, e.col)),
+        "{e}"
+    );
     (e.line, e.col, e.kind)
 }
 
@@ -158,12 +190,26 @@ fn errors_carry_line_and_column() {
 
     let (l, c, k) = err("Switch 4 \"a\"\n[5]\t\"b\"[1]\n");
     assert_eq!((l, c), (2, 2));
-    assert!(matches!(k, ParseErrorKind::PortOutOfRange { port: 5, num_ports: 4, .. }));
+    assert!(matches!(
+        k,
+        ParseErrorKind::PortOutOfRange {
+            port: 5,
+            num_ports: 4,
+            ..
+        }
+    ));
 
     // Remote port beyond the remote's port count: reported at the remote port number.
     let (l, c, k) = err("Switch 4 \"a\"\n[1] \"b\"[3]\n\nHca 2 \"b\"\n[1] \"a\"[1]\n");
     assert_eq!((l, c), (2, 9));
-    assert!(matches!(k, ParseErrorKind::PortOutOfRange { port: 3, num_ports: 2, .. }));
+    assert!(matches!(
+        k,
+        ParseErrorKind::PortOutOfRange {
+            port: 3,
+            num_ports: 2,
+            ..
+        }
+    ));
 
     // A says B[1], B[1] says C.
     let text = "Switch 4 \"A\"\n[1] \"B\"[1]\n\nSwitch 4 \"B\"\n[1] \"C\"[1]\n\nSwitch 4 \"C\"\n[1] \"B\"[1]\n";
@@ -179,12 +225,23 @@ fn errors_carry_line_and_column() {
             remote_says: Some(("C".into(), 1)),
         }
     );
-    assert!(parse(text).unwrap_err().to_string().contains("but \"B\"[1] says \"C\"[1]"));
+    assert!(
+        parse(text)
+            .unwrap_err()
+            .to_string()
+            .contains("but \"B\"[1] says \"C\"[1]")
+    );
 
     // One-sided link.
     let (l, _, k) = err("Switch 4 \"A\"\n[1] \"B\"[2]\n\nSwitch 4 \"B\"\n");
     assert_eq!(l, 2);
-    assert!(matches!(k, ParseErrorKind::InconsistentLink { remote_says: None, .. }));
+    assert!(matches!(
+        k,
+        ParseErrorKind::InconsistentLink {
+            remote_says: None,
+            ..
+        }
+    ));
 
     let (l, c, k) = err("Switch 4 \"A\"\n\nHca 1 \"A\"\n");
     assert_eq!((l, c), (3, 8));
@@ -226,7 +283,10 @@ fn errors_carry_line_and_column() {
     // No common width: ibsim aborts on this, we report it.
     let (l, _, k) = err("Switch 4 \"A\"\n[1] \"B\"[1] w=1\n\nSwitch 4 \"B\"\n[1] \"A\"[1] w=2\n");
     assert_eq!(l, 2);
-    assert!(matches!(k, ParseErrorKind::LinkMismatch { what: "width", .. }));
+    assert!(matches!(
+        k,
+        ParseErrorKind::LinkMismatch { what: "width", .. }
+    ));
 }
 
 #[test]
@@ -237,14 +297,23 @@ fn columns_count_characters() {
 
 #[test]
 fn generated_fabrics_round_trip() {
-    for spec in ["ft2:8", "ft3:6", "ft3:8:hosts=2:pods=3", "torus:3x2x4:hosts=2", "random:40:seed=9:radix=12"] {
+    for spec in [
+        "ft2:8",
+        "ft3:6",
+        "ft3:8:hosts=2:pods=3",
+        "torus:3x2x4:hosts=2",
+        "random:40:seed=9:radix=12",
+    ] {
         let t = spec.parse::<GenSpec>().unwrap().generate().unwrap();
         let text = write(&t).unwrap();
         let back = parse(&text).unwrap_or_else(|e| panic!("{spec}: {e}"));
         assert_eq!(back, t, "{spec}");
         // Header lines start with Switch / Ca so that line counts give node counts.
         let sw = text.lines().filter(|l| l.starts_with("Switch")).count();
-        let ca = text.lines().filter(|l| l.starts_with("Ca") || l.starts_with("Hca")).count();
+        let ca = text
+            .lines()
+            .filter(|l| l.starts_with("Ca") || l.starts_with("Hca"))
+            .count();
         assert_eq!((sw, ca), (t.switches().count(), t.cas().count()), "{spec}");
     }
 }
@@ -264,8 +333,11 @@ fn widths_and_speeds_round_trip() {
         (LinkWidth::X2, LinkSpeed::Ndr),
     ];
     for (i, &(w, sp)) in combos.iter().enumerate() {
-        let h = t.add_node(NodeType::Ca, 1, Guid(0x100 + 4 * i as u64), format!("h{i}")).unwrap();
-        t.connect(PortRef::new(s, i as u8 + 1), PortRef::new(h, 1)).unwrap();
+        let h = t
+            .add_node(NodeType::Ca, 1, Guid(0x100 + 4 * i as u64), format!("h{i}"))
+            .unwrap();
+        t.connect(PortRef::new(s, i as u8 + 1), PortRef::new(h, 1))
+            .unwrap();
         t.set_link_attrs(PortRef::new(h, 1), w, sp).unwrap();
         hosts.push(h);
     }
@@ -287,5 +359,8 @@ fn empty_description_reads_back_as_the_id() {
     let mut t = Topology::new();
     t.add_node(NodeType::Switch, 2, Guid(0xab), "").unwrap();
     let back = parse(&write(&t).unwrap()).unwrap();
-    assert_eq!(back.node(fabric::NodeId(0)).description, "S-00000000000000ab");
+    assert_eq!(
+        back.node(fabric::NodeId(0)).description,
+        "S-00000000000000ab"
+    );
 }

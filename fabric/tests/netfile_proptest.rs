@@ -43,15 +43,17 @@ fn node_plan() -> impl Strategy<Value = NodePlan> {
         1u64..,
         proptest::option::of(1u64..),
     )
-        .prop_map(|(kind, ports, desc, vendor, device, sys, custom_port_guid)| NodePlan {
-            kind,
-            ports,
-            desc,
-            vendor,
-            device,
-            sys,
-            custom_port_guid,
-        })
+        .prop_map(
+            |(kind, ports, desc, vendor, device, sys, custom_port_guid)| NodePlan {
+                kind,
+                ports,
+                desc,
+                vendor,
+                device,
+                sys,
+                custom_port_guid,
+            },
+        )
 }
 
 fn build(plans: &[NodePlan], links: &[(usize, u8, usize, u8, usize, usize)]) -> Topology {
@@ -60,11 +62,16 @@ fn build(plans: &[NodePlan], links: &[(usize, u8, usize, u8, usize, usize)]) -> 
         let kind = [NodeType::Ca, NodeType::Switch, NodeType::Router][usize::from(p.kind)];
         // GUIDs spaced so that CA port GUIDs (node + n) never collide with other nodes.
         let guid = Guid(0x5000 + 0x100 * i as u64);
-        let id = t.add_node(kind, u16::from(p.ports), guid, p.desc.clone()).unwrap();
+        let id = t
+            .add_node(kind, u16::from(p.ports), guid, p.desc.clone())
+            .unwrap();
         t.set_identity(id, Guid(p.sys), p.vendor, p.device);
     }
     for &(a, pa, b, pb, w, s) in links {
-        let (a, b) = (NodeId((a % plans.len()) as u32), NodeId((b % plans.len()) as u32));
+        let (a, b) = (
+            NodeId((a % plans.len()) as u32),
+            NodeId((b % plans.len()) as u32),
+        );
         let pa = 1 + pa % t.node(a).num_ports();
         let pb = 1 + pb % t.node(b).num_ports();
         let (ra, rb) = (PortRef::new(a, pa), PortRef::new(b, pb));

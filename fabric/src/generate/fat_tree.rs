@@ -47,7 +47,7 @@ impl FatTreeSpec {
                 format!("a fat tree has 2 or 3 levels, not {}", self.levels),
             ));
         }
-        if self.radix < 2 || self.radix > 254 || self.radix % 2 != 0 {
+        if self.radix < 2 || self.radix > 254 || self.radix & 1 != 0 {
             return Err(invalid(
                 "radix",
                 format!(
@@ -72,7 +72,10 @@ impl FatTreeSpec {
         if self.levels == 3 && (self.pods == 0 || self.pods > self.radix) {
             return Err(invalid(
                 "pods",
-                format!("a 3-level tree of radix {} has 1 to {} pods, not {}", self.radix, self.radix, self.pods),
+                format!(
+                    "a 3-level tree of radix {} has 1 to {} pods, not {}",
+                    self.radix, self.radix, self.pods
+                ),
             ));
         }
         Ok(())

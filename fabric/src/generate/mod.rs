@@ -126,16 +126,8 @@ fn add_hosts(
 ) -> Result<(), GenError> {
     for i in 0..count {
         let n = first_host + u32::from(i);
-        let h = t.add_node(
-            NodeType::Ca,
-            1,
-            host_guid(n),
-            format!("host {n} HCA-1"),
-        )?;
-        t.connect(
-            PortRef::new(sw, first_port + i as u8),
-            PortRef::new(h, 1),
-        )?;
+        let h = t.add_node(NodeType::Ca, 1, host_guid(n), format!("host {n} HCA-1"))?;
+        t.connect(PortRef::new(sw, first_port + i as u8), PortRef::new(h, 1))?;
     }
     Ok(())
 }

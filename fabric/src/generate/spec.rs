@@ -94,7 +94,10 @@ impl FromStr for GenSpec {
             match opts.iter().find(|(k, _)| !allowed.contains(k)) {
                 Some((k, _)) => Err(bad(
                     s,
-                    format!("unknown option {k:?} for {kind} (allowed: {})", allowed.join(", ")),
+                    format!(
+                        "unknown option {k:?} for {kind} (allowed: {})",
+                        allowed.join(", ")
+                    ),
                 )),
                 None => Ok(()),
             }
@@ -102,7 +105,11 @@ impl FromStr for GenSpec {
         let opt = |k: &str| opts.iter().find(|(key, _)| *key == k).map(|(_, v)| *v);
         let spec = match kind {
             "ft2" | "ft3" => {
-                allow(if kind == "ft2" { &["hosts"] } else { &["hosts", "pods"] })?;
+                allow(if kind == "ft2" {
+                    &["hosts"]
+                } else {
+                    &["hosts", "pods"]
+                })?;
                 let radix = num::<u16>(s, "the radix", main)?;
                 let mut ft = FatTreeSpec::new(if kind == "ft2" { 2 } else { 3 }, radix);
                 if let Some(h) = opt("hosts") {
@@ -210,7 +217,10 @@ mod tests {
             ("torus:4x4:hosts=2", "torus:4x4:hosts=2"),
             ("random:256:seed=7", "random:256:seed=7"),
             ("random:16", "random:16:seed=0"),
-            ("random:64:seed=3:radix=16:links=4", "random:64:seed=3:radix=16:links=4"),
+            (
+                "random:64:seed=3:radix=16:links=4",
+                "random:64:seed=3:radix=16:links=4",
+            ),
         ] {
             let spec: GenSpec = text.parse().unwrap();
             assert_eq!(spec.to_string(), canonical, "{text}");
@@ -218,7 +228,10 @@ mod tests {
         }
         let r: GenSpec = "random:64:seed=3:radix=16:links=4".parse().unwrap();
         let GenSpec::Random(r) = r else { panic!() };
-        assert_eq!((r.radix, r.links_per_switch, r.hosts_per_switch), (16, 4, 12));
+        assert_eq!(
+            (r.radix, r.links_per_switch, r.hosts_per_switch),
+            (16, 4, 12)
+        );
     }
 
     #[test]

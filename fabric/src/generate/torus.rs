@@ -40,7 +40,11 @@ impl TorusSpec {
     /// Ports per switch (hosts plus links).
     pub fn radix(&self) -> u32 {
         u32::from(self.hosts_per_switch)
-            + self.dims.iter().map(|&d| u32::from(Self::dim_ports(d))).sum::<u32>()
+            + self
+                .dims
+                .iter()
+                .map(|&d| u32::from(Self::dim_ports(d)))
+                .sum::<u32>()
     }
 
     /// Number of switches (product of the dimensions).
@@ -59,7 +63,10 @@ impl TorusSpec {
             ));
         }
         if self.dims.contains(&0) {
-            return Err(invalid("dimensions", "every dimension needs at least 1 switch"));
+            return Err(invalid(
+                "dimensions",
+                "every dimension needs at least 1 switch",
+            ));
         }
         let radix = self.radix();
         if radix == 0 || radix > 254 {
@@ -110,7 +117,10 @@ pub fn torus(spec: &TorusSpec) -> Result<Topology, GenError> {
                 1 => {}
                 2 => {
                     if c == 0 {
-                        t.connect(PortRef::new(sw, plus), PortRef::new(switches[i + stride], plus))?;
+                        t.connect(
+                            PortRef::new(sw, plus),
+                            PortRef::new(switches[i + stride], plus),
+                        )?;
                     }
                 }
                 _ => {

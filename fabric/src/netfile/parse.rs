@@ -91,7 +91,9 @@ pub enum ParseErrorKind {
         remote_says: Option<(String, u8)>,
     },
     /// The two ends of a link enable no common width or speed (ibsim aborts on this).
-    #[error("link \"{node}\"[{port}] - \"{remote}\"[{remote_port}]: the ends enable no common {what}")]
+    #[error(
+        "link \"{node}\"[{port}] - \"{remote}\"[{remote_port}]: the ends enable no common {what}"
+    )]
     LinkMismatch {
         /// This end's node name.
         node: String,
@@ -343,10 +345,7 @@ impl<'a> Cur<'a> {
                 self.pos += end + 1;
                 Ok((&rest[..end], start))
             }
-            None => Err(self.err_at(
-                self.line.len(),
-                ParseErrorKind::Expected("closing '\"'"),
-            )),
+            None => Err(self.err_at(self.line.len(), ParseErrorKind::Expected("closing '\"'"))),
         }
     }
 
@@ -370,10 +369,7 @@ enum NumError {
 /// whitespace allowed); returns the value and the number of bytes consumed.
 fn c_number(s: &str) -> Result<(u64, usize), NumError> {
     let b = s.as_bytes();
-    let mut i = b
-        .iter()
-        .take_while(|c| matches!(c, b' ' | b'\t'))
-        .count();
+    let mut i = b.iter().take_while(|c| matches!(c, b' ' | b'\t')).count();
     if b.get(i) == Some(&b'+') {
         i += 1;
     }
@@ -469,18 +465,16 @@ impl<'a> Parser<'a> {
             self.defaults.ext = check_range(v, 0, 15, "extspeed=", &cur)?;
             Ok(())
         } else if kw("module") {
-            Err(cur.err(ParseErrorKind::Unsupported("module (node name prefix) lines")))
+            Err(cur.err(ParseErrorKind::Unsupported(
+                "module (node name prefix) lines",
+            )))
         } else if kw("include") {
             Err(cur.err(ParseErrorKind::Unsupported("include lines")))
         } else if kw("pdebug") {
             Ok(())
         } else if kw("do") {
             Err(cur.err(ParseErrorKind::Unsupported("do (console command) lines")))
-        } else if line.trim().is_empty()
-            || kw("#")
-            || kw("Chassis")
-            || kw("Hostname:")
-        {
+        } else if line.trim().is_empty() || kw("#") || kw("Chassis") || kw("Hostname:") {
             // Comments, blank lines and ibnetdiscover -g chassis annotations.
             Ok(())
         } else {
@@ -771,7 +765,13 @@ impl<'a> Parser<'a> {
     }
 }
 
-fn check_range(v: u64, lo: u64, hi: u64, option: &'static str, cur: &Cur) -> Result<u8, ParseError> {
+fn check_range(
+    v: u64,
+    lo: u64,
+    hi: u64,
+    option: &'static str,
+    cur: &Cur,
+) -> Result<u8, ParseError> {
     if (lo..=hi).contains(&v) {
         Ok(v as u8)
     } else {
@@ -933,10 +933,14 @@ fn active_width(a: Enables, b: Enables) -> Option<LinkWidth> {
 
 fn active_speed(a: Enables, b: Enables) -> Option<LinkSpeed> {
     let base = a.speed & b.speed;
-    let base = [(4, LinkSpeed::Qdr), (2, LinkSpeed::Ddr), (1, LinkSpeed::Sdr)]
-        .into_iter()
-        .find(|(bit, _)| base & bit != 0)
-        .map(|(_, s)| s)?;
+    let base = [
+        (4, LinkSpeed::Qdr),
+        (2, LinkSpeed::Ddr),
+        (1, LinkSpeed::Sdr),
+    ]
+    .into_iter()
+    .find(|(bit, _)| base & bit != 0)
+    .map(|(_, s)| s)?;
     let ext = a.ext & b.ext;
     Some(
         [
@@ -975,7 +979,10 @@ mod tests {
             header_description("\t\t# \"Switch1\" base port 0 lid 2 lmc 0"),
             Some("Switch1")
         );
-        assert_eq!(header_description(" # desc for h1 lid 3"), Some("desc for h1"));
+        assert_eq!(
+            header_description(" # desc for h1 lid 3"),
+            Some("desc for h1")
+        );
         assert_eq!(header_description(""), None);
     }
 

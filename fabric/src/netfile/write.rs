@@ -76,7 +76,11 @@ pub fn write_into(topo: &Topology, out: &mut String) -> Result<(), WriteError> {
         let g = node.node_guid.0;
         match node.node_type {
             NodeType::Switch => {
-                let _ = write!(out, "switchguid={g:#x}({g:x})\nSwitch\t{} \"", node.num_ports());
+                let _ = write!(
+                    out,
+                    "switchguid={g:#x}({g:x})\nSwitch\t{} \"",
+                    node.num_ports()
+                );
             }
             NodeType::Ca => {
                 let _ = write!(out, "caguid={g:#x}\nCa\t{} \"", node.num_ports());
