@@ -426,7 +426,11 @@ impl Builder {
         });
         b.push_self_full(Effect::Full);
         if !from_file {
-            b.add_group(0, BROADCAST_MGID, Flags::default(), true);
+            let flags = Flags {
+                q_key: IPOIB_QKEY,
+                ..Flags::default()
+            };
+            b.add_group(0, BROADCAST_MGID, flags, true);
         }
         b
     }

@@ -1,0 +1,278 @@
+//! Lint and semantics tests.
+
+use fabric::{Guid, NodeType, PortRef, Topology};
+use partitions::plan::Caps;
+use partitions::{LintCode, Options, check};
+
+/// Two HCAs (0x100001, 0x100004 as port GUIDs) on one switch 0x200000.
+fn topo() -> Topology {
+    let mut t = Topology::new();
+    let sw = t
+        .add_node(NodeType::Switch, 8, Guid(0x200000), "sw")
+        .unwrap();
+    for (i, g) in [0x100000u64, 0x100003, 0x100006].iter().enumerate() {
+        let h = t
+            .add_node(NodeType::Ca, 2, Guid(*g), format!("h{i}"))
+            .unwrap();
+        t.connect(PortRef::new(sw, i as u8 + 1), PortRef::new(h, 1))
+            .unwrap();
+    }
+    t
+}
+
+fn opts() -> Options {
+    Options {
+        sm_port_guid: Some(Guid(0x100001)),
+        ..Options::default()
+    }
+}
+
+fn codes(src: &str, o: Options, caps: Option<&Caps>) -> Vec<(LintCode, Option<(u32, u32)>)> {
+    let t = topo();
+    let r = check(src, o, caps.map(|c| (&t, c)));
+    assert!(r.parse_errors.is_empty(), "{:?}", r.parse_errors);
+    r.lints
+        .iter()
+        .map(|l| (l.code, l.pos.map(|p| (p.line, p.col))))
+        .collect()
+}
+
+fn has(v: &[(LintCode, Option<(u32, u32)>)], c: LintCode) -> bool {
+    v.iter().any(|(x, _)| *x == c)
+}
+
+#[test]
+fn clean_file_has_no_lints() {
+    let src = "Default=0x7fff : ALL=full ;\nA=0x1, ipoib : 0x100001=full, 0x100004=full ;\n";
+    assert!(codes(src, opts(), Some(&Caps::default())).is_empty());
+    assert!(codes(src, opts(), None).is_empty());
+}
+
+#[test]
+fn each_lint() {
+    let caps = Caps::default();
+    let c = codes("A=0x1 : ALL=full ;", opts(), None);
+    assert!(has(&c, LintCode::NoDefaultRule));
+    let c = codes(
+        "Default=0x7fff:ALL=full;\nA=0x1 : 0x100001, 0x100004 ;",
+        opts(),
+        None,
+    );
+    assert_eq!(c, vec![(LintCode::NoFullMember, Some((2, 1)))]);
+    let c = codes(
+        "Default=0x7fff:ALL=full;\nA=0x1,ipoib : 0x100001 ;",
+        opts(),
+        Some(&caps),
+    );
+    assert_eq!(c, vec![(LintCode::IpoibAllLimited, Some((2, 1)))]);
+    let c = codes(
+        "Default=0x7fff:ALL=full;\nA=0x1 : 0x100001=ful, 0x100004=fulll ;",
+        opts(),
+        None,
+    );
+    assert!(c.contains(&(LintCode::Abbreviation, Some((2, 18)))));
+    assert!(c.contains(&(LintCode::UnrecognizedMembership, Some((2, 32)))));
+    let c = codes(
+        "Default=0x7fff:ALL=full;\nA=0x8001 : ALL=full ;\nB=0x1 : ALL=full;",
+        opts(),
+        None,
+    );
+    assert!(c.contains(&(LintCode::PKeyAlias, Some((2, 3)))));
+    assert!(c.contains(&(LintCode::PKeyAlias, Some((3, 3)))));
+    let c = codes("Default=0x7fff:ALL=full;\nA : ALL=full ;", opts(), None);
+    assert_eq!(c, vec![(LintCode::AutoPKey, Some((2, 1)))]);
+    let c = codes(
+        "Default=0x7fff:ALL=full;\nA=0x1 : 0x999=full, 0x100001=full ;",
+        opts(),
+        Some(&caps),
+    );
+    assert_eq!(c, vec![(LintCode::UnknownGuid, Some((2, 9)))]);
+    let long = format!(
+        "Default=0x7fff:ALL=full;\nA=0x1 : ALL=full{} ;",
+        " ".repeat(5000)
+    );
+    assert!(codes(&long, opts(), None).contains(&(LintCode::LongLine, Some((2, 1)))));
+    let c = codes("Default=0x7fff:ALL=full;\nA=0x1 : ALL=both ;", opts(), None);
+    assert_eq!(c, vec![(LintCode::BothNotAllowed, Some((2, 13)))]);
+    let both = Options {
+        allow_both_pkeys: true,
+        ..opts()
+    };
+    assert!(codes("Default=0x7fff:ALL=full;\nA=0x1 : ALL=both ;", both, None).is_empty());
+    let c = codes("Default=0x7fff : ALL=limited ;", opts(), None);
+    assert_eq!(c, vec![(LintCode::SmPortDemoted, Some((1, 18)))]);
+    let c = codes(
+        "Default=0x7fff:ALL=full;\nA=0x1, mtu=5 : ALL=full ;",
+        opts(),
+        None,
+    );
+    assert_eq!(c, vec![(LintCode::GroupFlagsUnused, Some((2, 8)))]);
+    let c = codes("# nothing\n", opts(), None);
+    assert_eq!(c, vec![(LintCode::EmptyFile, None)]);
+    let c = codes(
+        "Default=0x7fff:ALL=full;\nA=0x1, ipoib, sl=3 : ALL=full ;",
+        opts(),
+        None,
+    );
+    assert_eq!(c, vec![(LintCode::SlWithoutQos, Some((2, 15)))]);
+    let c = codes(
+        "Default=0x7fff:ALL=full;\nA=0x1 : mgid=ff12:401b:8002::1\n ALL=full ;",
+        opts(),
+        None,
+    );
+    assert_eq!(c, vec![(LintCode::BadIpGroup, Some((2, 9)))]);
+    let no_sm = Options::default();
+    let c = codes("Default=0x7fff:ALL=full;\nA=0x1 : SELF=full ;", no_sm, None);
+    assert!(c.contains(&(LintCode::SelfUnknown, Some((2, 9)))));
+    let c = codes("Default=0x7fff:ALL=full;\nA=0x1 : NONE ;", opts(), None);
+    assert_eq!(c, vec![(LintCode::EmptyPartition, Some((2, 1)))]);
+    let c = codes(
+        "Default=0x7fff:ALL=full;\nA=0x1 : 0x999=full ;",
+        opts(),
+        Some(&caps),
+    );
+    assert!(has(&c, LintCode::EmptyPartition));
+    let c = codes(
+        "Default=0x7fff:ALL=full;\nA=0x1 : 04000001=full ;",
+        opts(),
+        None,
+    );
+    assert!(c.contains(&(LintCode::OctalNumber, Some((2, 9)))));
+}
+
+#[test]
+fn overflow_lints() {
+    let mut src = String::from("Default=0x7fff : ALL=full ;\n");
+    for i in 1..=10 {
+        src.push_str(&format!("P{i}=0x{:x} : ALL_CAS=full ;\n", 0x100 + i));
+    }
+    let caps = Caps {
+        ca_partition_cap: 8,
+        enforcement_cap: 64,
+        ..Caps::default()
+    };
+    let c = codes(&src, opts(), Some(&caps));
+    assert_eq!(
+        c.iter()
+            .filter(|(x, _)| *x == LintCode::TableOverflow)
+            .count(),
+        3
+    );
+    assert!(!has(&c, LintCode::EnforcementOverflow));
+    let caps = Caps {
+        ca_partition_cap: 32,
+        enforcement_cap: 8,
+        ..Caps::default()
+    };
+    let t = topo();
+    let r = check(&src, opts(), Some((&t, &caps)));
+    assert_eq!(
+        r.lints
+            .iter()
+            .filter(|l| l.code == LintCode::EnforcementOverflow)
+            .count(),
+        3
+    );
+    assert!(r.has_errors());
+    let plan = r.plan.unwrap();
+    assert!(
+        plan.switch_ports
+            .iter()
+            .all(|s| s.overflow && !s.enforce_in && !s.enforce_out)
+    );
+}
+
+#[test]
+fn semantics_follow_opensm() {
+    let t = topo();
+    let caps = Caps::default();
+    let keys = |src: &str, o: Options| -> Vec<Vec<u16>> {
+        let r = check(src, o, Some((&t, &caps)));
+        r.plan
+            .unwrap()
+            .ports
+            .iter()
+            .map(|p| p.table.valid().iter().map(|(_, k)| k.0).collect())
+            .collect()
+    };
+    // Ports sorted by node GUID: 0x100001, 0x100004, 0x100007, then switch 0x200000.
+    // No Default rule: everyone limited, SM port full.
+    assert_eq!(
+        keys("A=0x1 : ALL_CAS=full ;", opts()),
+        vec![
+            vec![0xffff, 0x8001],
+            vec![0x7fff, 0x8001],
+            vec![0x7fff, 0x8001],
+            vec![0x7fff]
+        ]
+    );
+    // Later rules override; repeated PKey merges; defmember.
+    assert_eq!(
+        keys(
+            "Default=0x7fff:ALL=full;\nA=0x5, defmember=full : 0x100001, 0x100004 ;\nB=0x5 : 0x100004=limited ;",
+            opts()
+        ),
+        vec![
+            vec![0xffff, 0x8005],
+            vec![0xffff, 0x0005],
+            vec![0xffff],
+            vec![0xffff]
+        ]
+    );
+    // indx0 puts the key first; ordering is by byte-swapped PKey.
+    assert_eq!(
+        keys(
+            "Default=0x7fff:ALL=full;\nA=0x0002 : ALL_CAS ;\nB=0x0100, indx0 : 0x100001=full ;\nC=0x0001 : 0x100001=full;",
+            opts()
+        )[0],
+        vec![0x8100, 0x8001, 0x0002, 0xffff]
+    );
+    // both with allow_both_pkeys: limited then full.
+    let both = Options {
+        allow_both_pkeys: true,
+        ..opts()
+    };
+    assert_eq!(
+        keys("Default=0x7fff:ALL=full;\nA=0x3 : 0x100001=both ;", both)[0],
+        vec![0xffff, 0x0003, 0x8003]
+    );
+    // Empty file: documented meaning (limited), not OpenSM's fallback.
+    assert_eq!(keys("", opts())[1], vec![0x7fff]);
+    // The SM port stays full in Default.
+    assert_eq!(
+        keys("Default=0x7fff : ALL=limited ;", opts())[0],
+        vec![0xffff]
+    );
+}
+
+#[test]
+fn ipoib_groups() {
+    let t = topo();
+    let r = check(
+        "Default=0x7fff:ALL=full;\nA=0x12, ipoib, scope=2, scope=5, Q_Key=0x99 : ALL=full ;\nB=0x13, ipoib : NONE ;",
+        opts(),
+        Some((&t, &Caps::default())),
+    );
+    let plan = r.plan.unwrap();
+    let a = plan.partitions.iter().find(|p| p.pkey == 0x12).unwrap();
+    let mgids: Vec<String> = a.groups.iter().map(|g| g.mgid_string()).collect();
+    assert_eq!(
+        mgids,
+        vec!["ff12:401b:8012::ffff:ffff", "ff15:401b:8012::ffff:ffff"]
+    );
+    assert!(
+        a.groups
+            .iter()
+            .all(|g| g.q_key == 0x99 && g.mtu == 4 && g.rate == 3 && g.sl == 0)
+    );
+    // Empty partitions vanish with their groups.
+    assert!(plan.partitions.iter().all(|p| p.pkey != 0x13));
+    // No file: Default's broadcast group with the defaults.
+    let p = partitions::Policy::no_file(opts());
+    let g = &p.partitions[0].groups[0];
+    assert_eq!(g.mgid_string(), "ff12:401b:ffff::ffff:ffff");
+    assert_eq!(
+        (g.rate, g.mtu, g.sl, g.scope, g.q_key),
+        (3, 4, 0, 2, 0x0b1b)
+    );
+}
