@@ -23,6 +23,9 @@ use fabric::{Guid, Membership, NodeType, PKey, PortRef, Topology};
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
 
+/// Partitions lost between two groups, the pair count and an example pair.
+type Lost = (BTreeSet<u16>, usize, (Guid, Guid));
+
 /// A partition membership signature: partition number -> best membership.
 pub type Signature = BTreeMap<u16, Membership>;
 
@@ -190,11 +193,10 @@ pub fn audit(
         if let Some(int) = &int {
             for (p, m) in &raw {
                 let allowed = int.get(p);
-                let extra = match (allowed, m) {
-                    (None, _) => true,
-                    (Some(Membership::Limited), Membership::Full) => true,
-                    _ => false,
-                };
+                let extra = matches!(
+                    (allowed, m),
+                    (None, _) | (Some(Membership::Limited), Membership::Full)
+                );
                 if !extra {
                     continue;
                 }
@@ -368,8 +370,7 @@ pub fn audit(
     }
     let class_list: Vec<_> = classes.into_iter().collect();
     let mut pairs: BTreeMap<(String, String), GroupPair> = BTreeMap::new();
-    let mut lost: BTreeMap<(String, String), (BTreeSet<u16>, usize, (Guid, Guid))> =
-        BTreeMap::new();
+    let mut lost: BTreeMap<(String, String), Lost> = BTreeMap::new();
     for i in 0..class_list.len() {
         for j in i..class_list.len() {
             let ((i1, e1), p1) = &class_list[i];

@@ -72,7 +72,7 @@ pub fn check(src: &str, options: Options, topo: Option<(&Topology, &Caps)>) -> C
         p
     });
     membership_lints(&policy, planned.as_ref(), &mut lints);
-    lints.sort_by(|a, b| (a.pos, a.code).cmp(&(b.pos, b.code)));
+    lints.sort_by_key(|l| (l.pos, l.code));
     CheckReport {
         policy: Some(policy),
         plan: planned,
