@@ -1,4 +1,4 @@
-//! The ibnetdiscover / ibsim topology file format: [`parse`] and [`write`].
+//! The ibnetdiscover / ibsim topology file format: [`parse`] and [`write()`].
 //!
 //! One format, two dialects, both accepted by [`parse`]:
 //!
@@ -65,7 +65,7 @@
 //!   here (ibsim would silently swallow it). `#` lines are comments.
 //! * Not supported (errors): `include`, `do`, `module` lines and `@alias` ports.
 //!
-//! [`write`] emits ibnetdiscover-style records with explicit `sysimgguid=`, `vendid=`,
+//! [`write()`] emits ibnetdiscover-style records with explicit `sysimgguid=`, `vendid=`,
 //! `devid=` and `switchguid=`/`caguid=`/`rtguid=` lines before every node, ids `S-`/`H-`/`R-`
 //! followed by the 16-digit GUID, the description as a `# "..."` comment, and a
 //! `# lid 0 <width><speed>` comment on every cabled port (router ports, whose comment ibsim
@@ -77,8 +77,12 @@
 //! empty description (read back as the node's id, as ibsim does). ibsim keeps only the first
 //! 63 bytes of a description.
 
+mod error;
+mod lex;
+mod link;
 mod parse;
 mod write;
 
-pub use parse::{ParseError, ParseErrorKind, parse};
+pub use error::{ParseError, ParseErrorKind};
+pub use parse::parse;
 pub use write::{WriteError, node_id, write, write_into};

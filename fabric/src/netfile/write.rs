@@ -45,7 +45,7 @@ pub fn write(topo: &Topology) -> Result<String, WriteError> {
     Ok(out)
 }
 
-/// Like [`write`], appending to `out` (reserve its capacity to avoid regrowth).
+/// Like [`write()`], appending to `out` (reserve its capacity to avoid regrowth).
 pub fn write_into(topo: &Topology, out: &mut String) -> Result<(), WriteError> {
     for (_, n) in topo.nodes() {
         check_description(n)?;
