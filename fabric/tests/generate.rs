@@ -298,3 +298,44 @@ fn generators_are_deterministic() {
     let links_b: Vec<_> = b.links().collect();
     assert_eq!(links_a, links_b);
 }
+
+#[test]
+fn gen_spec_serde_is_the_string_form() {
+    let spec: GenSpec = "ft3:48:hosts=8".parse().unwrap();
+    let json = serde_json::to_string(&spec).unwrap();
+    assert_eq!(json, "\"ft3:48:hosts=8\"");
+    assert_eq!(serde_json::from_str::<GenSpec>(&json).unwrap(), spec);
+    assert!(serde_json::from_str::<GenSpec>("\"ft3:35\"").is_err());
+}
+
+proptest::proptest! {
+    #[test]
+    fn gen_spec_display_parses_back(
+        kind in 0u8..3,
+        a in 1u16..60,
+        b in 0u16..40,
+        c in 1u16..60,
+        seed in proptest::prelude::any::<u64>(),
+        dims in proptest::collection::vec(1u16..9, 1..4),
+    ) {
+        let spec = match kind {
+            0 => GenSpec::FatTree(FatTreeSpec {
+                levels: 2 + (a % 2) as u8,
+                radix: 2 * a,
+                hosts_per_leaf: b.min(a),
+                pods: if a % 2 == 0 { 2 * a } else { c.min(2 * a) },
+            }),
+            1 => GenSpec::Torus(TorusSpec { dims, hosts_per_switch: b }),
+            _ => GenSpec::Random(RandomSpec {
+                switches: u32::from(c),
+                radix: 2 * a + 4,
+                links_per_switch: 2 + b.min(a),
+                hosts_per_switch: a.min(c),
+                seed,
+            }),
+        };
+        proptest::prop_assume!(spec.validate().is_ok());
+        let text = spec.to_string();
+        proptest::prop_assert_eq!(text.parse::<GenSpec>().unwrap(), spec, "{}", text);
+    }
+}

@@ -104,10 +104,11 @@ fn stderr_of(sim: &Sim) -> String {
     std::fs::read_to_string(sim.dir.join("ibsim.stderr")).unwrap_or_default()
 }
 
-fn ibnetdiscover(sim: &Sim, default_host: &str) -> String {
+fn ibnetdiscover(sim: &Sim, default_host: &str, flags: &[&str]) -> String {
     let host = std::env::var("SIM_HOST").unwrap_or_else(|_| default_host.to_string());
     let out = Command::new("timeout")
         .args(["300", "ibnetdiscover"])
+        .args(flags)
         .env("LD_PRELOAD", UMAD2SIM)
         .env("IBSIM_SOCKNAME", &sim.sock)
         .env("SIM_HOST", &host)
@@ -139,9 +140,24 @@ fn check_in_ibsim(name: &str, t: &Topology, extra: &[&str]) {
         warnings.join("\n")
     );
     let host = t.cas().next().map(|(_, n)| node_id(n)).unwrap_or_default();
-    let discovered = ibnetdiscover(&sim, &host);
-    drop(sim); // The client has exited: now stop ibsim.
-    let seen = parse(&discovered).unwrap_or_else(|e| panic!("{e}\n{discovered}"));
+    // Plain output, and with -f (adds s=/w=/v= fields) and -g (grouping annotations).
+    let flag_sets: &[&[&str]] = if t.len() > 2000 {
+        &[&[]]
+    } else {
+        &[&[], &["-f"], &["-g"]]
+    };
+    let outputs: Vec<String> = flag_sets
+        .iter()
+        .map(|f| ibnetdiscover(&sim, &host, f))
+        .collect();
+    drop(sim); // The clients have exited: now stop ibsim.
+    for discovered in outputs {
+        compare_discovered(t, &discovered);
+    }
+}
+
+fn compare_discovered(t: &Topology, discovered: &str) {
+    let seen = parse(discovered).unwrap_or_else(|e| panic!("{e}\n{discovered}"));
     assert_eq!(seen.switches().count(), t.switches().count());
     assert_eq!(seen.cas().count(), t.cas().count());
     assert_eq!(seen.num_links(), t.num_links());

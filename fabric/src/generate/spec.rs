@@ -2,6 +2,7 @@
 
 use super::{FatTreeSpec, GenError, RandomSpec, TorusSpec, fat_tree, random, torus};
 use crate::topology::Topology;
+use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::str::FromStr;
 
@@ -19,7 +20,11 @@ use std::str::FromStr;
 /// `ft3:48:hosts=8`, `ft3:36:pods=6`, `torus:6x6x6`, `torus:4x4:hosts=2`,
 /// `random:256:seed=7`. Numbers are decimal. [`Display`](fmt::Display) prints the canonical
 /// form (defaults omitted, except the seed), which parses back to the same spec.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+///
+/// With serde, a `GenSpec` is (de)serialised as its string form, so configs can say
+/// `fabric = "ft3:36"`.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
 pub enum GenSpec {
     /// A 2- or 3-level fat tree.
     FatTree(FatTreeSpec),
@@ -156,6 +161,20 @@ impl FromStr for GenSpec {
         };
         spec.validate().map_err(|e| bad(s, e.to_string()))?;
         Ok(spec)
+    }
+}
+
+impl TryFrom<String> for GenSpec {
+    type Error = GenError;
+
+    fn try_from(s: String) -> Result<GenSpec, GenError> {
+        s.parse()
+    }
+}
+
+impl From<GenSpec> for String {
+    fn from(spec: GenSpec) -> String {
+        spec.to_string()
     }
 }
 

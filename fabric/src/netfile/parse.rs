@@ -164,7 +164,12 @@ impl<'a> Parser<'a> {
             Ok(())
         } else if kw("do") {
             Err(cur.err(ParseErrorKind::Unsupported("do (console command) lines")))
-        } else if line.trim().is_empty() || kw("#") || kw("Chassis") || kw("Hostname:") {
+        } else if line.trim().is_empty()
+            || kw("#")
+            || kw("Chassis")
+            || kw("Hostname:")
+            || kw("Non-Chassis Nodes")
+        {
             // Comments, blank lines and ibnetdiscover -g chassis annotations.
             Ok(())
         } else {
