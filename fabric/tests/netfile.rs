@@ -270,6 +270,9 @@ fn errors_carry_line_and_column() {
     assert_eq!((l, c), (3, 1));
     assert!(matches!(k, ParseErrorKind::RecordInterrupted(_)));
 
+    let (l, c, k) = err("Switch 4 \"A\"\n[1] \"A\"[2]\n\n[2] \"A\"[1]\n");
+    assert_eq!((l, c, k), (4, 1, ParseErrorKind::PortOutsideRecord));
+
     let (l, c, k) = err("# fine\n\nSwtich 4 \"A\"\n");
     assert_eq!((l, c, k), (3, 1, ParseErrorKind::UnexpectedLine));
 

@@ -109,6 +109,19 @@ proptest! {
     }
 
     #[test]
+    fn parse_never_panics_on_token_soup(
+        tokens in proptest::collection::vec(proptest::sample::select(vec![
+            "Switch", "Ca", "Hca", "Rt", " ", "\t", "\n", "\"", "\"a\"", "\"b\"", "[", "]", "(", ")",
+            "1", "2", "36", "0x", "ff", "#", "lid", "lmc", "4x", "12x", "SDR", "FDR10", "é", "ü€",
+            "w=", "s=", "e=", "=", "+", "switchguid", "caguid", "rtguid", "sysimgguid", "vendid",
+            "devid", "width", "[ext 3]", "base port 0", "\r",
+        ]), 0..120),
+    ) {
+        let text: String = tokens.concat();
+        let _ = parse(&text);
+    }
+
+    #[test]
     fn parse_never_panics_on_mangled_files(
         plans in proptest::collection::vec(node_plan(), 1..6),
         links in proptest::collection::vec((0usize..64, any::<u8>(), 0usize..64, any::<u8>(), 0usize..5, 0usize..7), 0..10),

@@ -121,6 +121,12 @@ pub enum ParseErrorKind {
          sysimgguid=, switchguid=, caguid=, rtguid=, width=, speed=, extspeed=), a comment or a blank line"
     )]
     UnexpectedLine,
+    /// A port line that belongs to no node record (after a blank line, or after all of the
+    /// node's ports were listed); ibsim would silently ignore it.
+    #[error(
+        "port line outside a node record: a blank line or the node's port count ended the record before it"
+    )]
+    PortOutsideRecord,
     /// A non-port line directly after a node's port lines (ibsim would silently skip it).
     #[error(
         "this line ends the port list of \"{0}\" without a blank line; ibsim would skip it, insert a blank line before it"

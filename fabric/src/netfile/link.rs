@@ -90,13 +90,9 @@ pub(super) fn apply_connection_comment(rest: &str, en: &mut Enables) {
     if !c.eat(b'x') {
         return;
     }
-    let token_len = c
-        .rest()
-        .bytes()
-        .take_while(|b| !b.is_ascii_whitespace())
-        .count()
-        .min(9);
-    let speed = &c.rest()[..token_len];
+    // The speed token runs to the next whitespace (ibsim reads it with %9s; every valid
+    // token is shorter than that).
+    let speed = c.rest().split_ascii_whitespace().next().unwrap_or("");
     match width {
         12 => en.width = 1 | 2 | 8,
         8 => en.width = 4,
@@ -170,6 +166,15 @@ pub(super) fn active_speed(a: Enables, b: Enables) -> Option<LinkSpeed> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn multibyte_text_after_the_width_is_harmless() {
+        let mut en = DEFAULT_ENABLES;
+        apply_connection_comment("# lid 0 4xSDRéééééééé", &mut en);
+        apply_connection_comment("# lid 0 4xéééééééééé", &mut en);
+        assert_eq!(en.width, 3);
+        assert_eq!(en.speed, 1);
+    }
 
     #[test]
     fn connection_comment() {

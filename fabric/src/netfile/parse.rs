@@ -162,6 +162,8 @@ impl<'a> Parser<'a> {
             Err(cur.err(ParseErrorKind::Unsupported("include lines")))
         } else if kw("pdebug") {
             Ok(())
+        } else if kw("[") || kw("@") {
+            Err(cur.err(ParseErrorKind::PortOutsideRecord))
         } else if kw("do") {
             Err(cur.err(ParseErrorKind::Unsupported("do (console command) lines")))
         } else if line.trim().is_empty()
