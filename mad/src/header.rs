@@ -81,10 +81,12 @@ impl Method {
     }
 
     /// The response method for a request method. Get and Set both answer with GetResp
-    /// (IBA 13.4.5); every other request answers with its own code plus the R bit.
+    /// (IBA 13.4.5); a Trap is answered with TrapRepress (0x07, IBA 13.4.6.2); every other
+    /// request answers with its own code plus the R bit.
     pub fn response(self) -> Method {
         match self {
             Method::GET | Method::SET => Method::GET_RESP,
+            Method::TRAP => Method::TRAP_REPRESS,
             Method(m) => Method(m | Self::RESPONSE_BIT),
         }
     }

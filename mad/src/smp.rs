@@ -173,10 +173,10 @@ impl Smp {
         Smp::decode(prefix(s, "SMP")?)
     }
 
-    /// Encodes into a 256-byte buffer (all of it is written).
-    pub fn encode_into(&self, b: &mut [u8; SMP_LEN]) {
-        let dr = self.is_directed();
-        let (status, class_specific) = if dr {
+    /// The common MAD header as it goes on the wire (status with the D bit, hop fields in
+    /// the class-specific word for directed route).
+    pub fn header(&self) -> MadHeader {
+        let (status, class_specific) = if self.is_directed() {
             let d = if self.direction { DR_DIRECTION_BIT } else { 0 };
             (
                 (self.status & !DR_DIRECTION_BIT) | d,
@@ -185,7 +185,7 @@ impl Smp {
         } else {
             (self.status, 0)
         };
-        let h = MadHeader {
+        MadHeader {
             base_version: self.base_version,
             mgmt_class: self.class,
             class_version: self.class_version,
@@ -196,7 +196,13 @@ impl Smp {
             attr_id: self.attr_id,
             reserved: 0,
             attr_mod: self.attr_mod,
-        };
+        }
+    }
+
+    /// Encodes into a 256-byte buffer (all of it is written).
+    pub fn encode_into(&self, b: &mut [u8; SMP_LEN]) {
+        let dr = self.is_directed();
+        let h = self.header();
         let mut hb = [0u8; 24];
         h.encode_array(&mut hb);
         put_arr(b, 0, &hb);
@@ -301,6 +307,26 @@ impl Smp {
         self.dr_slid = dr_slid;
         self.dr_dlid = dr_dlid;
         self
+    }
+
+    /// A LID-routed Trap(Notice) from an SMA to the SM (IBA 14.2.5.1). Send it to the
+    /// master SM's LID (PortInfo.MasterSMLID).
+    pub fn trap(tid: u64, notice: &crate::attr::Notice) -> Smp {
+        let mut smp = Smp::lid_routed(Method::TRAP, tid, AttributeId::NOTICE, 0);
+        notice.encode(&mut smp.data);
+        smp
+    }
+
+    /// Sets the status (for DR SMPs only the low 15 bits are kept; the D bit is
+    /// [`Smp::direction`]).
+    pub fn with_status(mut self, status: crate::header::MadStatus) -> Smp {
+        self.status = status.0;
+        self
+    }
+
+    /// The status as a [`crate::header::MadStatus`].
+    pub fn mad_status(&self) -> crate::header::MadStatus {
+        crate::header::MadStatus(self.status)
     }
 
     /// Sets the M_Key.

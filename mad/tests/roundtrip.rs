@@ -358,6 +358,7 @@ fn table_driven_smp_cases() {
         long.push(0);
         assert!(Smp::decode_slice(&long).is_err());
         let h = MadHeader::decode(&w).unwrap();
+        assert_eq!(h, smp.header());
         assert_eq!(h.tid, smp.tid);
         assert_eq!(h.attr_id, smp.attr_id);
     }
@@ -387,6 +388,29 @@ fn table_driven_smp_cases() {
     assert_eq!(Method::REPORT.response(), Method::REPORT_RESP);
     assert_eq!(Method::DELETE.response(), Method::DELETE_RESP);
     assert!(Method::TRAP_REPRESS.0 == 0x07 && !Method::TRAP.is_response());
+    // Trap / TrapRepress (IBA 13.4.6.2: the SM answers a Trap with TrapRepress, 0x07).
+    let notice = Notice::generic(
+        Notice::TYPE_URGENT,
+        ProducerType::SWITCH,
+        128,
+        Lid(4),
+        &NoticeDetails::LinkStateChange { lid: Lid(4) },
+    );
+    let trap = Smp::trap(77, &notice);
+    let w = trap.encode();
+    assert_eq!((w[1], w[3]), (0x01, 0x05));
+    assert_eq!(&w[16..18], &[0x00, 0x02]);
+    let back = Smp::decode(&w).unwrap();
+    assert_eq!(back.attr::<Notice>().unwrap(), notice);
+    let repress = back.make_response();
+    assert_eq!(repress.method, Method::TRAP_REPRESS);
+    assert_eq!(repress.tid, 77);
+    let busy = Smp::lid_get(1, AttributeId::NODE_INFO, 0)
+        .make_response()
+        .with_status(mad::MadStatus::BUSY);
+    assert_eq!(&busy.encode()[4..6], &[0, 1]);
+    assert!(!busy.mad_status().is_ok());
+    assert_eq!(mad::MadStatus::INVALID_FIELD.code(), 7);
 }
 
 /// Clears the reserved bytes of a 256-byte SMP image the way encode does.
