@@ -10,7 +10,7 @@
 mod common;
 
 use common::canonical;
-use fabric::netfile::{node_id, parse, write};
+use fabric::netfile::{IbsimLimits, node_id, parse, write};
 use fabric::{GenSpec, Guid, LinkSpeed, LinkWidth, NodeType, PortRef, Topology};
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -294,12 +294,17 @@ fn ibsim_serves_generated_ft3_radix_36() {
     }
     let t = "ft3:36".parse::<GenSpec>().unwrap().generate().unwrap();
     assert_eq!((t.switches().count(), t.cas().count()), (1620, 11_664));
-    // A switch counts num_ports + 1 ports in ibsim, a CA num_ports.
-    let ports: usize = t
-        .nodes()
-        .map(|(_, n)| usize::from(n.num_ports()) + usize::from(n.is_switch()))
-        .sum();
-    let (nodes, switches) = (t.len().to_string(), (t.switches().count() + 16).to_string());
-    let ports = (ports + 64).to_string();
-    check_in_ibsim("ft3", &t, &["-N", &nodes, "-S", &switches, "-P", &ports]);
+    // Exactly the sizes the fabric needs: ibsim must accept them.
+    let limits = IbsimLimits::of(&t);
+    assert_eq!(
+        limits,
+        IbsimLimits {
+            nodes: 13_284,
+            switches: 1620,
+            ports: 1620 * 37 + 11_664
+        }
+    );
+    let args = limits.args();
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    check_in_ibsim("ft3", &t, &args);
 }

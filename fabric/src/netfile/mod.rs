@@ -85,4 +85,4 @@ mod write;
 
 pub use error::{ParseError, ParseErrorKind};
 pub use parse::parse;
-pub use write::{WriteError, node_id, write, write_into};
+pub use write::{IbsimLimits, WriteError, node_id, write, write_into};

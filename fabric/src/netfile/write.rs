@@ -38,6 +38,61 @@ fn push_id(out: &mut String, node: &Node) {
     let _ = write!(out, "{prefix}-{:016x}", node.node_guid.0);
 }
 
+/// Table sizes ibsim needs to load a topology (`ibsim -N nodes -S switches -P ports`).
+/// ibsim counts `num_ports + 1` ports for a switch (port 0) and `num_ports` for a CA or
+/// router; its defaults are 2048 nodes, 256 switches and 13312 ports.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct IbsimLimits {
+    /// Nodes (`-N`).
+    pub nodes: usize,
+    /// Switches (`-S`).
+    pub switches: usize,
+    /// Ports (`-P`).
+    pub ports: usize,
+}
+
+impl IbsimLimits {
+    /// ibsim's built-in limits.
+    pub const DEFAULT: IbsimLimits = IbsimLimits {
+        nodes: 2048,
+        switches: 256,
+        ports: 13312,
+    };
+
+    /// The exact sizes `topo` needs.
+    pub fn of(topo: &Topology) -> IbsimLimits {
+        let mut l = IbsimLimits {
+            nodes: topo.len(),
+            switches: 0,
+            ports: 0,
+        };
+        for (_, n) in topo.nodes() {
+            l.switches += usize::from(n.is_switch());
+            l.ports += usize::from(n.num_ports()) + usize::from(n.is_switch());
+        }
+        l
+    }
+
+    /// True when ibsim's defaults are too small.
+    pub fn exceed_defaults(&self) -> bool {
+        self.nodes > Self::DEFAULT.nodes
+            || self.switches > Self::DEFAULT.switches
+            || self.ports > Self::DEFAULT.ports
+    }
+
+    /// The command-line flags: `["-N", n, "-S", s, "-P", p]`.
+    pub fn args(&self) -> Vec<String> {
+        vec![
+            "-N".into(),
+            self.nodes.to_string(),
+            "-S".into(),
+            self.switches.to_string(),
+            "-P".into(),
+            self.ports.to_string(),
+        ]
+    }
+}
+
 /// Writes `topo` as an ibnetdiscover-style topology file (see [`crate::netfile`]).
 pub fn write(topo: &Topology) -> Result<String, WriteError> {
     let mut out = String::new();
