@@ -367,3 +367,27 @@ fn empty_description_reads_back_as_the_id() {
         "S-00000000000000ab"
     );
 }
+
+#[test]
+fn ibsim_limits() {
+    use fabric::netfile::IbsimLimits;
+    let t = "ft2:36".parse::<GenSpec>().unwrap().generate().unwrap();
+    let l = IbsimLimits::of(&t);
+    assert_eq!(
+        l,
+        IbsimLimits {
+            nodes: 702,
+            switches: 54,
+            ports: 54 * 37 + 648
+        }
+    );
+    assert!(!l.exceed_defaults());
+    let t = "ft3:36:pods=6"
+        .parse::<GenSpec>()
+        .unwrap()
+        .generate()
+        .unwrap();
+    let l = IbsimLimits::of(&t);
+    assert!(l.exceed_defaults());
+    assert_eq!(l.args(), ["-N", "2484", "-S", "540", "-P", "21924"]);
+}
