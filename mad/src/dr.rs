@@ -10,20 +10,20 @@
 //!
 //! | where | rule | hop pointer | effect |
 //! |---|---|---|---|
-//! | S, local | C14-9:1 | 0 → 1 | send out InitialPath[1] = a |
-//! | N1, from x1 | C14-9:2 | 1 → 2 | ReturnPath[1] = x1, send out InitialPath[2] = b |
-//! | N2, from x2 | C14-9:2 | 2 → 3 | ReturnPath[2] = x2, send out c |
-//! | N3, from x3 | C14-9:3 | 3 → 4 | ReturnPath[3] = x3, deliver to the SMA |
-//! | N3, local response (D=1) | C14-13:1 | 4 → 3 | send out ReturnPath[3] = x3 |
-//! | N2, from c | C14-13:2 | 3 → 2 | send out ReturnPath[2] = x2 |
-//! | N1, from b | C14-13:2 | 2 → 1 | send out ReturnPath[1] = x1 |
+//! | S, local | C14-9:1 | 0 → 1 | send out InitialPath\[1\] = a |
+//! | N1, from x1 | C14-9:2 | 1 → 2 | ReturnPath\[1\] = x1, send out InitialPath\[2\] = b |
+//! | N2, from x2 | C14-9:2 | 2 → 3 | ReturnPath\[2\] = x2, send out c |
+//! | N3, from x3 | C14-9:3 | 3 → 4 | ReturnPath\[3\] = x3, deliver to the SMA |
+//! | N3, local response (D=1) | C14-13:1 | 4 → 3 | send out ReturnPath\[3\] = x3 |
+//! | N2, from c | C14-13:2 | 3 → 2 | send out ReturnPath\[2\] = x2 |
+//! | N1, from b | C14-13:2 | 2 → 1 | send out ReturnPath\[1\] = x1 |
 //! | S, from a | C14-13:3 | 1 → 0 | DrSLID permissive: deliver to the SM |
 //!
 //! Mixed mode (DrSLID and/or DrDLID not permissive): the SM sends the request as an
 //! ordinary LID-routed packet (LRH DLID = the LID of the first node of the directed part;
 //! the SM's own node does not apply [`dr_step`] to it, the LID is not in the SMP). That
 //! node receives it from the wire with hop pointer 0 (C14-9:1) and starts the directed
-//! part with InitialPath[1] = its own output port; the last
+//! part with InitialPath\[1\] = its own output port; the last
 //! node of the directed part (a switch) LID-routes it to DrDLID (C14-9:3), where it arrives
 //! with hop pointer = hop count + 1 (C14-9:4). The responder sends the response back
 //! LID-routed to the request's LRH source (the last directed switch) with the hop pointer

@@ -31,5 +31,5 @@ pub use attr::{
 pub use dr::{DrAction, DrDropReason, DrIngress, DrNode, dr_step};
 pub use error::MadError;
 pub use header::{AttributeId, MadHeader, MadStatus, Method, MgmtClass};
-pub use sa::{RmppHeader, SaHeader, SaMad};
+pub use sa::{RmppHeader, SaHeader, SaMad, SaRecords, sa_records};
 pub use smp::Smp;

@@ -218,3 +218,52 @@ impl SaMad {
         b
     }
 }
+
+/// Iterates over the records of an SA response payload (the data area of one MAD, or the
+/// reassembled data of an RMPP transfer): records sit every `attr_offset * 8` bytes
+/// (IBA 15.2.5.1 AttributeOffset) and each is at least `record_len` bytes. A trailing
+/// partial stride (RMPP pads the last segment) is ignored.
+pub fn sa_records(
+    payload: &[u8],
+    attr_offset: u16,
+    record_len: usize,
+) -> Result<SaRecords<'_>, MadError> {
+    let stride = usize::from(attr_offset) * 8;
+    if stride == 0 {
+        return Ok(SaRecords {
+            rest: &[],
+            stride: 1,
+            record_len,
+        });
+    }
+    if stride < record_len {
+        return Err(MadError::BadAttributeLength {
+            what: "SA record (AttributeOffset * 8)",
+            len: record_len,
+            max: stride,
+        });
+    }
+    Ok(SaRecords {
+        rest: payload,
+        stride,
+        record_len,
+    })
+}
+
+/// Iterator returned by [`sa_records`]: each item is one record's `record_len` bytes.
+#[derive(Clone, Debug)]
+pub struct SaRecords<'a> {
+    rest: &'a [u8],
+    stride: usize,
+    record_len: usize,
+}
+
+impl<'a> Iterator for SaRecords<'a> {
+    type Item = &'a [u8];
+
+    fn next(&mut self) -> Option<&'a [u8]> {
+        let rec = self.rest.get(..self.record_len)?;
+        self.rest = self.rest.get(self.stride..).unwrap_or(&[]);
+        Some(rec)
+    }
+}

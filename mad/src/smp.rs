@@ -250,7 +250,7 @@ impl Smp {
     }
 
     /// A directed-route request (class 0x81, D=0, hop pointer 0) along `path`, where
-    /// `path[i]` is the output port at hop i+1 (InitialPath[i+1]); `path.len()` becomes
+    /// `path\[i\]` is the output port at hop i+1 (InitialPath\[i+1\]); `path.len()` becomes
     /// the hop count. DrSLID and DrDLID are permissive (a purely directed route).
     pub fn directed(
         method: Method,
@@ -335,7 +335,7 @@ impl Smp {
         self
     }
 
-    /// The directed path (InitialPath[1..=hop_count]).
+    /// The directed path (InitialPath\[1..=hop_count\]).
     pub fn path(&self) -> &[u8] {
         let n = usize::from(self.hop_count.min(MAX_HOPS));
         &self.initial_path[1..=n]

@@ -518,3 +518,34 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn sa_records_walk_by_attribute_offset() {
+    // Three 40-byte NodeInfos at a stride of 6 * 8 = 48 bytes, then padding.
+    let mut payload = vec![0u8; 48 * 3 + 20];
+    for i in 0..3u8 {
+        let ni = NodeInfo {
+            num_ports: i + 1,
+            ..NodeInfo::default()
+        };
+        ni.encode_slice(&mut payload[48 * usize::from(i)..])
+            .unwrap();
+    }
+    let recs: Vec<NodeInfo> = mad::sa_records(&payload, 6, NodeInfo::LEN)
+        .unwrap()
+        .map(|r| NodeInfo::decode_slice(r).unwrap())
+        .collect();
+    assert_eq!(
+        recs.iter().map(|n| n.num_ports).collect::<Vec<_>>(),
+        vec![1, 2, 3]
+    );
+    assert_eq!(mad::sa_records(&payload, 0, 40).unwrap().count(), 0);
+    assert_eq!(
+        mad::sa_records(&payload, 4, 40).map(|_| ()),
+        Err(mad::MadError::BadAttributeLength {
+            what: "SA record (AttributeOffset * 8)",
+            len: 40,
+            max: 32
+        })
+    );
+}
