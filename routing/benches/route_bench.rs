@@ -1,1 +1,209 @@
-fn main() {}
+//! Routing benchmark: time and peak memory per fabric, engine and worker count, plus the
+//! incremental-vs-full comparison after one link loss on ft3 radix 36.
+//!
+//! Run: `cargo bench -p routing --bench route_bench` (optionally a filter such as `ft3:36`).
+//! Each configuration runs in a child process of this binary so that its peak RSS
+//! (VmHWM) is its own.
+
+use fabric::{GenSpec, PortRef, Topology};
+use routing::{
+    Executor, RoutingInput, assign_lids_sequential, changed_blocks, engine_by_name, route_on,
+};
+use std::process::Command;
+use std::time::Instant;
+
+struct Threads(usize);
+
+impl Executor for Threads {
+    fn map<R: Send, F: Fn(usize) -> R + Sync>(&self, jobs: usize, f: F) -> Vec<R> {
+        if self.0 <= 1 {
+            return (0..jobs).map(f).collect();
+        }
+        let next = std::sync::atomic::AtomicUsize::new(0);
+        let slots: Vec<std::sync::Mutex<Option<R>>> =
+            (0..jobs).map(|_| std::sync::Mutex::new(None)).collect();
+        std::thread::scope(|sc| {
+            for _ in 0..self.0 {
+                sc.spawn(|| {
+                    loop {
+                        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        if i >= jobs {
+                            break;
+                        }
+                        let r = f(i);
+                        *slots[i].lock().expect("no panics while holding the lock") = Some(r);
+                    }
+                });
+            }
+        });
+        slots
+            .into_iter()
+            .map(|m| {
+                m.into_inner()
+                    .expect("no poisoned lock")
+                    .expect("every job ran")
+            })
+            .collect()
+    }
+}
+
+fn peak_rss_mb() -> f64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("VmHWM:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
+        })
+        .map(|kb| kb / 1024.0)
+        .unwrap_or(f64::NAN)
+}
+
+fn build(spec: &str) -> (Topology, RoutingInput) {
+    let topo = spec
+        .parse::<GenSpec>()
+        .expect("valid spec")
+        .generate()
+        .expect("generates");
+    let lids = assign_lids_sequential(&topo, 0).expect("LIDs fit");
+    let input = RoutingInput::new(&topo, &lids, None).expect("valid input");
+    (topo, input)
+}
+
+fn child(spec: &str, engine: &str, workers: usize) {
+    let (_topo, input) = build(spec);
+    let e = engine_by_name(engine, &Default::default()).expect("known engine");
+    let t0 = Instant::now();
+    let r = route_on(&input, e.as_ref(), &Threads(workers), workers * 4, None);
+    let ms = t0.elapsed().as_secs_f64() * 1e3;
+    match r {
+        Ok(_) => println!(
+            "| {spec} | {} | {} | {engine} | {workers} | {ms:.0} | {:.0} |",
+            input.end_ports.len(),
+            input.num_switches(),
+            peak_rss_mb(),
+        ),
+        Err(e) => println!("| {spec} | {engine} | {workers} | refused: {e} |"),
+    }
+}
+
+fn phases(spec: &str, engine: &str, workers: usize) {
+    let (_topo, input) = build(spec);
+    let e = engine_by_name(engine, &Default::default()).expect("known engine");
+    let exec = Threads(workers);
+    let t = Instant::now();
+    let plan = e.plan(&input).expect("plan");
+    let t_plan = t.elapsed();
+    let shards = routing::split(&input, workers * 4);
+    let t = Instant::now();
+    let hs = exec.map(shards.len(), |i| plan.compute_hops(&input, &shards[i]));
+    let t_p1 = t.elapsed();
+    let t = Instant::now();
+    let hops = plan.merge_hops(&input, hs).expect("hops");
+    let t_m1 = t.elapsed();
+    let t = Instant::now();
+    let rs = exec.map(shards.len(), |i| {
+        plan.compute(&input, &hops, &shards[i], None)
+    });
+    let t_p2 = t.elapsed();
+    let t = Instant::now();
+    let l = routing::merge(&input, rs);
+    let t_m2 = t.elapsed();
+    println!(
+        "{spec} {engine} {workers}w: plan {t_plan:?} hops {t_p1:?} merge {t_m1:?} lfts {t_p2:?} merge {t_m2:?} ({} tables)",
+        l.switches.len()
+    );
+}
+
+fn incremental(spec: &str, engine: &str) {
+    let (mut topo, input) = build(spec);
+    let e = engine_by_name(engine, &Default::default()).expect("known engine");
+    let before = route_on(&input, e.as_ref(), &Threads(2), 8, None).expect("routes");
+    // Remove the first leaf's first uplink.
+    let leaf = input.switches[0].node;
+    let up = topo
+        .node(leaf)
+        .port_numbers()
+        .collect::<Vec<_>>()
+        .into_iter()
+        .rev()
+        .find(|p| {
+            topo.remote(PortRef::new(leaf, p.0))
+                .is_some_and(|r| topo.node(r.node).is_switch())
+        })
+        .expect("leaf has an uplink");
+    let removed = topo
+        .disconnect(PortRef::new(leaf, up.0))
+        .expect("was cabled");
+    let lids = assign_lids_sequential(&topo, 0).expect("LIDs fit");
+    let after_input = RoutingInput::new(&topo, &lids, None).expect("valid input");
+    let t0 = Instant::now();
+    let full = route_on(&after_input, e.as_ref(), &Threads(2), 8, None).expect("routes");
+    let full_ms = t0.elapsed().as_secs_f64() * 1e3;
+    let t0 = Instant::now();
+    let inc =
+        route_on(&after_input, e.as_ref(), &Threads(2), 8, Some(&before.lfts)).expect("routes");
+    let inc_ms = t0.elapsed().as_secs_f64() * 1e3;
+    println!(
+        "| {spec} | {engine} | leaf port {} <-> {:?} | {} | {} ({full_ms:.0} ms) | {} ({inc_ms:.0} ms) |",
+        up.0,
+        removed,
+        before.lfts.total_blocks(),
+        changed_blocks(&before.lfts, &full.lfts),
+        changed_blocks(&before.lfts, &inc.lfts),
+    );
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| a != "--bench")
+        .collect();
+    if let Ok(job) = std::env::var("ROUTE_BENCH_CHILD") {
+        let parts: Vec<&str> = job.split(',').collect();
+        match parts.as_slice() {
+            ["route", spec, engine, w] => child(spec, engine, w.parse().expect("workers")),
+            ["incr", spec, engine] => incremental(spec, engine),
+            ["phases", spec, engine, w] => phases(spec, engine, w.parse().expect("workers")),
+            _ => panic!("bad ROUTE_BENCH_CHILD {job}"),
+        }
+        return;
+    }
+    let filter = args.first().cloned().unwrap_or_default();
+    let exe = std::env::current_exe().expect("own path");
+    let run = |job: String| {
+        let out = Command::new(&exe)
+            .env("ROUTE_BENCH_CHILD", &job)
+            .output()
+            .expect("child runs");
+        print!("{}", String::from_utf8_lossy(&out.stdout));
+        if !out.status.success() {
+            println!(
+                "| {job} | failed: {} |",
+                String::from_utf8_lossy(&out.stderr).trim()
+            );
+        }
+    };
+    println!("| fabric | hosts | switches | engine | workers | routing ms | peak RSS MB |");
+    println!("|---|---|---|---|---|---|---|");
+    for spec in ["ft2:36", "ft3:36", "ft3:48"] {
+        if !spec.contains(filter.as_str()) {
+            continue;
+        }
+        for engine in ["ftree", "minhop", "updn"] {
+            for workers in [1, 2] {
+                run(format!("route,{spec},{engine},{workers}"));
+            }
+        }
+    }
+    if "ft3:36 incremental".contains(filter.as_str()) {
+        println!();
+        println!(
+            "| fabric | engine | link removed | LFT blocks | changed by full recompute | changed incrementally |"
+        );
+        println!("|---|---|---|---|---|---|");
+        for engine in ["minhop", "updn", "ftree"] {
+            run(format!("incr,ft3:36,{engine}"));
+        }
+    }
+}

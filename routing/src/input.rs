@@ -50,7 +50,7 @@ impl LidAssignment {
         if !base.is_unicast() || base.0 as u32 + count - 1 > Lid::UNICAST_MAX.0 as u32 {
             return Err(bad("LIDs outside the unicast range"));
         }
-        if base.0 as u32 % count != 0 {
+        if base.0 as u32 & (count - 1) != 0 {
             return Err(bad("base LID not aligned to 2^LMC"));
         }
         self.ports.insert(port, PortLids { base, lmc });

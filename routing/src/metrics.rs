@@ -108,6 +108,8 @@ const DEAD: u32 = u32::MAX - 2;
 
 /// Measures `lfts` (matched to `input`'s switches by GUID; a missing switch forwards
 /// nothing) on `input`.
+// Several arrays are indexed by switch in lock-step; index loops read clearest.
+#[allow(clippy::needless_range_loop)]
 pub fn analyze(input: &RoutingInput, lfts: &Lfts, opts: &MetricsOptions) -> Metrics {
     let n = input.num_switches();
     let by_guid: HashMap<_, _> = lfts

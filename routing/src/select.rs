@@ -9,6 +9,7 @@ use crate::engine::{Hints, Plan, ShardResult};
 use crate::hops::{DOWN_ONLY, HopTable, UNREACHABLE};
 use crate::input::{NONE, Peer, RoutingInput};
 use crate::lft::NO_ROUTE;
+use std::collections::HashMap;
 use std::ops::Range;
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -79,6 +80,82 @@ fn has_port(mask: &[u64], p: u8) -> bool {
         .is_some_and(|w| w & (1u64 << (p % 64)) != 0)
 }
 
+/// Least-loaded choice among a fixed set of ports, exact and amortised O(1): `at_min` holds
+/// the ports whose count equals `min`; counts only grow, so a port found above `min` is
+/// dropped lazily, and the set is rebuilt by one scan when it runs empty.
+struct Class {
+    mask: Box<[u64]>,
+    min: u32,
+    at_min: Box<[u64]>,
+}
+
+impl Class {
+    fn new(mask: &[u64]) -> Class {
+        Class {
+            mask: mask.into(),
+            min: 0,
+            at_min: vec![0; mask.len()].into_boxed_slice(),
+        }
+    }
+
+    /// The port with the least (count, port).
+    fn take(&mut self, counters: &[u32]) -> Option<u8> {
+        loop {
+            for (w, word) in self.at_min.iter_mut().enumerate() {
+                while *word != 0 {
+                    let i = word.trailing_zeros() as usize;
+                    let p = w * 64 + i;
+                    if counters[p] == self.min {
+                        return Some(p as u8);
+                    }
+                    *word &= *word - 1;
+                }
+            }
+            let min = ports_of(&self.mask).map(|p| counters[p as usize]).min()?;
+            self.min = min;
+            for (w, word) in self.at_min.iter_mut().enumerate() {
+                let mut b = self.mask[w];
+                *word = 0;
+                while b != 0 {
+                    let i = b.trailing_zeros() as usize;
+                    b &= b - 1;
+                    if counters[w * 64 + i] == min {
+                        *word |= 1u64 << i;
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// FxHash-style hasher for mask lookups (keys are small u64 slices).
+#[derive(Default)]
+struct MaskHasher(u64);
+
+impl std::hash::Hasher for MaskHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(b as u64);
+        }
+    }
+    fn write_u64(&mut self, v: u64) {
+        self.0 = (self.0.rotate_left(5) ^ v).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+    fn write_usize(&mut self, v: usize) {
+        self.write_u64(v as u64);
+    }
+}
+
+type MaskMap = HashMap<Box<[u64]>, u32, std::hash::BuildHasherDefault<MaskHasher>>;
+
+/// Least (count, port) among the ports of `mask` by linear scan.
+fn least(mask: &[u64], counters: &[u32]) -> Option<u8> {
+    ports_of(mask).min_by_key(|&p| (counters[p as usize], p))
+}
+
 pub(crate) fn compute_lfts(
     plan: &Plan,
     input: &RoutingInput,
@@ -91,32 +168,44 @@ pub(crate) fn compute_lfts(
     let words = nports.div_ceil(64).max(1);
     let dests = input.dests();
     let nlids = dests.len();
+    let has_fallback = hops.fallback_row(0).is_some();
     let mut masks = vec![0u64; n * words];
-    let mut fb_masks = vec![
-        0u64;
-        if hops.fallback_row(0).is_some() {
-            n * words
-        } else {
-            0
-        }
-    ];
+    let mut fb_masks = vec![0u64; if has_fallback { n * words } else { 0 }];
     let mut counters = vec![0u32; nports];
     let mut port_nbr = vec![NONE; nports];
-    let mut sibling_nbrs: Vec<u32> = Vec::new();
+    // Per neighbour switch: the mask of ports leading to it (reset through `touched`).
+    let mut nbr_mask = vec![0u64; n * words];
+    let mut touched: Vec<u32> = Vec::new();
+    let mut class_of = vec![NONE; n];
+    let mut class_ids: MaskMap = MaskMap::default();
+    let mut classes: Vec<Class> = Vec::new();
+    let mut sibling_mask = vec![0u64; words];
+    let mut pref = vec![0u64; words];
     let mut last_end = NONE;
     let mut out = Vec::with_capacity(range.len());
     let ft = plan.ftree.as_ref();
     let stride = ft.map_or(1, |f| f.max_level as usize + 1);
+    let nroots = ft.map_or(0, |f| f.roots.len());
+    // Fat-tree: ports of s leading up towards each root.
+    let mut toward = vec![0u64; nroots * words];
 
     for s in range.clone() {
         masks.iter_mut().for_each(|m| *m = 0);
         fb_masks.iter_mut().for_each(|m| *m = 0);
         counters.iter_mut().for_each(|c| *c = 0);
         port_nbr.iter_mut().for_each(|c| *c = NONE);
+        for &m in &touched {
+            nbr_mask[m as usize * words..(m as usize + 1) * words]
+                .iter_mut()
+                .for_each(|w| *w = 0);
+        }
+        touched.clear();
         let row_s = hops.row(s);
         for (p, peer) in input.ports(s).iter().enumerate() {
             if let Peer::Switch { sw, .. } = *peer {
                 port_nbr[p] = sw;
+                touched.push(sw);
+                nbr_mask[sw as usize * words + p / 64] |= 1u64 << (p % 64);
                 let mv = match &plan.dirs {
                     None => Move::Any,
                     Some(d) if d.is_up(s, sw as usize) => Move::Up,
@@ -126,6 +215,40 @@ pub(crate) fn compute_lfts(
                 if let (Some(fs), Some(fm)) = (hops.fallback_row(s), hops.fallback_row(sw as usize))
                 {
                     fill_masks(&mut fb_masks, words, p, Move::Any, fs, fm);
+                }
+            }
+        }
+        // Effective masks (fallback where no legal path) and their classes.
+        class_ids.clear();
+        classes.clear();
+        for t in 0..n {
+            let m = &mut masks[t * words..(t + 1) * words];
+            if has_fallback && m.iter().all(|&w| w == 0) {
+                m.copy_from_slice(&fb_masks[t * words..(t + 1) * words]);
+            }
+            let bits: u32 = m.iter().map(|w| w.count_ones()).sum();
+            class_of[t] = if bits < 2 {
+                NONE
+            } else if let Some(&c) = class_ids.get(&*m) {
+                c
+            } else {
+                let c = classes.len() as u32;
+                classes.push(Class::new(m));
+                class_ids.insert(m.to_vec().into_boxed_slice(), c);
+                c
+            };
+        }
+        if let Some(f) = ft {
+            toward.iter_mut().for_each(|w| *w = 0);
+            for (p, &m) in port_nbr.iter().enumerate() {
+                if m == NONE {
+                    continue;
+                }
+                for r in 0..nroots {
+                    let us = f.updist[r * n + s];
+                    if us != UNREACHABLE && f.updist[r * n + m as usize].wrapping_add(1) == us {
+                        toward[r * words + p / 64] |= 1u64 << (p % 64);
+                    }
                 }
             }
         }
@@ -140,13 +263,15 @@ pub(crate) fn compute_lfts(
                 lft[lid] = d.port;
                 continue;
             }
-            let mut mask = &masks[t * words..(t + 1) * words];
-            if mask.iter().all(|&w| w == 0) {
-                // No legal up*down* path: the plain shortest-path fallback, if any.
-                match fb_masks.get(t * words..(t + 1) * words) {
-                    Some(f) if f.iter().any(|&w| w != 0) => mask = f,
-                    _ => continue,
+            let mask = &masks[t * words..(t + 1) * words];
+            let class = class_of[t];
+            if class == NONE {
+                // Zero or one allowed port.
+                if let Some(p) = ports_of(mask).next() {
+                    lft[lid] = p;
+                    counters[p as usize] += 1;
                 }
+                continue;
             }
             if let Some(&pp) = prev.and_then(|p| p.get(lid))
                 && pp != NO_ROUTE
@@ -156,43 +281,54 @@ pub(crate) fn compute_lfts(
                 counters[pp as usize] += 1;
                 continue;
             }
-            // LMC > 0: LIDs of one end port prefer next switches not used by its other LIDs.
-            if d.end != last_end {
-                last_end = d.end;
-                sibling_nbrs.clear();
-            }
+            // Engine preferences narrow the set; the least-loaded port of it wins.
+            let mut narrowed = false;
             let lmc = d.end != NONE && input.end_ports[d.end as usize].lids.lmc > 0;
-            let preferred = |p: u8| -> bool {
-                let m = port_nbr[p as usize];
-                if let Some(f) = ft
-                    && d.end != NONE
-                {
-                    let root = f.lid_root[lid];
-                    if root == NONE {
-                        return true;
+            if let Some(f) = ft
+                && d.end != NONE
+                && f.lid_root[lid] != NONE
+            {
+                let want: &[u64] = if row_s[t] & DOWN_ONLY != 0 {
+                    // Down along the destination's chosen path.
+                    let lvl = f.level[s].saturating_sub(1) as usize;
+                    let m = f.lid_path[lid * stride + lvl];
+                    if m == NONE {
+                        &[]
+                    } else {
+                        &nbr_mask[m as usize * words..(m as usize + 1) * words]
                     }
-                    if row_s[t] & DOWN_ONLY != 0 {
-                        let lvl = f.level[m as usize] as usize;
-                        return f.lid_path[lid * stride + lvl] == m;
-                    }
-                    let base = root as usize * n;
-                    let us = f.updist[base + s];
-                    return us != UNREACHABLE && f.updist[base + m as usize].wrapping_add(1) == us;
+                } else {
+                    let r = f.lid_root[lid] as usize;
+                    &toward[r * words..(r + 1) * words]
+                };
+                for (w, pw) in pref.iter_mut().enumerate() {
+                    *pw = mask[w] & want.get(w).copied().unwrap_or(0);
                 }
-                !(lmc && sibling_nbrs.contains(&m))
-            };
-            let mut best: Option<(bool, u32, u8)> = None;
-            for p in ports_of(mask) {
-                let key = (!preferred(p), counters[p as usize], p);
-                if best.is_none_or(|b| key < b) {
-                    best = Some(key);
+                narrowed = pref.iter().any(|&w| w != 0);
+            } else if lmc {
+                // LMC: LIDs of one end port prefer next switches its other LIDs do not use.
+                if d.end != last_end {
+                    last_end = d.end;
+                    sibling_mask.iter_mut().for_each(|w| *w = 0);
                 }
+                for (w, pw) in pref.iter_mut().enumerate() {
+                    *pw = mask[w] & !sibling_mask[w];
+                }
+                narrowed = pref.iter().any(|&w| w != 0);
             }
-            if let Some((_, _, p)) = best {
+            let chosen = if narrowed {
+                least(&pref, &counters)
+            } else {
+                classes[class as usize].take(&counters)
+            };
+            if let Some(p) = chosen {
                 lft[lid] = p;
                 counters[p as usize] += 1;
                 if lmc {
-                    sibling_nbrs.push(port_nbr[p as usize]);
+                    let m = port_nbr[p as usize] as usize;
+                    for (w, sw) in sibling_mask.iter_mut().enumerate() {
+                        *sw |= nbr_mask[m * words + w];
+                    }
                 }
             }
         }

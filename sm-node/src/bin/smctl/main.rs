@@ -4,6 +4,7 @@
 use clap::{Parser, Subcommand};
 
 mod partitions;
+mod route;
 mod topo;
 
 /// Quorum SM operator CLI.
@@ -21,6 +22,8 @@ enum Command {
     /// Partitions: check and plan partitions.conf, audit P_KeyTables read back from a fabric.
     #[command(subcommand)]
     Partitions(partitions::PartitionsCmd),
+    /// Routing: route a topology offline (time, memory, metrics) or analyze an ibroute dump.
+    Route(route::RouteArgs),
 }
 
 fn main() -> std::process::ExitCode {
@@ -28,6 +31,7 @@ fn main() -> std::process::ExitCode {
     let result = match cli.command {
         Command::Topo(args) => topo::run(args),
         Command::Partitions(cmd) => partitions::run(cmd),
+        Command::Route(args) => route::run(args),
     };
     match result {
         Ok(code) => code,

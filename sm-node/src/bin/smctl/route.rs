@@ -1,0 +1,321 @@
+//! `smctl route ...`: offline routing of a topology file with the `routing` engines, and
+//! route-quality analysis of LFTs dumped with `ibroute` (for example as OpenSM programmed
+//! them), both with the metrics of `routing::metrics`.
+
+use anyhow::{Context, anyhow};
+use clap::{Args, Subcommand};
+use fabric::{GenSpec, Guid, Topology, netfile};
+use routing::metrics::{self, Metrics, MetricsOptions};
+use routing::{
+    EngineOptions, Executor, RoutingInput, assign_lids_sequential, ibroute, route_with_chain,
+};
+use serde_json::json;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Instant;
+
+/// Arguments of `smctl route`.
+#[derive(Args)]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct RouteArgs {
+    #[command(subcommand)]
+    action: Option<RouteAction>,
+    /// Topology: an ibnetdiscover/ibsim file, or a generator spec such as `ft3:36`.
+    #[arg(long)]
+    topology: Option<String>,
+    /// Engine, or a fallback chain as OpenSM's -R takes it: `ftree,updn,minhop`.
+    #[arg(long, default_value = "minhop")]
+    engine: String,
+    /// Worker threads (the result is identical for any number).
+    #[arg(long, default_value_t = 1)]
+    workers: usize,
+    /// Shards per phase (default: 4 per worker).
+    #[arg(long)]
+    shards: Option<usize>,
+    /// LMC for the sequential offline LID assignment (2^LMC LIDs per end port).
+    #[arg(long, default_value_t = 0)]
+    lmc: u8,
+    /// Up/down root switch GUIDs, comma separated (default: detected).
+    #[arg(long, value_delimiter = ',')]
+    roots: Vec<String>,
+    /// Write the LFTs as `ibroute` prints them, every switch concatenated.
+    #[arg(long)]
+    dump_lfts: Option<PathBuf>,
+    /// Skip the quality metrics.
+    #[arg(long)]
+    no_metrics: bool,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    json: bool,
+}
+
+/// `smctl route` subcommands.
+#[derive(Subcommand)]
+enum RouteAction {
+    /// Metrics of an existing LFT dump (`ibroute <lid>` output of every switch, concatenated).
+    Analyze(AnalyzeArgs),
+}
+
+#[derive(Args)]
+struct AnalyzeArgs {
+    /// Topology: an ibnetdiscover/ibsim file, or a generator spec.
+    #[arg(long)]
+    topology: String,
+    /// The dump: `ibroute` outputs of the switches, concatenated.
+    #[arg(long)]
+    lfts: PathBuf,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Runs shards on scoped threads, jobs handed out in order.
+struct Threads(usize);
+
+impl Executor for Threads {
+    fn map<R: Send, F: Fn(usize) -> R + Sync>(&self, jobs: usize, f: F) -> Vec<R> {
+        if self.0 <= 1 || jobs <= 1 {
+            return (0..jobs).map(f).collect();
+        }
+        let next = std::sync::atomic::AtomicUsize::new(0);
+        let slots: Vec<std::sync::Mutex<Option<R>>> =
+            (0..jobs).map(|_| std::sync::Mutex::new(None)).collect();
+        std::thread::scope(|sc| {
+            for _ in 0..self.0.min(jobs) {
+                sc.spawn(|| {
+                    loop {
+                        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        if i >= jobs {
+                            break;
+                        }
+                        let r = f(i);
+                        if let Ok(mut slot) = slots[i].lock() {
+                            *slot = Some(r);
+                        }
+                    }
+                });
+            }
+        });
+        slots
+            .into_iter()
+            .map(|m| m.into_inner().ok().flatten())
+            .collect::<Option<Vec<R>>>()
+            // Invariant: every job index below `jobs` ran exactly once; a worker panic has
+            // already propagated out of the scope.
+            .expect("every shard produced a result")
+    }
+}
+
+fn load_topology(source: &str) -> anyhow::Result<Topology> {
+    let path = Path::new(source);
+    if path.exists() {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("E_ROUTE_IO: cannot read {}", path.display()))?;
+        return netfile::parse(&text).map_err(|e| {
+            anyhow!(
+                "E_ROUTE_TOPO: {}:{}:{}: {}",
+                path.display(),
+                e.line,
+                e.col,
+                e.kind
+            )
+        });
+    }
+    let spec: GenSpec = source.parse().map_err(|e| {
+        anyhow!("E_ROUTE_ARGS: {source:?} is neither an existing file nor a generator spec ({e})")
+    })?;
+    spec.generate()
+        .map_err(|e| anyhow!("E_ROUTE_ARGS: cannot generate {source}: {e}"))
+}
+
+fn peak_rss_mb() -> Option<f64> {
+    sm_node::mem::peak_rss_bytes().map(|b| b as f64 / (1024.0 * 1024.0))
+}
+
+fn parse_guid(s: &str) -> anyhow::Result<Guid> {
+    u64::from_str_radix(s.trim().trim_start_matches("0x"), 16)
+        .map(Guid)
+        .map_err(|e| anyhow!("E_ROUTE_ARGS: bad root GUID {s:?}: {e}"))
+}
+
+/// Runs `smctl route`.
+pub fn run(args: RouteArgs) -> anyhow::Result<ExitCode> {
+    if let Some(RouteAction::Analyze(a)) = args.action {
+        return analyze(a);
+    }
+    let source = args
+        .topology
+        .as_deref()
+        .ok_or_else(|| anyhow!("E_ROUTE_ARGS: --topology is required"))?;
+    let t0 = Instant::now();
+    let topo = load_topology(source)?;
+    let load_ms = ms(t0);
+
+    let t0 = Instant::now();
+    let lids = assign_lids_sequential(&topo, args.lmc).map_err(|e| anyhow!("E_ROUTE_LIDS: {e}"))?;
+    let input = RoutingInput::new(&topo, &lids, None).map_err(|e| anyhow!("E_ROUTE_INPUT: {e}"))?;
+    let input_ms = ms(t0);
+
+    let chain: Vec<&str> = args.engine.split(',').map(str::trim).collect();
+    let opts = EngineOptions {
+        updn_roots: args
+            .roots
+            .iter()
+            .map(|s| parse_guid(s))
+            .collect::<anyhow::Result<_>>()?,
+    };
+    let workers = args.workers.max(1);
+    let shards = args.shards.unwrap_or(workers * 4).max(1);
+    let t0 = Instant::now();
+    let outcome = route_with_chain(&input, &chain, &opts, &Threads(workers), shards, None)
+        .map_err(|e| anyhow!("E_ROUTE_ENGINE: {e}"))?;
+    let routing_ms = ms(t0);
+    for r in &outcome.refusals {
+        eprintln!(
+            "smctl: route: engine {} refused, falling back: {}",
+            r.engine, r.reason
+        );
+    }
+    let routed = &outcome.routing;
+
+    if let Some(path) = &args.dump_lfts {
+        let text = ibroute::format_ibroute(&topo, &input, &routed.lfts);
+        std::fs::write(path, text)
+            .with_context(|| format!("E_ROUTE_IO: cannot write {}", path.display()))?;
+    }
+    let peak_after_routing = peak_rss_mb();
+
+    let (m, metrics_ms) = if args.no_metrics {
+        (None, 0.0)
+    } else {
+        let t0 = Instant::now();
+        let m = metrics::analyze(&input, &routed.lfts, &MetricsOptions::default());
+        (Some(m), ms(t0))
+    };
+
+    if args.json {
+        let mut v = json!({
+            "routing_ms": round1(routing_ms),
+            "engine": routed.engine,
+            "engine_chain": chain,
+            "refusals": outcome.refusals.iter().map(|r| json!({
+                "engine": r.engine, "reason": r.reason.to_string()
+            })).collect::<Vec<_>>(),
+            "workers": workers,
+            "shards": shards,
+            "peak_rss_mb": peak_after_routing.map(round1),
+            "peak_rss_mb_with_metrics": peak_rss_mb().map(round1),
+            "load_ms": round1(load_ms),
+            "input_ms": round1(input_ms),
+            "metrics_ms": round1(metrics_ms),
+            "switches": input.num_switches(),
+            "end_ports": input.end_ports.len(),
+            "max_lid": input.max_lid(),
+            "lft_blocks": routed.lfts.total_blocks(),
+            "max_switch_hops_used": routed.hops.max_hops(),
+        });
+        if let Some(m) = &m {
+            v["max_link_load"] = json!(m.max_link_load);
+            v["metrics"] = serde_json::to_value(m)?;
+        }
+        println!("{}", serde_json::to_string_pretty(&v)?);
+    } else {
+        println!(
+            "routed {} switches, {} end ports, LIDs 1..={} with {} ({} worker(s), {} shards)",
+            input.num_switches(),
+            input.end_ports.len(),
+            input.max_lid(),
+            routed.engine,
+            workers,
+            shards
+        );
+        println!(
+            "routing {routing_ms:.1} ms (topology load {load_ms:.1} ms, input {input_ms:.1} ms), peak RSS {}",
+            peak_after_routing.map_or("n/a".into(), |v| format!("{v:.1} MB"))
+        );
+        if let Some(m) = &m {
+            print_metrics(m);
+            println!("metrics {metrics_ms:.1} ms");
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn analyze(a: AnalyzeArgs) -> anyhow::Result<ExitCode> {
+    let topo = load_topology(&a.topology)?;
+    let text = std::fs::read_to_string(&a.lfts)
+        .with_context(|| format!("E_ROUTE_IO: cannot read {}", a.lfts.display()))?;
+    let dump = ibroute::parse_ibroute(&text)
+        .map_err(|e| anyhow!("E_ROUTE_DUMP: {}: {e}", a.lfts.display()))?;
+    let (lids, lfts) =
+        ibroute::lfts_from_dump(&topo, &dump).map_err(|e| anyhow!("E_ROUTE_DUMP: {e}"))?;
+    let input = RoutingInput::new(&topo, &lids, None).map_err(|e| anyhow!("E_ROUTE_INPUT: {e}"))?;
+    let missing = input.num_switches() - lfts.switches.len().min(input.num_switches());
+    if missing > 0 {
+        eprintln!("smctl: route analyze: {missing} switch(es) of the topology are not in the dump");
+    }
+    let t0 = Instant::now();
+    let m = metrics::analyze(&input, &lfts, &MetricsOptions::default());
+    let metrics_ms = ms(t0);
+    if a.json {
+        let v = json!({
+            "switches_in_dump": dump.len(),
+            "switches_missing": missing,
+            "max_lid": input.max_lid(),
+            "metrics_ms": round1(metrics_ms),
+            "max_link_load": m.max_link_load,
+            "metrics": serde_json::to_value(&m)?,
+        });
+        println!("{}", serde_json::to_string_pretty(&v)?);
+    } else {
+        println!(
+            "dump of {} switches ({} missing), {} end ports, LIDs up to {}",
+            dump.len(),
+            missing,
+            input.end_ports.len(),
+            input.max_lid()
+        );
+        print_metrics(&m);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn print_metrics(m: &Metrics) {
+    println!(
+        "pairs: {} routed of {} ({} unreachable); hops mean {:.2}, max {}; histogram {:?}",
+        m.routed_pairs, m.ca_pairs, m.unreachable_pairs, m.mean_hops, m.max_hops, m.hop_histogram
+    );
+    println!(
+        "walks: {} checked, {} loops, {} dead ends; longest {} switch hops (diameter {})",
+        m.walks, m.loops, m.dead_ends, m.max_switch_hops, m.diameter
+    );
+    println!(
+        "link load all-to-all: max {}, mean {:.1}",
+        m.all_to_all.max_link_load, m.all_to_all.mean_link_load
+    );
+    println!(
+        "link load shift permutations: worst max {} over {} shifts (mean {:.2}), {} undelivered",
+        m.shift.max_link_load,
+        m.shift.shifts.len(),
+        m.shift.mean_link_load,
+        m.shift.undelivered
+    );
+    println!(
+        "channel dependency graph: {} channels, {} dependencies, {}",
+        m.cdg.channels,
+        m.cdg.dependencies,
+        if m.cdg.has_cycle {
+            "CYCLE (deadlock possible)"
+        } else {
+            "acyclic"
+        }
+    );
+}
+
+fn ms(t: Instant) -> f64 {
+    t.elapsed().as_secs_f64() * 1e3
+}
+
+fn round1(v: f64) -> f64 {
+    (v * 10.0).round() / 10.0
+}
