@@ -262,6 +262,9 @@ impl<'a> Iterator for SaRecords<'a> {
     type Item = &'a [u8];
 
     fn next(&mut self) -> Option<&'a [u8]> {
+        if self.rest.is_empty() {
+            return None;
+        }
         let rec = self.rest.get(..self.record_len)?;
         self.rest = self.rest.get(self.stride..).unwrap_or(&[]);
         Some(rec)

@@ -549,3 +549,11 @@ fn sa_records_walk_by_attribute_offset() {
         })
     );
 }
+
+#[test]
+fn sa_records_terminate_for_zero_length_records() {
+    let payload = [0u8; 200];
+    assert_eq!(mad::sa_records(&payload, 1, 0).unwrap().count(), 25);
+    assert_eq!(mad::sa_records(&[], 1, 0).unwrap().count(), 0);
+    assert_eq!(mad::sa_records(&payload, 25, 200).unwrap().count(), 1);
+}

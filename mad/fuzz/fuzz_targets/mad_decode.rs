@@ -55,6 +55,12 @@ fuzz_target!(|data: &[u8]| {
         let e = sa.encode();
         assert_eq!(SaMad::decode(&e).as_ref(), Ok(&sa));
         let _ = sa.header.rmpp.check();
+        // Walk the records with the offset it names and a record length from the input.
+        if let Ok(recs) = mad::sa_records(&sa.data, sa.header.attr_offset, usize::from(buf[46])) {
+            for r in recs {
+                assert_eq!(r.len(), usize::from(buf[46]));
+            }
+        }
     }
 
     let mut d = [0u8; 64];

@@ -122,6 +122,47 @@ pub struct PortInfo {
 }
 
 impl PortInfo {
+    /// LinkWidth bit: 1x.
+    pub const WIDTH_1X: u8 = 0x01;
+    /// LinkWidth bit: 4x.
+    pub const WIDTH_4X: u8 = 0x02;
+    /// LinkWidth bit: 8x.
+    pub const WIDTH_8X: u8 = 0x04;
+    /// LinkWidth bit: 12x.
+    pub const WIDTH_12X: u8 = 0x08;
+    /// LinkWidth bit: 2x.
+    pub const WIDTH_2X: u8 = 0x10;
+    /// LinkWidthEnabled 0xFF: set to LinkWidthSupported.
+    pub const WIDTH_SET_TO_SUPPORTED: u8 = 0xFF;
+    /// LinkSpeed bit: 2.5 Gb/s (SDR).
+    pub const SPEED_SDR: u8 = 0x1;
+    /// LinkSpeed bit: 5.0 Gb/s (DDR).
+    pub const SPEED_DDR: u8 = 0x2;
+    /// LinkSpeed bit: 10.0 Gb/s (QDR).
+    pub const SPEED_QDR: u8 = 0x4;
+    /// LinkSpeedEnabled 0xF: set to LinkSpeedSupported.
+    pub const SPEED_SET_TO_SUPPORTED: u8 = 0xF;
+    /// LinkSpeedExt bit: 14.0625 Gb/s (FDR).
+    pub const SPEED_EXT_FDR: u8 = 0x1;
+    /// LinkSpeedExt bit: 25.78125 Gb/s (EDR).
+    pub const SPEED_EXT_EDR: u8 = 0x2;
+    /// LinkSpeedExt bit: 53.125 Gb/s (HDR).
+    pub const SPEED_EXT_HDR: u8 = 0x4;
+    /// LinkSpeedExt bit: 106.25 Gb/s (NDR).
+    pub const SPEED_EXT_NDR: u8 = 0x8;
+    /// MTU code 1: 256 bytes.
+    pub const MTU_256: u8 = 1;
+    /// MTU code 2: 512 bytes.
+    pub const MTU_512: u8 = 2;
+    /// MTU code 3: 1024 bytes.
+    pub const MTU_1024: u8 = 3;
+    /// MTU code 4: 2048 bytes.
+    pub const MTU_2048: u8 = 4;
+    /// MTU code 5: 4096 bytes.
+    pub const MTU_4096: u8 = 5;
+    /// VLCap / OperationalVLs code 4: VL0-7.
+    pub const VLS_0_7: u8 = 4;
+
     /// CapabilityMask bit 1: the port hosts a master SM (IsSM).
     pub const CAP_IS_SM: u32 = 1 << 1;
     /// CapabilityMask bit 2: IsNoticeSupported.
