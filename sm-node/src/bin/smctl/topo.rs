@@ -201,13 +201,19 @@ fn generate(spec: &GenSpec, output: Option<&Path>) -> anyhow::Result<ExitCode> {
         }
     }
     let c = Counts::of(&topo);
+    let limits = netfile::IbsimLimits::of(&topo);
     eprintln!(
-        "{spec}: {} switches, {} hosts, {} routers, {} links{}",
+        "{spec}: {} switches, {} hosts, {} routers, {} links{}{}",
         c.switches,
         c.cas,
         c.routers,
         c.links,
-        output.map_or(String::new(), |p| format!(" -> {}", p.display()))
+        output.map_or(String::new(), |p| format!(" -> {}", p.display())),
+        if limits.exceed_defaults() {
+            format!(" (ibsim needs {})", limits.args().join(" "))
+        } else {
+            String::new()
+        }
     );
     Ok(ExitCode::SUCCESS)
 }
@@ -252,6 +258,10 @@ fn info(source: &str) -> anyhow::Result<ExitCode> {
     println!(
         "switch ports:    {} ({} cabled), radix {}..{}",
         c.switch_ports, c.switch_ports_cabled, c.min_radix, c.max_radix
+    );
+    println!(
+        "ibsim flags:     {}",
+        netfile::IbsimLimits::of(&topo).args().join(" ")
     );
     Ok(ExitCode::SUCCESS)
 }
