@@ -679,6 +679,41 @@ impl Builder {
             if flags.q_key == 0 {
                 flags.q_key = IPOIB_QKEY;
             }
+            // OpenSM's SA (ipoib_mcgroup_creation_validation, default TRUE) refuses an IP
+            // group unless the partition's IPoIB broadcast group of the same scope exists.
+            let mut bcast = BROADCAST_MGID;
+            bcast[4..6].copy_from_slice(&pkey.0.to_be_bytes());
+            let mut kept = 0u16;
+            for scope in scopes_of(flags.scope_mask) {
+                let mut b = bcast;
+                b[1] = (b[1] & 0xF0) | scope;
+                let mut g = mgid;
+                g[1] = (g[1] & 0xF0) | scope;
+                let ok = g == b
+                    || self
+                        .policy
+                        .partitions
+                        .iter()
+                        .any(|p| p.groups.iter().any(|x| x.mgid == b));
+                if ok {
+                    kept |= 1 << scope;
+                } else {
+                    self.lints.push(Lint::new(
+                        LintCode::BadIpGroup,
+                        Some(line.pos),
+                        format!(
+                            "IP multicast group {} needs the partition's IPoIB broadcast group {} \
+                             (add ipoib to the partition): OpenSM does not create it",
+                            std::net::Ipv6Addr::from(g),
+                            std::net::Ipv6Addr::from(b)
+                        ),
+                    ));
+                }
+            }
+            if kept == 0 {
+                return;
+            }
+            flags.scope_mask = kept;
         }
         self.add_group(idx, mgid, flags, false);
     }
@@ -689,14 +724,7 @@ impl Builder {
         if broadcast {
             mgid[4..6].copy_from_slice(&pkey.0.to_be_bytes());
         }
-        let scopes: Vec<u8> = if flags.scope_mask == 0 {
-            vec![2]
-        } else {
-            (1..16u8)
-                .filter(|s| flags.scope_mask & (1 << s) != 0)
-                .collect()
-        };
-        for scope in scopes {
+        for scope in scopes_of(flags.scope_mask) {
             let mut g = mgid;
             g[1] = (g[1] & 0xF0) | scope;
             let exists = self
@@ -720,5 +748,14 @@ impl Builder {
                 broadcast,
             });
         }
+    }
+}
+
+/// The scopes a scope mask names; no scope given means link-local (2).
+fn scopes_of(mask: u16) -> Vec<u8> {
+    if mask == 0 {
+        vec![2]
+    } else {
+        (1..16u8).filter(|s| mask & (1 << s) != 0).collect()
     }
 }
