@@ -1,0 +1,83 @@
+//! Sweeper configuration.
+
+use crate::VTime;
+use crate::guid2lid::Guid2Lid;
+
+/// One millisecond of virtual time.
+pub const MS: VTime = 1_000_000;
+
+/// Everything a [`crate::Sweeper`] needs to know before it starts.
+#[derive(Clone, Debug)]
+pub struct SweeperConfig {
+    /// SMInfo.Priority of this SM (0..=15).
+    pub sm_priority: u8,
+    /// SMInfo.SM_Key.
+    pub sm_key: u64,
+    /// Subnet prefix written to every port (default fe80::/64).
+    pub subnet_prefix: u64,
+    /// M_Key written to every port and carried in every SMP (default 0).
+    pub m_key: u64,
+    /// PortInfo.M_KeyProtectBits (default 0).
+    pub m_key_protect_bits: u8,
+    /// PortInfo.M_KeyLeasePeriod (default 0).
+    pub m_key_lease_period: u16,
+    /// LMC of CA and router ports (switch port 0 always gets LMC 0).
+    pub lmc: u8,
+    /// Routing engines tried in order (OpenSM `-R`); the first that accepts wins.
+    pub engines: Vec<String>,
+    /// Up/down root GUIDs (empty = automatic).
+    pub updn_roots: Vec<fabric::Guid>,
+    /// Shards per routing phase handed to the daemon's executor.
+    pub routing_shards: usize,
+    /// Fabric-wide limit of outstanding SMPs.
+    pub window: usize,
+    /// Outstanding SMPs allowed per switch (each switch port has one VL15 buffer).
+    pub per_switch_window: u8,
+    /// Time to wait for a response before resending.
+    pub timeout: VTime,
+    /// Resends before giving up on one request.
+    pub retries: u8,
+    /// Interval between light sweeps.
+    pub sweep_interval: VTime,
+    /// partitions.conf text; None = no file (`Default=0x7fff : ALL=full`).
+    pub partitions_conf: Option<String>,
+    /// Partition options (part_enforce, allow_both_pkeys, qos).
+    pub partition_options: partitions::Options,
+    /// LIDs remembered from a previous life (OpenSM guid2lid).
+    pub guid2lid: Guid2Lid,
+    /// Use LID-routed SMPs once routes exist (falls back to directed route on failure).
+    pub lid_routed_programming: bool,
+    /// Ports found without a LID (never configured since reset) are taken to hold the IBA
+    /// default P_KeyTable (0xFFFF at index 0), so blocks equal to it are not written.
+    pub assume_default_pkeys: bool,
+    /// Upper 32 bits of every transaction id (e.g. a per-process agent id).
+    pub tid_high: u32,
+}
+
+impl Default for SweeperConfig {
+    fn default() -> SweeperConfig {
+        SweeperConfig {
+            sm_priority: 0,
+            sm_key: 0,
+            subnet_prefix: 0xfe80_0000_0000_0000,
+            m_key: 0,
+            m_key_protect_bits: 0,
+            m_key_lease_period: 0,
+            lmc: 0,
+            engines: vec!["ftree".into(), "updn".into(), "minhop".into()],
+            updn_roots: Vec::new(),
+            routing_shards: 1,
+            window: 256,
+            per_switch_window: 4,
+            timeout: 20 * MS,
+            retries: 4,
+            sweep_interval: 10_000 * MS,
+            partitions_conf: None,
+            partition_options: partitions::Options::default(),
+            guid2lid: Guid2Lid::default(),
+            lid_routed_programming: true,
+            assume_default_pkeys: true,
+            tid_high: 0,
+        }
+    }
+}

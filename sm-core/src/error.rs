@@ -1,0 +1,31 @@
+//! The crate's error type.
+
+use fabric::Guid;
+
+/// Errors of sm-core's fallible entry points.
+#[derive(Debug, thiserror::Error)]
+pub enum SmError {
+    /// The partitions.conf text does not parse (the whole file is rejected).
+    #[error("SMC-E001 partitions policy rejected: {0}")]
+    Partitions(#[from] partitions::PartitionsError),
+    /// A guid2lid file line is malformed.
+    #[error("SMC-E002 guid2lid line {line}: {why}")]
+    Guid2Lid {
+        /// 1-based line number.
+        line: usize,
+        /// What is wrong.
+        why: String,
+    },
+    /// Routing failed (every engine of the chain refused, or the input was inconsistent).
+    #[error("SMC-E003 routing failed: {0}")]
+    Routing(#[from] routing::RoutingError),
+    /// The discovered topology could not be assembled.
+    #[error("SMC-E004 topology assembly failed: {0}")]
+    Topology(#[from] fabric::TopologyError),
+    /// The unicast LID space is exhausted.
+    #[error("SMC-E005 no free unicast LID block for port {0}")]
+    LidSpaceExhausted(Guid),
+    /// A configuration value is out of range.
+    #[error("SMC-E006 bad configuration: {0}")]
+    Config(String),
+}

@@ -1,0 +1,264 @@
+//! What the sweeper reports ([`Event`]) and the routing hand-off ([`RoutingJob`]).
+
+use crate::counters::Counters;
+use crate::{SmError, VTime};
+use routing::{EngineOptions, Executor, Lfts, RoutingInput, Sequential};
+use std::fmt;
+use std::sync::Arc;
+
+/// Routing work the daemon runs wherever it likes (worker pool, threads, inline) and hands
+/// back through [`crate::Sweeper::handle_routing_result`].
+#[derive(Debug)]
+pub struct RoutingJob {
+    /// Heavy sweep this job belongs to; a result for an older sweep is ignored.
+    pub sweep: u64,
+    /// The dense routing input built from the discovered fabric and the LIDs.
+    pub input: RoutingInput,
+    /// Engine chain, tried in order.
+    pub engines: Vec<String>,
+    /// Engine options.
+    pub options: EngineOptions,
+    /// Suggested number of shards per phase (the executor decides where they run).
+    pub shards: usize,
+    /// Tables programmed so far, kept where still valid (incremental routing).
+    pub prev: Option<Arc<Lfts>>,
+}
+
+/// The merged result of a [`RoutingJob`].
+#[derive(Debug)]
+pub struct RoutingOutcome {
+    /// The job's [`RoutingJob::sweep`].
+    pub sweep: u64,
+    /// Engine that produced the tables.
+    pub engine: &'static str,
+    /// One LFT per switch.
+    pub lfts: Lfts,
+    /// Engines that refused first, with their reasons.
+    pub refusals: Vec<String>,
+}
+
+impl RoutingJob {
+    /// Runs the engine chain with `exec` running the shards of each phase.
+    pub fn run<X: Executor>(&self, exec: &X) -> Result<RoutingOutcome, SmError> {
+        let names: Vec<&str> = self.engines.iter().map(String::as_str).collect();
+        let out = routing::route_with_chain(
+            &self.input,
+            &names,
+            &self.options,
+            exec,
+            self.shards,
+            self.prev.as_deref(),
+        )?;
+        Ok(RoutingOutcome {
+            sweep: self.sweep,
+            engine: out.routing.engine,
+            lfts: out.routing.lfts,
+            refusals: out
+                .refusals
+                .iter()
+                .map(|r| format!("{}: {}", r.engine, r.reason))
+                .collect(),
+        })
+    }
+}
+
+/// Computes a routing job on the calling thread (tests, benchmarks, small fabrics).
+pub fn route_inline(job: &RoutingJob) -> Result<RoutingOutcome, SmError> {
+    job.run(&Sequential)
+}
+
+/// A milestone or a request to the daemon.
+#[derive(Debug)]
+pub enum Event {
+    /// A heavy sweep started.
+    HeavySweepStarted {
+        /// Sweep number.
+        sweep: u64,
+        /// Why it started.
+        reason: SweepReason,
+    },
+    /// Discovery finished.
+    DiscoveryDone {
+        /// Nodes found.
+        nodes: usize,
+        /// Switches among them.
+        switches: usize,
+        /// Ports whose PortInfo was read.
+        ports: usize,
+        /// Links found.
+        links: usize,
+        /// SMPs sent for discovery.
+        smps: u64,
+        /// Minimum SMPs discovery needs (one NodeInfo per link plus the local node, one
+        /// NodeDescription per node, one PortInfo per port read, one SwitchInfo per switch).
+        min_smps: u64,
+    },
+    /// LIDs decided.
+    LidsAssigned {
+        /// Ports given a remembered range.
+        from_map: usize,
+        /// Ports that kept the LID they carried.
+        kept: usize,
+        /// Ports given a new block.
+        new: usize,
+        /// Ports whose LID will change.
+        changed: usize,
+        /// Highest LID in use.
+        max_lid: u16,
+    },
+    /// Routing must be computed; hand the result to `handle_routing_result`.
+    RoutingNeeded(Box<RoutingJob>),
+    /// Routing result accepted and diffed against what is programmed.
+    RoutingDone {
+        /// Engine used.
+        engine: &'static str,
+        /// LFT blocks to write.
+        lft_blocks: usize,
+        /// Engines that refused first.
+        refusals: Vec<String>,
+    },
+    /// Routing failed: the sweep stops and is retried at the next interval.
+    RoutingFailed(String),
+    /// Every planned Set was written (or given up).
+    ProgrammingDone {
+        /// LFT blocks written.
+        lft_blocks: u64,
+        /// P_KeyTable blocks written.
+        pkey_blocks: u64,
+        /// PortInfo Sets.
+        port_sets: u64,
+        /// SwitchInfo Sets.
+        switch_sets: u64,
+        /// Sets given up after every retry.
+        failed: u64,
+    },
+    /// First time every port is ACTIVE and routed (OpenSM's "SUBNET UP").
+    SubnetUp {
+        /// Virtual time it happened.
+        at: VTime,
+        /// Counters since the sweep started.
+        counters: Counters,
+    },
+    /// A heavy sweep finished.
+    HeavySweepComplete {
+        /// Sweep number.
+        sweep: u64,
+        /// SMPs of this sweep.
+        counters: Counters,
+        /// Minimum SMPs this sweep needed (discovery minimum plus every planned Set).
+        min_smps: u64,
+    },
+    /// A light sweep finished.
+    LightSweepComplete {
+        /// True when it found a change (a heavy sweep follows).
+        changed: bool,
+        /// SMPs it sent.
+        smps: u64,
+    },
+    /// A trap arrived (and was repressed).
+    Trap {
+        /// Trap number (generic notices).
+        number: u16,
+        /// Issuer LID.
+        issuer: fabric::Lid,
+    },
+}
+
+/// Why a heavy sweep runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SweepReason {
+    /// The first sweep.
+    Initial,
+    /// The daemon asked.
+    Requested,
+    /// A light sweep saw a change.
+    Change,
+    /// A trap (128 link state, 144 capability change, ...).
+    Trap(u16),
+}
+
+impl fmt::Display for Event {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Event::HeavySweepStarted { sweep, reason } => {
+                write!(f, "Entering heavy sweep {sweep} ({reason:?})")
+            }
+            Event::DiscoveryDone {
+                nodes,
+                switches,
+                ports,
+                links,
+                smps,
+                min_smps,
+            } => write!(
+                f,
+                "DISCOVERY COMPLETE: {nodes} nodes ({switches} switches), {ports} ports, {links} links, {smps} SMPs (minimum {min_smps})"
+            ),
+            Event::LidsAssigned {
+                from_map,
+                kept,
+                new,
+                changed,
+                max_lid,
+            } => write!(
+                f,
+                "LID ASSIGNMENT COMPLETE: {from_map} remembered, {kept} kept, {new} new, {changed} changing, max LID {max_lid}"
+            ),
+            Event::RoutingNeeded(job) => write!(
+                f,
+                "ROUTING REQUESTED: {} switches, {} end ports, engines {}",
+                job.input.num_switches(),
+                job.input.end_ports.len(),
+                job.engines.join(",")
+            ),
+            Event::RoutingDone {
+                engine,
+                lft_blocks,
+                refusals,
+            } => {
+                write!(
+                    f,
+                    "ROUTING COMPLETE: engine {engine}, {lft_blocks} LFT blocks to write"
+                )?;
+                for r in refusals {
+                    write!(f, "; refused: {r}")?;
+                }
+                Ok(())
+            }
+            Event::RoutingFailed(e) => write!(f, "ROUTING FAILED: {e}"),
+            Event::ProgrammingDone {
+                lft_blocks,
+                pkey_blocks,
+                port_sets,
+                switch_sets,
+                failed,
+            } => write!(
+                f,
+                "PROGRAMMING COMPLETE: {lft_blocks} LFT blocks, {pkey_blocks} P_Key blocks, {port_sets} PortInfo Sets, {switch_sets} SwitchInfo Sets, {failed} failed"
+            ),
+            Event::SubnetUp { at, counters } => {
+                write!(f, "SUBNET UP at {} ms: {counters}", at / 1_000_000)
+            }
+            Event::HeavySweepComplete {
+                sweep,
+                counters,
+                min_smps,
+            } => write!(
+                f,
+                "HEAVY SWEEP COMPLETE (sweep {sweep}): {counters}, minimum {min_smps}"
+            ),
+            Event::LightSweepComplete { changed, smps } => write!(
+                f,
+                "LIGHT SWEEP COMPLETE: {} ({smps} SMPs)",
+                if *changed {
+                    "change detected"
+                } else {
+                    "no change"
+                }
+            ),
+            Event::Trap { number, issuer } => {
+                write!(f, "Received trap {number} from LID {issuer}")
+            }
+        }
+    }
+}

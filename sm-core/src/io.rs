@@ -1,0 +1,229 @@
+//! The SMP window: requests queued per gate (the switch whose VL15 buffers the SMP
+//! occupies), a fabric-wide limit, transaction ids, timeouts and resends.
+
+use crate::VTime;
+use crate::state::NONE;
+use fabric::Lid;
+use mad::Smp;
+use std::collections::VecDeque;
+
+/// One SMP to hand to the fabric.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Transmit {
+    /// LRH destination LID: [`Lid::PERMISSIVE`] for a directed-route SMP (it leaves by the
+    /// path in the SMP), the target's LID for a LID-routed one.
+    pub dlid: Lid,
+    /// The SMP.
+    pub smp: Smp,
+}
+
+/// What a request does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Op {
+    /// NodeInfo Get out of `port` of `node` (NONE node: the local node, hop 0).
+    Probe,
+    NodeDesc,
+    PortInfoGet,
+    SwitchInfoGet,
+    LftSet,
+    PKeySet,
+    /// `arg` is the stage: 1 fields, 3 ARMED, 4 ACTIVE.
+    PortInfoSet,
+    /// `arg` 0: LinearFDBTop; 1: clear PortStateChange.
+    SwitchInfoSet,
+    /// Light sweep poll.
+    LightSwitchInfo,
+}
+
+/// A request waiting for or occupying a window slot.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Req {
+    pub op: Op,
+    pub node: u32,
+    pub port: u8,
+    pub arg: u16,
+    pub tries: u8,
+    pub lid_routed: bool,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Slot {
+    tid: u32,
+    gate: u32,
+    req: Req,
+}
+
+/// The window. Gates are node indices; NONE requests are ungated.
+#[derive(Debug, Default)]
+pub(crate) struct Window {
+    slots: Vec<Option<Slot>>,
+    free: Vec<u16>,
+    seq: u16,
+    gate_q: Vec<VecDeque<Req>>,
+    gate_out: Vec<u8>,
+    in_run: Vec<bool>,
+    runnable: VecDeque<u32>,
+    ungated: VecDeque<Req>,
+    timeouts: VecDeque<(VTime, u16, u32)>,
+    /// Requests queued or outstanding.
+    pub pending: u64,
+    outstanding: usize,
+}
+
+impl Window {
+    pub fn new(window: usize) -> Window {
+        let n = window.clamp(1, u16::MAX as usize);
+        Window {
+            slots: vec![None; n],
+            free: (0..n as u16).rev().collect(),
+            seq: 1,
+            ..Window::default()
+        }
+    }
+
+    fn ensure_gate(&mut self, g: u32) {
+        let need = g as usize + 1;
+        if self.gate_q.len() < need {
+            self.gate_q.resize_with(need, VecDeque::new);
+            self.gate_out.resize(need, 0);
+            self.in_run.resize(need, false);
+        }
+    }
+
+    fn mark_runnable(&mut self, g: u32) {
+        if !self.in_run[g as usize] {
+            self.in_run[g as usize] = true;
+            self.runnable.push_back(g);
+        }
+    }
+
+    /// Queues a new request.
+    pub fn push(&mut self, gate: u32, req: Req) {
+        self.pending += 1;
+        self.requeue(gate, req, false);
+    }
+
+    /// Queues a request again (resend): at the front of its gate.
+    pub fn requeue(&mut self, gate: u32, req: Req, front: bool) {
+        if gate == NONE {
+            if front {
+                self.ungated.push_front(req)
+            } else {
+                self.ungated.push_back(req)
+            }
+            return;
+        }
+        self.ensure_gate(gate);
+        let q = &mut self.gate_q[gate as usize];
+        if front {
+            q.push_front(req)
+        } else {
+            q.push_back(req)
+        }
+        self.mark_runnable(gate);
+    }
+
+    /// The next request allowed to go out, with its slot, tid and gate.
+    pub fn next(&mut self, per_gate: u8) -> Option<(u16, u32, u32, Req)> {
+        if self.free.is_empty() {
+            return None;
+        }
+        let (gate, req) = if let Some(r) = self.ungated.pop_front() {
+            (NONE, r)
+        } else {
+            loop {
+                let g = self.runnable.pop_front()?;
+                let gi = g as usize;
+                self.in_run[gi] = false;
+                if self.gate_out[gi] >= per_gate {
+                    continue; // re-marked when one of its SMPs completes
+                }
+                let Some(r) = self.gate_q[gi].pop_front() else {
+                    continue;
+                };
+                self.gate_out[gi] += 1;
+                if !self.gate_q[gi].is_empty() && self.gate_out[gi] < per_gate {
+                    self.mark_runnable(g);
+                }
+                break (g, r);
+            }
+        };
+        let slot = self.free.pop()?; // checked non-empty above
+        self.seq = self.seq.wrapping_add(1).max(1);
+        let tid = (u32::from(self.seq) << 16) | u32::from(slot);
+        self.slots[slot as usize] = Some(Slot { tid, gate, req });
+        self.outstanding += 1;
+        Some((slot, tid, gate, req))
+    }
+
+    /// Undoes [`Window::next`] for a request that could not be built.
+    pub fn cancel(&mut self, slot: u16) -> Option<Req> {
+        self.take_slot(slot)
+    }
+
+    /// Arms the timeout of a sent request.
+    pub fn arm(&mut self, deadline: VTime, slot: u16, tid: u32) {
+        self.timeouts.push_back((deadline, slot, tid));
+    }
+
+    fn take_slot(&mut self, slot: u16) -> Option<Req> {
+        let s = self.slots.get_mut(slot as usize)?.take()?;
+        self.free.push(slot);
+        self.outstanding -= 1;
+        if s.gate != NONE {
+            let g = s.gate as usize;
+            self.gate_out[g] -= 1;
+            if !self.gate_q[g].is_empty() {
+                self.mark_runnable(s.gate);
+            }
+        }
+        Some(s.req)
+    }
+
+    /// Matches a response by tid; None for stale, duplicate or foreign tids.
+    pub fn complete(&mut self, tid: u32) -> Option<(u32, Req)> {
+        let slot = (tid & 0xFFFF) as u16;
+        let s = (*self.slots.get(slot as usize)?)?;
+        if s.tid != tid {
+            return None;
+        }
+        let req = self.take_slot(slot)?;
+        Some((s.gate, req))
+    }
+
+    /// The earliest live deadline.
+    pub fn next_deadline(&mut self) -> Option<VTime> {
+        while let Some(&(d, slot, tid)) = self.timeouts.front() {
+            match self.slots[slot as usize] {
+                Some(s) if s.tid == tid => return Some(d),
+                _ => {
+                    self.timeouts.pop_front();
+                }
+            }
+        }
+        None
+    }
+
+    /// Pops one expired request (its slot is freed), with its gate.
+    pub fn expired(&mut self, now: VTime) -> Option<(u32, Req)> {
+        while let Some(&(d, slot, tid)) = self.timeouts.front() {
+            let live = matches!(self.slots[slot as usize], Some(s) if s.tid == tid);
+            if !live {
+                self.timeouts.pop_front();
+                continue;
+            }
+            if d > now {
+                return None;
+            }
+            self.timeouts.pop_front();
+            let gate = self.slots[slot as usize].map_or(NONE, |s| s.gate);
+            return self.take_slot(slot).map(|r| (gate, r));
+        }
+        None
+    }
+
+    /// True when nothing is queued or outstanding.
+    pub fn idle(&self) -> bool {
+        self.pending == 0
+    }
+}

@@ -1,0 +1,50 @@
+//! `sm-core` — Quorum SM's brain, sans-IO: discovery over directed routes, the LID manager
+//! (with OpenSM's guid2lid format), the routing hand-off, the programming planner (only
+//! changed LFT and P_KeyTable blocks, PortInfo fields, port bring-up INIT -> ARMED ->
+//! ACTIVE), light and heavy sweeps, trap handling and SMInfo answers.
+//!
+//! It must never do IO, read a clock, spawn a thread or use unseeded randomness. Time is
+//! passed in as [`VTime`] (nanoseconds on any clock the caller likes); SMPs go out through
+//! [`Sweeper::poll_transmit`] and come back through [`Sweeper::handle_response`].
+//!
+//! Driver loop (single thread, deterministic):
+//!
+//! ```text
+//! loop {
+//!     while let Some(tx) = sweeper.poll_transmit() { fabric.send(now, tx) }
+//!     now = min(fabric.next_event_time(), sweeper.poll_timeout())   // both None: idle
+//!     fabric.run_until(now)
+//!     while let Some(m) = fabric.poll_recv() { sweeper.handle_response(now, m) }
+//!     if sweeper.poll_timeout() <= Some(now) { sweeper.handle_timeout(now) }
+//!     while let Some(ev) = sweeper.poll_event() {
+//!         if let Event::RoutingNeeded(job) = ev {
+//!             let r = route_inline(&job);               // or on worker threads
+//!             sweeper.handle_routing_result(now, r);
+//!         }
+//!     }
+//! }
+//! ```
+
+mod config;
+mod counters;
+mod discovery;
+mod error;
+mod events;
+mod guid2lid;
+mod io;
+pub mod lids;
+mod light;
+mod program;
+mod state;
+mod sweeper;
+
+pub use config::{MS, SweeperConfig};
+pub use counters::{ATTRS, Counters, METHODS};
+pub use error::SmError;
+pub use events::{Event, RoutingJob, RoutingOutcome, SweepReason, route_inline};
+pub use guid2lid::Guid2Lid;
+pub use io::Transmit;
+pub use sweeper::{Phase, Sweeper};
+
+/// Virtual time in nanoseconds.
+pub type VTime = u64;

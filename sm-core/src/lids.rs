@@ -1,0 +1,211 @@
+//! The LID manager: keeps every valid, unique LID it can, remembers assignments in the
+//! guid2lid map, and gives new ports the lowest free LMC-aligned block, in port GUID order.
+//!
+//! Precedence, as OpenSM's lid manager with a guid2lid cache: (1) the port's remembered
+//! range when it is free; (2) the LID the port already carries (PortInfo.LID) when it is
+//! valid, aligned, and claimed by nobody else, including ports that are absent but
+//! remembered; (3) the lowest free aligned block. A LID is never moved without one of
+//! these reasons.
+
+use crate::SmError;
+use crate::guid2lid::Guid2Lid;
+use fabric::{Guid, Lid};
+
+const FREE: u32 = u32::MAX;
+const RESERVED: u32 = u32::MAX - 1;
+const SPACE: usize = Lid::UNICAST_MAX.0 as usize + 1;
+
+/// One port asking for LIDs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LidRequest {
+    /// Port GUID.
+    pub guid: Guid,
+    /// LMC the port should get (0 for switch port 0).
+    pub lmc: u8,
+    /// PortInfo.LID as read from the fabric (0 = none).
+    pub current: Lid,
+}
+
+/// How the LIDs were decided.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LidOutcome {
+    /// Ports that got their remembered range.
+    pub from_map: usize,
+    /// Ports that kept the LID they carried (not remembered before).
+    pub kept: usize,
+    /// Ports that got a new block.
+    pub new: usize,
+    /// Ports whose assigned base differs from what they carried.
+    pub changed: usize,
+    /// Highest LID in use.
+    pub max_lid: u16,
+}
+
+fn aligned(base: u32, lmc: u8) -> bool {
+    base % (1u32 << lmc) == 0
+}
+
+fn range_free(owner: &[u32], base: u32, lmc: u8, me: u32) -> bool {
+    let n = 1u32 << lmc;
+    if base == 0 || base + n - 1 >= SPACE as u32 || !aligned(base, lmc) {
+        return false;
+    }
+    (base..base + n).all(|l| owner[l as usize] == FREE || owner[l as usize] == me)
+}
+
+fn claim(owner: &mut [u32], base: u32, lmc: u8, me: u32) {
+    for l in base..base + (1u32 << lmc) {
+        owner[l as usize] = me;
+    }
+}
+
+/// Assigns LIDs to `ports` (any order; the result is in the same order) and records every
+/// assignment in `map`. Remembered ranges of ports not in `ports` stay reserved.
+pub fn assign(ports: &[LidRequest], map: &mut Guid2Lid) -> Result<(Vec<Lid>, LidOutcome), SmError> {
+    let mut owner = vec![FREE; SPACE];
+    let mut out = vec![Lid(0); ports.len()];
+    let mut done = vec![false; ports.len()];
+    let mut o = LidOutcome::default();
+    let mut order: Vec<u32> = (0..ports.len() as u32).collect();
+    order.sort_by_key(|&i| ports[i as usize].guid);
+    let mut present = std::collections::HashSet::with_capacity(ports.len());
+    for p in ports {
+        present.insert(p.guid);
+    }
+    for (g, lo, hi) in map.iter() {
+        if !present.contains(&g) {
+            for l in lo.0..=hi.0 {
+                if (l as usize) < SPACE {
+                    owner[l as usize] = RESERVED;
+                }
+            }
+        }
+    }
+    // (1) remembered ranges.
+    for &i in &order {
+        let p = ports[i as usize];
+        if let Some((lo, _)) = map.get(p.guid)
+            && range_free(&owner, lo.0 as u32, p.lmc, i)
+        {
+            claim(&mut owner, lo.0 as u32, p.lmc, i);
+            out[i as usize] = lo;
+            done[i as usize] = true;
+            o.from_map += 1;
+        }
+    }
+    // (2) LIDs the ports already carry.
+    for &i in &order {
+        let p = ports[i as usize];
+        if done[i as usize] || p.current.0 == 0 {
+            continue;
+        }
+        if range_free(&owner, p.current.0 as u32, p.lmc, i) {
+            claim(&mut owner, p.current.0 as u32, p.lmc, i);
+            out[i as usize] = p.current;
+            done[i as usize] = true;
+            o.kept += 1;
+        }
+    }
+    // (3) lowest free aligned block, one cursor per LMC (blocks are never freed here).
+    let mut cursor = [1u32; 8];
+    for &i in &order {
+        if done[i as usize] {
+            continue;
+        }
+        let p = ports[i as usize];
+        let lmc = p.lmc.min(7);
+        let step = 1u32 << lmc;
+        let mut b = cursor[lmc as usize].div_ceil(step) * step;
+        loop {
+            if b + step - 1 >= SPACE as u32 {
+                return Err(SmError::LidSpaceExhausted(p.guid));
+            }
+            if b != 0 && range_free(&owner, b, lmc, i) {
+                break;
+            }
+            b += step;
+        }
+        claim(&mut owner, b, lmc, i);
+        cursor[lmc as usize] = b + step;
+        out[i as usize] = Lid(b as u16);
+        o.new += 1;
+    }
+    for (i, p) in ports.iter().enumerate() {
+        let base = out[i];
+        let top = base.0 + ((1u16 << p.lmc.min(7)) - 1);
+        map.set(p.guid, base, Lid(top));
+        o.max_lid = o.max_lid.max(top);
+        if base != p.current {
+            o.changed += 1;
+        }
+    }
+    Ok((out, o))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn req(g: u64, lmc: u8, cur: u16) -> LidRequest {
+        LidRequest {
+            guid: Guid(g),
+            lmc,
+            current: Lid(cur),
+        }
+    }
+
+    #[test]
+    fn fresh_ports_get_lowest_lids_in_guid_order() {
+        let mut m = Guid2Lid::new();
+        let (l, o) = assign(&[req(30, 0, 0), req(10, 0, 0), req(20, 0, 0)], &mut m).unwrap();
+        assert_eq!(l, vec![Lid(3), Lid(1), Lid(2)]);
+        assert_eq!(o.new, 3);
+        assert_eq!(m.get(Guid(30)), Some((Lid(3), Lid(3))));
+    }
+
+    #[test]
+    fn keeps_valid_unique_lids_and_resolves_conflicts() {
+        let mut m = Guid2Lid::new();
+        // 10 and 20 both claim LID 7: the lower GUID keeps it; 30 keeps 9.
+        let (l, o) = assign(&[req(10, 0, 7), req(20, 0, 7), req(30, 0, 9)], &mut m).unwrap();
+        assert_eq!(l, vec![Lid(7), Lid(1), Lid(9)]);
+        assert_eq!((o.kept, o.new, o.changed), (2, 1, 1));
+    }
+
+    #[test]
+    fn map_wins_and_absent_ports_stay_reserved() {
+        let mut m = Guid2Lid::new();
+        m.set(Guid(10), Lid(5), Lid(5));
+        m.set(Guid(99), Lid(1), Lid(1)); // absent port keeps LID 1 reserved
+        let (l, _) = assign(&[req(10, 0, 8), req(20, 0, 0), req(30, 0, 5)], &mut m).unwrap();
+        assert_eq!(l, vec![Lid(5), Lid(2), Lid(3)]);
+    }
+
+    #[test]
+    fn lmc_blocks_are_aligned() {
+        let mut m = Guid2Lid::new();
+        let (l, _) = assign(&[req(1, 0, 0), req(2, 2, 0), req(3, 2, 6)], &mut m).unwrap();
+        // 3 carries 6, not aligned to 4: gets a new block.
+        assert_eq!(l, vec![Lid(1), Lid(4), Lid(8)]);
+        assert_eq!(m.get(Guid(2)), Some((Lid(4), Lid(7))));
+    }
+
+    #[test]
+    fn reassignment_is_stable() {
+        let mut m = Guid2Lid::new();
+        let ports: Vec<_> = (1..200).map(|g| req(g * 7 % 211, 1, 0)).collect();
+        let (a, _) = assign(&ports, &mut m).unwrap();
+        let again: Vec<_> = ports
+            .iter()
+            .zip(&a)
+            .map(|(p, l)| req(p.guid.0, 1, l.0))
+            .collect();
+        let mut m2 = Guid2Lid::new();
+        let (b, o) = assign(&again, &mut m2).unwrap();
+        assert_eq!(a, b);
+        assert_eq!(o.changed, 0);
+        let (c, o) = assign(&ports, &mut m).unwrap();
+        assert_eq!(a, c);
+        assert_eq!(o.from_map, ports.len());
+    }
+}

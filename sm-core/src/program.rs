@@ -1,0 +1,579 @@
+//! Heavy sweep, parts 2 and 3: LIDs, the routing hand-off, and the programming planner.
+//!
+//! Stages, each starting when the previous one has nothing in flight:
+//! 1. PortInfo of end ports whose LID, LMC, MasterSMLID, subnet prefix or M_Key fields
+//!    differ (ClientReregister where a port is new to this SM or its LID changes);
+//! 2. changed 64-entry LFT blocks, SwitchInfo.LinearFDBTop, changed 32-entry P_KeyTable
+//!    blocks;
+//! 3. every port in INIT to ARMED (switch ports facing end ports also get their partition
+//!    enforcement bits);
+//! 4. every ARMED port to ACTIVE;
+//! 5. SwitchInfo.PortStateChange cleared where it was set or where this sweep changed a port.
+//!
+//! Targets with a LID already in the fabric are reached LID-routed once the SM port has its
+//! LID and the LFTs are programmed; the window falls back to directed route on failure.
+
+use crate::SmError;
+use crate::events::{Event, RoutingJob, RoutingOutcome};
+use crate::io::{Op, Req};
+use crate::lids::{self, LidRequest};
+use crate::state::NONE;
+use crate::sweeper::{Phase, Sweeper};
+use fabric::{Guid, Lid, NodeId, PKey, PortRef, Topology};
+use mad::{LinearForwardingTable, PortInfo, Smp, SmpAttribute, SwitchInfo};
+use routing::{EngineOptions, LidAssignment, NO_ROUTE, RoutingInput};
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+const INIT: u8 = 2;
+const ARMED: u8 = 3;
+const ACTIVE: u8 = 4;
+
+impl Sweeper {
+    /// Builds the topology, assigns LIDs, plans P_KeyTables and returns the routing job.
+    pub(crate) fn prepare_routing(&mut self) -> Result<RoutingJob, SmError> {
+        let sweep = self.sweep;
+        let mut topo = Topology::new();
+        let mut tnode = vec![NONE; self.nodes.len()];
+        let mut order = Vec::new();
+        for (i, n) in self.nodes.iter().enumerate() {
+            if n.seen != sweep {
+                continue;
+            }
+            let Some(kind) = n.info.kind() else { continue };
+            let id = topo.add_node(kind, u16::from(n.nports), n.guid, n.desc.text())?;
+            tnode[i] = id.0;
+            order.push(i);
+            if !n.is_switch {
+                for p in 1..=n.nports {
+                    let port = &self.ports[n.port_index(p)];
+                    if port.path_sweep == sweep && port.guid.0 != 0 {
+                        topo.set_port_guid(PortRef::new(id, p), port.guid)?;
+                    }
+                }
+            }
+        }
+        for &i in &order {
+            let n = &self.nodes[i];
+            for p in 1..=n.nports {
+                let port = &self.ports[n.port_index(p)];
+                if port.remote_sweep != sweep || port.remote == NONE {
+                    continue;
+                }
+                let r = port.remote as usize;
+                if tnode[r] == NONE || (r, port.remote_port) <= (i, p) {
+                    continue;
+                }
+                // An inconsistent pair (a port claimed twice) is skipped, not fatal.
+                let _ = topo.connect(
+                    PortRef::new(NodeId(tnode[i]), p),
+                    PortRef::new(NodeId(tnode[r]), port.remote_port),
+                );
+            }
+        }
+        // LIDs.
+        let mut reqs = Vec::new();
+        let mut where_ = Vec::new();
+        for &i in &order {
+            let n = &self.nodes[i];
+            let end_ports: &[u8] = if n.is_switch { &[0] } else { &[] };
+            let mut add = |p: u8, lmc: u8, ports: &crate::state::Port| {
+                let current = if ports.info_sweep == sweep {
+                    ports.info.lid
+                } else {
+                    Lid(0)
+                };
+                reqs.push(LidRequest {
+                    guid: ports.guid,
+                    lmc,
+                    current,
+                });
+                where_.push((i, p));
+            };
+            for &p in end_ports {
+                add(p, 0, &self.ports[n.port_index(p)]);
+            }
+            if !n.is_switch {
+                for p in 1..=n.nports {
+                    let port = &self.ports[n.port_index(p)];
+                    if port.remote_sweep == sweep {
+                        add(p, self.cfg.lmc, port);
+                    }
+                }
+            }
+        }
+        let (assigned, outcome) = lids::assign(&reqs, &mut self.cfg.guid2lid)?;
+        let mut la = LidAssignment::new();
+        for ((&(i, p), lid), r) in where_.iter().zip(&assigned).zip(&reqs) {
+            let n = &self.nodes[i];
+            let port = &mut self.ports[n.port_index(p)];
+            if port.lid != *lid && port.lid.0 != 0 {
+                port.pkey_known_valid = port.pkey_known_valid && port.info.lid == *lid;
+            }
+            port.lid = *lid;
+            port.lmc = r.lmc;
+            la.set(PortRef::new(NodeId(tnode[i]), p), *lid, r.lmc)?;
+        }
+        let ln = &self.nodes[self.local as usize];
+        self.sm_lid = self.ports[ln.port_index(self.local_port)].lid;
+        self.events.push_back(Event::LidsAssigned {
+            from_map: outcome.from_map,
+            kept: outcome.kept,
+            new: outcome.new,
+            changed: outcome.changed,
+            max_lid: outcome.max_lid,
+        });
+        self.plan_partitions(&topo)?;
+        let sm_port = PortRef::new(NodeId(tnode[self.local as usize]), self.local_port);
+        let input = RoutingInput::new(&topo, &la, Some(sm_port))?;
+        Ok(RoutingJob {
+            sweep,
+            input,
+            engines: self.cfg.engines.clone(),
+            options: EngineOptions {
+                updn_roots: self.cfg.updn_roots.clone(),
+            },
+            shards: self.cfg.routing_shards.max(1),
+            prev: self.lfts.clone(),
+        })
+    }
+
+    fn plan_partitions(&mut self, topo: &Topology) -> Result<(), SmError> {
+        let mut opts = self.cfg.partition_options;
+        opts.sm_port_guid = self.sm_port_guid();
+        let policy = match &self.policy_text {
+            Some(t) => partitions::load(t, opts)?,
+            None => partitions::Policy::no_file(opts),
+        };
+        let sweep = self.sweep;
+        let mut caps = partitions::Caps::default();
+        let mut pcap = BTreeMap::new();
+        let mut ecap = BTreeMap::new();
+        for n in self.nodes.iter().filter(|n| n.seen == sweep) {
+            pcap.insert(n.guid, n.info.partition_cap);
+            if n.is_switch {
+                let s = &self.switches[n.sw as usize];
+                ecap.insert(n.guid, s.info.partition_enforcement_cap);
+            }
+            for p in 0..=n.nports {
+                let port = &mut self.ports[n.port_index(p)];
+                port.pkey_want.clear();
+                port.enforce_in = false;
+                port.enforce_out = false;
+            }
+        }
+        caps.partition_cap = pcap;
+        caps.switch_enforcement_cap = ecap;
+        let plan = partitions::plan(&policy, topo, &caps);
+        for pp in &plan.ports {
+            self.set_pkey_want(pp.port.node_guid, pp.port.port, &pp.table.entries());
+        }
+        for sp in &plan.switch_ports {
+            if let Some(t) = &sp.table {
+                self.set_pkey_want(sp.switch_guid, sp.port, &t.entries());
+            }
+            if let Some(&i) = self.by_guid.get(&sp.switch_guid) {
+                let n = &self.nodes[i as usize];
+                if sp.port <= n.nports {
+                    let port = &mut self.ports[n.port_index(sp.port)];
+                    port.enforce_in = sp.enforce_in;
+                    port.enforce_out = sp.enforce_out;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn set_pkey_want(&mut self, node: Guid, port: u8, keys: &[PKey]) {
+        let Some(&i) = self.by_guid.get(&node) else {
+            return;
+        };
+        let n = &self.nodes[i as usize];
+        if port > n.nports {
+            return;
+        }
+        let p = &mut self.ports[n.port_index(port)];
+        p.pkey_want.clear();
+        p.pkey_want.extend(keys.iter().map(|k| k.0));
+        if p.pkey_known.len() != p.pkey_want.len() {
+            p.pkey_known_valid = false;
+        }
+    }
+
+    /// Accepts the routing result: diffs it against what is programmed and starts stage 1.
+    pub(crate) fn start_programming(&mut self, r: RoutingOutcome) {
+        let old = self.lfts.take();
+        let old_idx: HashMap<Guid, usize> = old
+            .as_ref()
+            .map(|o| {
+                o.switches
+                    .iter()
+                    .enumerate()
+                    .map(|(k, s)| (s.guid, k))
+                    .collect()
+            })
+            .unwrap_or_default();
+        for s in &mut self.switches {
+            s.lft_idx = NONE;
+        }
+        self.lft_todo.clear();
+        let mut max_lid = 0u16;
+        for (k, t) in r.lfts.switches.iter().enumerate() {
+            max_lid = max_lid.max(t.ports.len().saturating_sub(1) as u16);
+            let Some(&node) = self.by_guid.get(&t.guid) else {
+                continue;
+            };
+            let sw = self.nodes[node as usize].sw;
+            if sw == NONE {
+                continue;
+            }
+            let s = &mut self.switches[sw as usize];
+            s.lft_idx = k as u32;
+            let prev = if s.lft_valid {
+                old_idx
+                    .get(&t.guid)
+                    .and_then(|&j| old.as_ref().map(|o| &o.switches[j]))
+            } else {
+                None
+            };
+            let blocks = t.ports.len().div_ceil(routing::BLOCK_LIDS);
+            for b in 0..blocks {
+                let lo = b * routing::BLOCK_LIDS;
+                let hi = (lo + routing::BLOCK_LIDS).min(t.ports.len());
+                let same = prev.is_some_and(|p| {
+                    (lo..lo + routing::BLOCK_LIDS).all(|l| {
+                        let new = if l < hi { t.ports[l] } else { NO_ROUTE };
+                        p.port(l as u16) == new
+                    })
+                });
+                if !same {
+                    self.lft_todo.push((node, b as u16));
+                }
+            }
+        }
+        self.max_lid = max_lid;
+        self.events.push_back(Event::RoutingDone {
+            engine: r.engine,
+            lft_blocks: self.lft_todo.len(),
+            refusals: r.refusals,
+        });
+        self.lfts = Some(Arc::new(r.lfts));
+        drop(old);
+        self.phase = Phase::Programming(0);
+        self.next_stage(0);
+    }
+
+    /// Plans stages after `done` until one has work; after stage 5 the sweep completes.
+    pub(crate) fn next_stage(&mut self, done: u8) {
+        if done == 2 {
+            self.after_tables();
+        }
+        for stage in done + 1..=5 {
+            self.phase = Phase::Programming(stage);
+            self.plan_stage(stage);
+            if !self.win.idle() {
+                return;
+            }
+            if stage == 2 {
+                self.after_tables();
+            }
+        }
+        self.finish_programming();
+    }
+
+    fn after_tables(&mut self) {
+        for s in &mut self.switches {
+            if s.lft_idx != NONE && !s.lft_failed {
+                s.lft_valid = true;
+            }
+        }
+    }
+
+    fn end_ports_of(&self, i: usize) -> (bool, u8) {
+        let n = &self.nodes[i];
+        (n.is_switch, n.nports)
+    }
+
+    fn plan_stage(&mut self, stage: u8) {
+        let sweep = self.sweep;
+        let n_nodes = self.nodes.len();
+        match stage {
+            1 => {
+                for i in 0..n_nodes {
+                    if self.nodes[i].seen != sweep {
+                        continue;
+                    }
+                    let (is_switch, nports) = self.end_ports_of(i);
+                    let range = if is_switch { 0..=0 } else { 1..=nports };
+                    for p in range {
+                        let pi = self.nodes[i].port_index(p);
+                        let port = &self.ports[pi];
+                        if port.lid.0 == 0 || (!is_switch && port.remote_sweep != sweep) {
+                            continue;
+                        }
+                        let want = self.desired(i as u32, p, 1);
+                        if fields_differ(&port.info, &want) {
+                            self.queue_set(Op::PortInfoSet, i as u32, p, 1);
+                        }
+                    }
+                }
+            }
+            2 => {
+                let todo = std::mem::take(&mut self.lft_todo);
+                for &(node, b) in &todo {
+                    self.queue_set(Op::LftSet, node, 0, b);
+                }
+                self.stage_counts[0] += todo.len() as u64;
+                self.lft_todo = todo;
+                for k in 0..self.switches.len() {
+                    let s = &self.switches[k];
+                    let node = s.node;
+                    if self.nodes[node as usize].seen == sweep
+                        && s.lft_idx != NONE
+                        && s.info.linear_fdb_top != self.max_lid
+                    {
+                        self.queue_set(Op::SwitchInfoSet, node, 0, 0);
+                    }
+                }
+                for i in 0..n_nodes {
+                    if self.nodes[i].seen != sweep {
+                        continue;
+                    }
+                    for p in 0..=self.nodes[i].nports {
+                        let pi = self.nodes[i].port_index(p);
+                        let port = &mut self.ports[pi];
+                        if port.pkey_want.is_empty() {
+                            continue;
+                        }
+                        let blocks = port.pkey_want.len().div_ceil(32);
+                        if !port.pkey_known_valid && port.fresh && self.cfg.assume_default_pkeys {
+                            // A port never configured since reset holds the IBA default
+                            // table: 0xFFFF at index 0, the rest invalid.
+                            port.pkey_known.clear();
+                            port.pkey_known.resize(port.pkey_want.len(), 0);
+                            if let Some(k) = port.pkey_known.first_mut() {
+                                *k = 0xFFFF;
+                            }
+                            port.pkey_known_valid = true;
+                        }
+                        let all = !port.pkey_known_valid;
+                        let mut todo = [false; 64];
+                        for (b, t) in todo.iter_mut().enumerate().take(blocks.min(64)) {
+                            let lo = b * 32;
+                            let hi = (lo + 32).min(port.pkey_want.len());
+                            *t = all || port.pkey_known[lo..hi] != port.pkey_want[lo..hi];
+                        }
+                        port.pkey_known.clone_from(&port.pkey_want);
+                        port.pkey_known_valid = true;
+                        for (b, t) in todo.iter().enumerate().take(blocks.min(64)) {
+                            if *t {
+                                self.stage_counts[1] += 1;
+                                self.queue_set(Op::PKeySet, i as u32, p, b as u16);
+                            }
+                        }
+                    }
+                }
+            }
+            3 | 4 => {
+                for i in 0..n_nodes {
+                    if self.nodes[i].seen != sweep {
+                        continue;
+                    }
+                    let (is_switch, nports) = self.end_ports_of(i);
+                    for p in 1..=nports {
+                        let pi = self.nodes[i].port_index(p);
+                        let port = &self.ports[pi];
+                        if port.remote_sweep != sweep {
+                            continue;
+                        }
+                        let st = port.info.port_state;
+                        let need = if stage == 3 {
+                            st == INIT
+                                || (is_switch
+                                    && (port.info.partition_enforcement_inbound != port.enforce_in
+                                        || port.info.partition_enforcement_outbound
+                                            != port.enforce_out))
+                        } else {
+                            st == ARMED
+                        };
+                        if need {
+                            self.queue_set(Op::PortInfoSet, i as u32, p, u16::from(stage));
+                        }
+                    }
+                }
+            }
+            5 => {
+                for k in 0..self.switches.len() {
+                    let s = &self.switches[k];
+                    if self.nodes[s.node as usize].seen == sweep && s.psc_seen {
+                        self.queue_set(Op::SwitchInfoSet, s.node, 0, 1);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn queue_set(&mut self, op: Op, node: u32, port: u8, arg: u16) {
+        self.planned_sets += 1;
+        match op {
+            Op::PortInfoSet => self.stage_counts[2] += 1,
+            Op::SwitchInfoSet => self.stage_counts[3] += 1,
+            _ => {}
+        }
+        self.push(op, node, port, arg);
+    }
+
+    fn finish_programming(&mut self) {
+        let [lft, pkey, port_sets, switch_sets] = self.stage_counts;
+        self.events.push_back(Event::ProgrammingDone {
+            lft_blocks: lft,
+            pkey_blocks: pkey,
+            port_sets,
+            switch_sets,
+            failed: self.failed_sets,
+        });
+        let ln = &self.nodes[self.local as usize];
+        let sm = &self.ports[ln.port_index(self.local_port)];
+        self.lid_ok = self.failed_sets == 0 && sm.lid.0 != 0 && sm.info.lid == sm.lid;
+        if !self.subnet_up && self.failed_sets == 0 {
+            self.subnet_up = true;
+            self.state = mad::SmState::Master;
+            self.events.push_back(Event::SubnetUp {
+                at: self.now,
+                counters: self.counters.since(&self.sweep_start),
+            });
+        }
+        if self.failed_sets != 0 {
+            // Something did not take: look again soon.
+            self.heavy_pending
+                .get_or_insert(crate::events::SweepReason::Change);
+        }
+        self.finish_heavy();
+    }
+
+    /// The PortInfo this SM wants a port to hold at a stage.
+    pub(crate) fn desired(&self, node: u32, port: u8, stage: u8) -> PortInfo {
+        let n = &self.nodes[node as usize];
+        let p = &self.ports[n.port_index(port)];
+        let mut pi = p.info;
+        pi.port_state = 0;
+        pi.port_phys_state = 0;
+        pi.link_down_default_state = 0;
+        pi.client_reregister = false;
+        let end = !n.is_switch || port == 0;
+        if end && p.lid.0 != 0 {
+            pi.lid = p.lid;
+            pi.lmc = p.lmc;
+            pi.master_sm_lid = self.sm_lid;
+            pi.gid_prefix = self.cfg.subnet_prefix;
+            pi.m_key = self.cfg.m_key;
+            pi.m_key_protect_bits = self.cfg.m_key_protect_bits;
+            pi.m_key_lease_period = self.cfg.m_key_lease_period;
+            let rereg_cap =
+                p.info.capability_mask & PortInfo::CAP_IS_CLIENT_REREGISTRATION_SUPPORTED != 0;
+            if stage == 1 && !n.is_switch && rereg_cap && (!p.programmed || p.info.lid != p.lid) {
+                pi.client_reregister = true;
+            }
+        }
+        if n.is_switch && port != 0 {
+            pi.partition_enforcement_inbound = p.enforce_in;
+            pi.partition_enforcement_outbound = p.enforce_out;
+        }
+        match stage {
+            3 if p.info.port_state == INIT => pi.port_state = ARMED,
+            4 if p.info.port_state == ARMED => pi.port_state = ACTIVE,
+            _ => {}
+        }
+        pi
+    }
+
+    /// Writes the data of a Set request; None when it no longer makes sense.
+    pub(crate) fn fill_set(&self, req: &Req, data: &mut [u8; 64]) -> Option<()> {
+        let n = &self.nodes[req.node as usize];
+        match req.op {
+            Op::LftSet => {
+                let s = &self.switches[n.sw as usize];
+                let t = &self.lfts.as_ref()?.switches[s.lft_idx as usize];
+                let mut lft = LinearForwardingTable::default();
+                let lo = usize::from(req.arg) * 64;
+                for (k, e) in lft.ports.iter_mut().enumerate() {
+                    *e = t.ports.get(lo + k).copied().unwrap_or(NO_ROUTE);
+                }
+                lft.encode(data);
+            }
+            Op::PKeySet => {
+                let p = &self.ports[n.port_index(req.port)];
+                let mut t = mad::PKeyTable::default();
+                let lo = usize::from(req.arg) * 32;
+                for (k, e) in t.keys.iter_mut().enumerate() {
+                    *e = PKey(p.pkey_want.get(lo + k).copied().unwrap_or(0));
+                }
+                t.encode(data);
+            }
+            Op::PortInfoSet => {
+                self.desired(req.node, req.port, req.arg as u8).encode(data);
+            }
+            Op::SwitchInfoSet => {
+                let s = &self.switches[n.sw as usize];
+                let mut si: SwitchInfo = s.info;
+                si.linear_fdb_top = self.max_lid;
+                si.port_state_change = req.arg == 1;
+                si.encode(data);
+            }
+            _ => return None,
+        }
+        Some(())
+    }
+
+    pub(crate) fn on_set_done(&mut self, req: Req, smp: &Smp) {
+        let n = &self.nodes[req.node as usize];
+        match req.op {
+            Op::PortInfoSet => {
+                let pi = n.port_index(req.port);
+                let is_switch = n.is_switch;
+                let sw = n.sw;
+                let p = &mut self.ports[pi];
+                p.info = PortInfo::decode(&smp.data);
+                p.programmed = true;
+                if req.arg >= 3 && is_switch {
+                    self.switches[sw as usize].ports_changed = true;
+                }
+            }
+            Op::SwitchInfoSet => {
+                let s = &mut self.switches[n.sw as usize];
+                s.info = SwitchInfo::decode(&smp.data);
+                s.fdb_top = self.max_lid;
+            }
+            _ => {}
+        }
+    }
+
+    pub(crate) fn on_set_failed(&mut self, req: Req) {
+        self.failed_sets += 1;
+        let n = &self.nodes[req.node as usize];
+        match req.op {
+            Op::LftSet => {
+                let s = &mut self.switches[n.sw as usize];
+                s.lft_failed = true;
+                s.lft_valid = false;
+            }
+            Op::PKeySet => {
+                let pi = n.port_index(req.port);
+                self.ports[pi].pkey_known_valid = false;
+            }
+            _ => {}
+        }
+    }
+}
+
+fn fields_differ(have: &PortInfo, want: &PortInfo) -> bool {
+    have.lid != want.lid
+        || have.lmc != want.lmc
+        || have.master_sm_lid != want.master_sm_lid
+        || have.gid_prefix != want.gid_prefix
+        || have.m_key != want.m_key
+        || have.m_key_protect_bits != want.m_key_protect_bits
+        || have.m_key_lease_period != want.m_key_lease_period
+        || want.client_reregister
+}

@@ -1,0 +1,88 @@
+//! What the sweeper knows about the fabric: nodes and ports in index-addressed arenas that
+//! live across sweeps (a node keeps its index for the sweeper's life, found again by GUID).
+
+use fabric::{Guid, Lid};
+use mad::{NodeDescription, NodeInfo, PortInfo, SwitchInfo};
+
+/// "No index".
+pub(crate) const NONE: u32 = u32::MAX;
+
+/// One node (switch, CA or router).
+#[derive(Clone, Debug)]
+pub(crate) struct Node {
+    pub guid: Guid,
+    pub info: NodeInfo,
+    pub desc: NodeDescription,
+    pub is_switch: bool,
+    pub nports: u8,
+    /// Index of this node's port 0 in the port arena; ports are contiguous 0..=nports.
+    pub first_port: u32,
+    /// Heavy sweep that last reached this node (0 = never).
+    pub seen: u64,
+    /// The port whose directed path reaches this node (0 for switches, entry port for CAs).
+    pub path_port: u8,
+    /// Index into the switch arena, or NONE.
+    pub sw: u32,
+}
+
+/// One port slot.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Port {
+    /// PortInfo as last read or written.
+    pub info: PortInfo,
+    /// Heavy sweep in which `info` was read (0 = never).
+    pub info_sweep: u64,
+    /// Port GUID (CA ports: NodeInfo.PortGUID when reached through it).
+    pub guid: Guid,
+    /// Peer (node index, port), valid when `remote_sweep` is the current sweep.
+    pub remote: u32,
+    pub remote_port: u8,
+    pub remote_sweep: u64,
+    /// Directed path to the node through this port: offset/len in the path arena, and the
+    /// node before it on the path (its gate), valid when `path_sweep` is the current sweep.
+    pub path_off: u32,
+    pub path_len: u8,
+    pub via: u32,
+    pub path_sweep: u64,
+    /// Assigned base LID and LMC (end ports only; Lid(0) = none).
+    pub lid: Lid,
+    pub lmc: u8,
+    /// P_KeyTable this port should hold (empty = not managed).
+    pub pkey_want: Vec<u16>,
+    /// P_KeyTable believed to be in the port (valid when `pkey_known_valid`).
+    pub pkey_known: Vec<u16>,
+    pub pkey_known_valid: bool,
+    /// Partition enforcement bits wanted (switch ports facing end ports).
+    pub enforce_in: bool,
+    pub enforce_out: bool,
+    /// The node's management port had no LID when discovered: never configured since
+    /// reset, so its tables hold their defaults.
+    pub fresh: bool,
+    /// This sweeper has written the port's PortInfo at least once.
+    pub programmed: bool,
+}
+
+/// Per-switch state.
+#[derive(Clone, Debug)]
+pub(crate) struct Switch {
+    pub node: u32,
+    pub info: SwitchInfo,
+    /// The LFT in the switch equals `Sweeper::lfts` for it.
+    pub lft_valid: bool,
+    /// LinearFDBTop this sweeper last wrote.
+    pub fdb_top: u16,
+    /// Index of this switch in the current `Lfts`, or NONE.
+    pub lft_idx: u32,
+    /// SwitchInfo.PortStateChange was seen set in this sweep.
+    pub psc_seen: bool,
+    /// A port state of this switch was changed by this sweep.
+    pub ports_changed: bool,
+    /// A Set for the LFT failed in this sweep.
+    pub lft_failed: bool,
+}
+
+impl Node {
+    pub fn port_index(&self, p: u8) -> usize {
+        self.first_port as usize + p as usize
+    }
+}

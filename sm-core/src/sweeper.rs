@@ -1,0 +1,548 @@
+//! The sweeper: the SM's state machine, driven by responses and timeouts, read through
+//! `poll_transmit` / `poll_event` / `poll_timeout`.
+
+use crate::config::SweeperConfig;
+use crate::counters::Counters;
+use crate::events::{Event, RoutingOutcome, SweepReason};
+use crate::io::{Op, Req, Transmit, Window};
+use crate::state::{NONE, Node, Port, Switch};
+use crate::{SmError, VTime};
+use fabric::{Guid, Lid};
+use mad::{AttributeId, Method, MgmtClass, Notice, SmInfo, SmState, Smp};
+use routing::Lfts;
+use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
+
+/// Where the sweeper is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Phase {
+    /// Nothing running; waiting for the next light sweep.
+    Idle,
+    /// Heavy sweep: discovering.
+    Discovering,
+    /// Heavy sweep: waiting for the daemon's routing result.
+    Routing,
+    /// Heavy sweep: programming stage 1 (PortInfo fields), 2 (LFT, SwitchInfo, P_Key),
+    /// 3 (ARMED), 4 (ACTIVE), 5 (clear PortStateChange).
+    Programming(u8),
+    /// Light sweep running.
+    Light,
+}
+
+/// The SM's sans-IO brain. See the crate documentation for the driver loop.
+pub struct Sweeper {
+    pub(crate) cfg: SweeperConfig,
+    pub(crate) policy_text: Option<String>,
+    pub(crate) now: VTime,
+    pub(crate) phase: Phase,
+    pub(crate) sweep: u64,
+    pub(crate) win: Window,
+    pub(crate) events: VecDeque<Event>,
+    pub(crate) out: VecDeque<Transmit>,
+    pub(crate) counters: Counters,
+    pub(crate) sweep_start: Counters,
+    pub(crate) nodes: Vec<Node>,
+    pub(crate) ports: Vec<Port>,
+    pub(crate) switches: Vec<Switch>,
+    pub(crate) by_guid: HashMap<Guid, u32>,
+    pub(crate) paths: Vec<u8>,
+    /// The SM's own node and port (known after the hop-0 NodeInfo).
+    pub(crate) local: u32,
+    pub(crate) local_port: u8,
+    pub(crate) sm_lid: Lid,
+    pub(crate) state: SmState,
+    pub(crate) act_count: u32,
+    /// Tables last handed to the switches (by GUID) and the max LID they cover.
+    pub(crate) lfts: Option<Arc<Lfts>>,
+    pub(crate) max_lid: u16,
+    /// LID-routed SMPs may be used (the SM port has its LID and LFTs are programmed).
+    pub(crate) lid_ok: bool,
+    /// Every linked port was ACTIVE when this sweep discovered it.
+    pub(crate) all_active: bool,
+    pub(crate) subnet_up: bool,
+    pub(crate) heavy_pending: Option<SweepReason>,
+    pub(crate) next_light: Option<VTime>,
+    pub(crate) light_changed: bool,
+    pub(crate) light_start: Counters,
+    /// Discovery statistics of the current sweep.
+    pub(crate) disc_links: u64,
+    pub(crate) disc_ports: u64,
+    pub(crate) disc_min: u64,
+    /// Sets planned in the current sweep (for the minimum-SMP figure) and failed.
+    pub(crate) planned_sets: u64,
+    pub(crate) failed_sets: u64,
+    pub(crate) stage_counts: [u64; 4],
+    pub(crate) first_sweep_done: bool,
+    /// LFT blocks (switch node, block) the current routing result changes.
+    pub(crate) lft_todo: Vec<(u32, u16)>,
+}
+
+impl Sweeper {
+    /// A sweeper that starts its first heavy sweep at the first `handle_timeout` (its
+    /// `poll_timeout` is 0). Fails when the partitions text does not parse.
+    pub fn new(cfg: SweeperConfig) -> Result<Sweeper, SmError> {
+        if let Some(t) = &cfg.partitions_conf {
+            partitions::load(t, cfg.partition_options)?;
+        }
+        if cfg.lmc > 7 || cfg.sm_priority > 15 || cfg.per_switch_window == 0 {
+            return Err(SmError::Config(
+                "lmc must be 0..=7, sm_priority 0..=15, per_switch_window >= 1".into(),
+            ));
+        }
+        Ok(Sweeper {
+            policy_text: cfg.partitions_conf.clone(),
+            win: Window::new(cfg.window),
+            cfg,
+            now: 0,
+            phase: Phase::Idle,
+            sweep: 0,
+            events: VecDeque::new(),
+            out: VecDeque::new(),
+            counters: Counters::default(),
+            sweep_start: Counters::default(),
+            nodes: Vec::new(),
+            ports: Vec::new(),
+            switches: Vec::new(),
+            by_guid: HashMap::new(),
+            paths: Vec::new(),
+            local: NONE,
+            local_port: 0,
+            sm_lid: Lid(0),
+            state: SmState::Discovering,
+            act_count: 0,
+            lfts: None,
+            max_lid: 0,
+            lid_ok: false,
+            all_active: false,
+            subnet_up: false,
+            heavy_pending: Some(SweepReason::Initial),
+            next_light: Some(0),
+            light_changed: false,
+            light_start: Counters::default(),
+            disc_links: 0,
+            disc_ports: 0,
+            disc_min: 0,
+            planned_sets: 0,
+            failed_sets: 0,
+            stage_counts: [0; 4],
+            first_sweep_done: false,
+            lft_todo: Vec::new(),
+        })
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &SweeperConfig {
+        &self.cfg
+    }
+
+    /// Counters since the sweeper started.
+    pub fn counters(&self) -> &Counters {
+        &self.counters
+    }
+
+    /// Current phase.
+    pub fn phase(&self) -> Phase {
+        self.phase
+    }
+
+    /// True once SUBNET UP was reached.
+    pub fn is_subnet_up(&self) -> bool {
+        self.subnet_up
+    }
+
+    /// The SM's own LID (0 before LIDs are assigned).
+    pub fn sm_lid(&self) -> Lid {
+        self.sm_lid
+    }
+
+    /// SMInfo.SMState this SM answers with.
+    pub fn sm_state(&self) -> SmState {
+        self.state
+    }
+
+    /// The guid2lid map (export it with [`crate::Guid2Lid::export`] to persist LIDs).
+    pub fn guid2lid(&self) -> &crate::Guid2Lid {
+        &self.cfg.guid2lid
+    }
+
+    /// Number of the current (or last) heavy sweep.
+    pub fn sweep_number(&self) -> u64 {
+        self.sweep
+    }
+
+    /// Asks for a sweep: heavy (rediscover, re-route, program) or light (poll for change).
+    /// Runs at once when idle, otherwise right after the running sweep.
+    pub fn request_sweep(&mut self, now: VTime, heavy: bool) {
+        self.now = self.now.max(now);
+        if heavy {
+            self.heavy_pending.get_or_insert(SweepReason::Requested);
+        }
+        if self.phase == Phase::Idle {
+            if heavy {
+                self.start_pending_heavy();
+            } else {
+                self.start_light();
+            }
+        }
+    }
+
+    /// The next SMP to send, if the window allows one.
+    pub fn poll_transmit(&mut self) -> Option<Transmit> {
+        if let Some(t) = self.out.pop_front() {
+            return Some(t);
+        }
+        loop {
+            let (slot, tid, _gate, req) = self.win.next(self.cfg.per_switch_window)?;
+            let full_tid = (u64::from(self.cfg.tid_high) << 32) | u64::from(tid);
+            match self.build(&req, full_tid) {
+                Some(t) => {
+                    self.win.arm(self.now + self.cfg.timeout, slot, tid);
+                    self.counters
+                        .record(t.smp.attr_id, t.smp.method, t.smp.is_directed());
+                    return Some(t);
+                }
+                None => {
+                    // Cannot be built (path too long, target vanished): counts as failed.
+                    if let Some(r) = self.win.cancel(slot) {
+                        self.fail(r);
+                    }
+                }
+            }
+        }
+    }
+
+    /// The next event.
+    pub fn poll_event(&mut self) -> Option<Event> {
+        self.events.pop_front()
+    }
+
+    /// When `handle_timeout` must next be called (None: nothing scheduled, e.g. waiting
+    /// for a routing result or idle with light sweeps off).
+    pub fn poll_timeout(&mut self) -> Option<VTime> {
+        let d = self.win.next_deadline();
+        let l = if self.phase == Phase::Idle {
+            self.next_light
+        } else {
+            None
+        };
+        match (d, l) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Handles expired requests and due sweeps.
+    pub fn handle_timeout(&mut self, now: VTime) {
+        self.now = self.now.max(now);
+        while let Some((gate, mut req)) = self.win.expired(now) {
+            self.counters.timeouts += 1;
+            if req.lid_routed {
+                // One LID-routed try: the route may cross a link that just went away.
+                self.counters.dr_fallbacks += 1;
+                req.tries = 0;
+                req.lid_routed = false;
+                let g = self.gate_of(&req);
+                self.win.requeue(g, req, true);
+            } else if req.tries < self.cfg.retries {
+                req.tries += 1;
+                self.win.requeue(gate, req, true);
+            } else {
+                self.fail(req);
+            }
+        }
+        if self.phase == Phase::Idle && self.next_light.is_some_and(|t| t <= now) {
+            self.next_light = None;
+            if self.heavy_pending.is_some() {
+                self.start_pending_heavy();
+            } else {
+                self.start_light();
+            }
+        }
+        self.advance();
+    }
+
+    /// A MAD that reached the SM: a response to one of its requests, a trap, or a request
+    /// addressed to its port (SMInfo). Same as [`Sweeper::handle_mad`] with an unknown source.
+    pub fn handle_response(&mut self, now: VTime, smp: Smp) {
+        self.handle_mad(now, Lid(0), smp);
+    }
+
+    /// Like [`Sweeper::handle_response`], with the LRH source LID when the transport
+    /// knows it (needed to answer LID-routed requests).
+    pub fn handle_mad(&mut self, now: VTime, slid: Lid, smp: Smp) {
+        self.now = self.now.max(now);
+        if smp.class != MgmtClass::SUBN_LID_ROUTED && smp.class != MgmtClass::SUBN_DIRECTED_ROUTE {
+            return;
+        }
+        if smp.method == Method::TRAP {
+            self.on_trap(smp);
+        } else if !smp.is_response() {
+            self.on_request(slid, smp);
+        } else {
+            let tid = smp.tid as u32;
+            if (smp.tid >> 32) as u32 != self.cfg.tid_high {
+                self.counters.stale += 1;
+                return;
+            }
+            let Some((_gate, req)) = self.win.complete(tid) else {
+                self.counters.stale += 1;
+                return;
+            };
+            if smp.status & 0x7FFF != 0 {
+                self.counters.error_status += 1;
+                self.fail(req);
+            } else {
+                self.win.pending -= 1;
+                self.on_reply(req, &smp);
+            }
+        }
+        self.advance();
+    }
+
+    /// Takes the routing result of the last `RoutingNeeded` job.
+    pub fn handle_routing_result(&mut self, now: VTime, result: Result<RoutingOutcome, SmError>) {
+        self.now = self.now.max(now);
+        if self.phase != Phase::Routing {
+            return;
+        }
+        match result {
+            Ok(r) if r.sweep == self.sweep => self.start_programming(r),
+            Ok(_) => {}
+            Err(e) => {
+                self.events.push_back(Event::RoutingFailed(e.to_string()));
+                self.finish_heavy();
+            }
+        }
+        self.advance();
+    }
+
+    /// Requests addressed to the SM's port: SMInfo Get/Set is answered with this SM's
+    /// priority, GUID, state (and SM_Key only to requesters that presented it).
+    fn on_request(&mut self, slid: Lid, smp: Smp) {
+        if smp.attr_id != AttributeId::SM_INFO
+            || (smp.method != Method::GET && smp.method != Method::SET)
+        {
+            return;
+        }
+        let guid = self.sm_port_guid().unwrap_or(Guid(0));
+        let mut r = smp.make_response();
+        let info = SmInfo {
+            guid,
+            sm_key: if smp
+                .attr::<SmInfo>()
+                .is_ok_and(|i| i.sm_key == self.cfg.sm_key)
+            {
+                self.cfg.sm_key
+            } else {
+                0
+            },
+            act_count: self.act_count,
+            priority: self.cfg.sm_priority,
+            sm_state: self.state.to_wire(),
+        };
+        r.set_attr(&info);
+        let dlid = if r.is_directed() {
+            Lid::PERMISSIVE
+        } else {
+            slid
+        };
+        self.counters.record(r.attr_id, r.method, r.is_directed());
+        self.out.push_back(Transmit { dlid, smp: r });
+    }
+
+    fn on_trap(&mut self, smp: Smp) {
+        self.counters.traps += 1;
+        let Ok(n) = smp.attr::<Notice>() else {
+            return;
+        };
+        let mut r = smp.clone();
+        r.method = Method::TRAP_REPRESS;
+        r.status = 0;
+        self.counters.record(r.attr_id, r.method, r.is_directed());
+        self.out.push_back(Transmit {
+            dlid: n.issuer_lid,
+            smp: r,
+        });
+        let number = n.trap_number().unwrap_or(0);
+        self.events.push_back(Event::Trap {
+            number,
+            issuer: n.issuer_lid,
+        });
+        if matches!(number, 128 | 144 | 64 | 65) {
+            self.heavy_pending.get_or_insert(SweepReason::Trap(number));
+            if self.phase == Phase::Idle {
+                self.start_pending_heavy();
+            }
+        }
+    }
+
+    pub(crate) fn sm_port_guid(&self) -> Option<Guid> {
+        (self.local != NONE).then(|| {
+            let n = &self.nodes[self.local as usize];
+            self.ports[n.port_index(self.local_port)].guid
+        })
+    }
+
+    /// The gate of a request: the switch whose VL15 buffer it occupies last.
+    pub(crate) fn gate_of(&self, req: &Req) -> u32 {
+        if req.node == NONE {
+            return NONE;
+        }
+        if req.op == Op::Probe {
+            return req.node;
+        }
+        let n = &self.nodes[req.node as usize];
+        if n.is_switch {
+            return req.node;
+        }
+        let p = &self.ports[n.port_index(n.path_port)];
+        if p.via == NONE { req.node } else { p.via }
+    }
+
+    pub(crate) fn push(&mut self, op: Op, node: u32, port: u8, arg: u16) {
+        let lid_routed = self.cfg.lid_routed_programming
+            && self.lid_ok
+            && self.all_active
+            && !matches!(op, Op::Probe)
+            && self.target_lid(node).0 != 0;
+        let req = Req {
+            op,
+            node,
+            port,
+            arg,
+            tries: 0,
+            lid_routed,
+        };
+        let g = self.gate_of(&req);
+        self.win.push(g, req);
+    }
+
+    /// The LID a LID-routed SMP to `node` goes to (0 when it has none in the fabric yet).
+    pub(crate) fn target_lid(&self, node: u32) -> Lid {
+        if node == NONE {
+            return Lid(0);
+        }
+        let n = &self.nodes[node as usize];
+        let p = &self.ports[n.port_index(n.path_port)];
+        if p.info.lid == p.lid && p.lid.0 != 0 {
+            p.lid
+        } else {
+            Lid(0)
+        }
+    }
+
+    /// Builds the SMP of a request.
+    fn build(&mut self, req: &Req, tid: u64) -> Option<Transmit> {
+        let (method, attr, attr_mod) = match req.op {
+            Op::Probe => (Method::GET, AttributeId::NODE_INFO, 0),
+            Op::NodeDesc => (Method::GET, AttributeId::NODE_DESCRIPTION, 0),
+            Op::PortInfoGet => (Method::GET, AttributeId::PORT_INFO, u32::from(req.port)),
+            Op::SwitchInfoGet | Op::LightSwitchInfo => (Method::GET, AttributeId::SWITCH_INFO, 0),
+            Op::LftSet => (
+                Method::SET,
+                AttributeId::LINEAR_FORWARDING_TABLE,
+                u32::from(req.arg),
+            ),
+            Op::PKeySet => (
+                Method::SET,
+                AttributeId::P_KEY_TABLE,
+                mad::PKeyTable::modifier(req.port, req.arg),
+            ),
+            Op::PortInfoSet => (Method::SET, AttributeId::PORT_INFO, u32::from(req.port)),
+            Op::SwitchInfoSet => (Method::SET, AttributeId::SWITCH_INFO, 0),
+        };
+        let (mut smp, dlid) = if req.lid_routed {
+            let lid = self.target_lid(req.node);
+            if lid.0 == 0 {
+                return None;
+            }
+            (Smp::lid_routed(method, tid, attr, attr_mod), lid)
+        } else {
+            let mut buf = [0u8; 64];
+            let len = self.path_to(req, &mut buf)?;
+            (
+                Smp::directed(method, tid, attr, attr_mod, &buf[..len]).ok()?,
+                Lid::PERMISSIVE,
+            )
+        };
+        smp.m_key = self.cfg.m_key;
+        if method == Method::SET {
+            self.fill_set(req, &mut smp.data)?;
+        }
+        Some(Transmit { dlid, smp })
+    }
+
+    /// Copies the directed path of a request into `buf` (a probe goes one hop past its
+    /// node) and returns its length.
+    fn path_to(&self, req: &Req, buf: &mut [u8; 64]) -> Option<usize> {
+        if req.node == NONE {
+            return Some(0);
+        }
+        let n = &self.nodes[req.node as usize];
+        let p = &self.ports[n.port_index(n.path_port)];
+        if p.path_sweep == 0 {
+            return None;
+        }
+        let (off, len) = (p.path_off as usize, p.path_len as usize);
+        buf[..len].copy_from_slice(&self.paths[off..off + len]);
+        if req.op == Op::Probe {
+            if len >= mad::smp::MAX_HOPS as usize {
+                return None;
+            }
+            buf[len] = req.port;
+            return Some(len + 1);
+        }
+        Some(len)
+    }
+
+    /// Common failure path: a request was given up.
+    pub(crate) fn fail(&mut self, req: Req) {
+        self.counters.failures += 1;
+        self.win.pending -= 1;
+        self.on_failure(req);
+    }
+
+    /// Moves to the next phase when the current one has nothing left in flight.
+    pub(crate) fn advance(&mut self) {
+        while self.win.idle() {
+            match self.phase {
+                Phase::Discovering => self.finish_discovery(),
+                Phase::Programming(s) => self.next_stage(s),
+                Phase::Light => self.finish_light(),
+                Phase::Idle | Phase::Routing => return,
+            }
+            if !self.win.idle() {
+                return;
+            }
+            if matches!(self.phase, Phase::Idle | Phase::Routing) {
+                return;
+            }
+        }
+    }
+
+    pub(crate) fn start_pending_heavy(&mut self) {
+        let reason = self.heavy_pending.take().unwrap_or(SweepReason::Requested);
+        self.start_heavy(reason);
+    }
+
+    /// Ends a heavy sweep (complete or abandoned) and schedules the next sweep.
+    pub(crate) fn finish_heavy(&mut self) {
+        self.phase = Phase::Idle;
+        self.first_sweep_done = true;
+        let c = self.counters.since(&self.sweep_start);
+        self.events.push_back(Event::HeavySweepComplete {
+            sweep: self.sweep,
+            counters: c,
+            min_smps: self.disc_min + self.planned_sets,
+        });
+        self.schedule_next();
+    }
+
+    pub(crate) fn schedule_next(&mut self) {
+        if self.heavy_pending.is_some() {
+            self.start_pending_heavy();
+        } else {
+            self.next_light = Some(self.now + self.cfg.sweep_interval);
+        }
+    }
+}
