@@ -77,6 +77,24 @@
 //! empty description (read back as the node's id, as ibsim does). ibsim keeps only the first
 //! 63 bytes of a description.
 
+//!
+//! # Example
+//!
+//! ```
+//! use fabric::{GenSpec, netfile};
+//!
+//! let ibsim_file = "Switch 8 \"Switch1\"\n[1] \"Hca1\"[1]\n\nHca 2 \"Hca1\"\n[1] \"Switch1\"[1]\n";
+//! let t = netfile::parse(ibsim_file)?;
+//! assert_eq!(t.num_links(), 1);
+//! let hca = t.cas().next().unwrap().1;
+//! assert_eq!((hca.node_guid.0, hca.ports[1].guid.0), (0x100000, 0x100001));
+//!
+//! let fabric = "ft2:4".parse::<GenSpec>()?.generate()?;
+//! let text = netfile::write(&fabric)?;
+//! assert_eq!(netfile::parse(&text)?, fabric);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
 mod error;
 mod lex;
 mod link;
