@@ -26,7 +26,7 @@ pub struct FtreePlan {
     pub max_level: u8,
     /// Root switches (top level), by root position.
     pub roots: Vec<u32>,
-    /// `updist[r * S + x]`: up-only hops from switch x to root r, [`UNREACHABLE`] if none.
+    /// `updist[x * R + r]`: up-only hops from switch x to root r, [`UNREACHABLE`] if none.
     pub updist: Vec<u8>,
     /// Root position chosen per LID (u32::MAX for switch LIDs and unused LIDs).
     pub lid_root: Vec<u32>,
@@ -96,11 +96,13 @@ pub fn plan(input: &RoutingInput) -> Result<(FtreePlan, Directions), RoutingErro
     for (i, &r) in roots.iter().enumerate() {
         root_pos[r as usize] = i as u32;
     }
-    // Up-only distance to every root: BFS down from each root.
-    let mut updist = vec![UNREACHABLE; roots.len() * n];
+    // Up-only distance to every root: BFS down from each root (row-major by switch).
+    let nr = roots.len();
+    let mut updist = vec![UNREACHABLE; nr * n];
+    let mut col = vec![UNREACHABLE; n];
     let mut queue = Vec::new();
     for (ri, &r) in roots.iter().enumerate() {
-        let col = &mut updist[ri * n..(ri + 1) * n];
+        col.iter_mut().for_each(|v| *v = UNREACHABLE);
         col[r as usize] = 0;
         queue.clear();
         queue.push(r);
@@ -108,6 +110,7 @@ pub fn plan(input: &RoutingInput) -> Result<(FtreePlan, Directions), RoutingErro
         while head < queue.len() {
             let y = queue[head] as usize;
             head += 1;
+            updist[y * nr + ri] = col[y];
             for &x in input.neighbours(y) {
                 let x = x as usize;
                 if level[x] + 1 == level[y] && col[x] == UNREACHABLE {

@@ -186,6 +186,7 @@ pub(crate) fn compute_lfts(
     let ft = plan.ftree.as_ref();
     let stride = ft.map_or(1, |f| f.max_level as usize + 1);
     let nroots = ft.map_or(0, |f| f.roots.len());
+    let any_lmc = input.end_ports.iter().any(|e| e.lids.lmc > 0);
     // Fat-tree: ports of s leading up towards each root.
     let mut toward = vec![0u64; nroots * words];
 
@@ -240,14 +241,16 @@ pub(crate) fn compute_lfts(
         }
         if let Some(f) = ft {
             toward.iter_mut().for_each(|w| *w = 0);
+            let row_us = &f.updist[s * nroots..(s + 1) * nroots];
             for (p, &m) in port_nbr.iter().enumerate() {
                 if m == NONE {
                     continue;
                 }
-                for r in 0..nroots {
-                    let us = f.updist[r * n + s];
-                    if us != UNREACHABLE && f.updist[r * n + m as usize].wrapping_add(1) == us {
-                        toward[r * words + p / 64] |= 1u64 << (p % 64);
+                let row_um = &f.updist[m as usize * nroots..(m as usize + 1) * nroots];
+                let bit = 1u64 << (p % 64);
+                for (r, (&us, &um)) in row_us.iter().zip(row_um).enumerate() {
+                    if us != UNREACHABLE && um.wrapping_add(1) == us {
+                        toward[r * words + p / 64] |= bit;
                     }
                 }
             }
@@ -283,7 +286,7 @@ pub(crate) fn compute_lfts(
             }
             // Engine preferences narrow the set; the least-loaded port of it wins.
             let mut narrowed = false;
-            let lmc = d.end != NONE && input.end_ports[d.end as usize].lids.lmc > 0;
+            let lmc = any_lmc && d.end != NONE && input.end_ports[d.end as usize].lids.lmc > 0;
             if let Some(f) = ft
                 && d.end != NONE
                 && f.lid_root[lid] != NONE
@@ -317,7 +320,11 @@ pub(crate) fn compute_lfts(
                 narrowed = pref.iter().any(|&w| w != 0);
             }
             let chosen = if narrowed {
-                least(&pref, &counters)
+                if pref.iter().map(|w| w.count_ones()).sum::<u32>() == 1 {
+                    ports_of(&pref).next()
+                } else {
+                    least(&pref, &counters)
+                }
             } else {
                 classes[class as usize].take(&counters)
             };
