@@ -1,0 +1,56 @@
+//! Simulator parameters.
+
+use serde::{Deserialize, Serialize};
+
+/// Parameters of a simulated fabric. Times are virtual nanoseconds.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct SimConfig {
+    /// Seed of every random choice (loss, duplication).
+    pub seed: u64,
+    /// Propagation plus switching latency of one hop.
+    pub hop_latency_ns: u64,
+    /// Time a 256-byte SMP occupies a link (serialisation); packets queue behind each other.
+    pub wire_time_ns: u64,
+    /// Time an SMA takes to answer a request.
+    pub sma_latency_ns: u64,
+    /// SMPs a switch output port can hold waiting for the link (VL15 buffer); more are
+    /// dropped and counted.
+    pub vl15_depth: u32,
+    /// Time a link takes to retrain after it is set Down or re-enabled.
+    pub retrain_ns: u64,
+    /// Time a rebooted switch or returned node takes before its links train again.
+    pub reboot_ns: u64,
+    /// SwitchInfo.LinearFDBCap of every switch.
+    pub linear_fdb_cap: u16,
+    /// SwitchInfo.MulticastFDBCap of every switch.
+    pub multicast_fdb_cap: u16,
+    /// NodeInfo.PartitionCap of CAs (P_KeyTable entries per CA port).
+    pub ca_partition_cap: u16,
+    /// SwitchInfo.PartitionEnforcementCap (P_KeyTable entries per switch port).
+    pub switch_partition_cap: u16,
+    /// Keep the log of accepted Sets (memory grows with every accepted Set).
+    pub log_sets: bool,
+    /// Record every hop of every SMP (for tests; slow and memory hungry).
+    pub trace: bool,
+}
+
+impl Default for SimConfig {
+    fn default() -> SimConfig {
+        SimConfig {
+            seed: 0,
+            hop_latency_ns: 200,
+            wire_time_ns: 60,
+            sma_latency_ns: 500,
+            vl15_depth: 8,
+            retrain_ns: 1_000_000,
+            reboot_ns: 5_000_000,
+            linear_fdb_cap: 49152,
+            multicast_fdb_cap: 1024,
+            ca_partition_cap: 128,
+            switch_partition_cap: 32,
+            log_sets: true,
+            trace: false,
+        }
+    }
+}

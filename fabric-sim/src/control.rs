@@ -1,0 +1,289 @@
+//! Control requests (JSON): faults, accounting and inspection, as the socket server
+//! carries them. Pure: parses a request, applies it to a [`SimFabric`], returns JSON.
+//!
+//! Every request is an object with an `"op"` field; see `PROTOCOL.md` for the list.
+//! Node names are NodeDescription text, a node GUID or a port GUID (`0x...`).
+
+use crate::{Fault, SimFabric, VTime};
+use fabric::{Guid, Lid, NodeId, PKey};
+use mad::Smp;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+/// A control request.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(tag = "op", rename_all = "snake_case")]
+pub enum ControlRequest {
+    /// Take a link down.
+    LinkDown {
+        /// Node name.
+        node: String,
+        /// Port number.
+        port: u8,
+    },
+    /// Bring a link back.
+    LinkUp {
+        /// Node name.
+        node: String,
+        /// Port number.
+        port: u8,
+    },
+    /// Remove a node.
+    RemoveNode {
+        /// Node name.
+        node: String,
+    },
+    /// Return a removed node.
+    ReturnNode {
+        /// Node name.
+        node: String,
+    },
+    /// Reboot a switch.
+    RebootSwitch {
+        /// Node name.
+        node: String,
+    },
+    /// Set the loss probability.
+    Loss {
+        /// 0..=1.
+        prob: f64,
+    },
+    /// Set the extra per-hop delay.
+    Delay {
+        /// Nanoseconds.
+        ns: u64,
+    },
+    /// Set the duplication probability.
+    Duplicate {
+        /// 0..=1.
+        prob: f64,
+    },
+    /// Emit an SMP from any port.
+    Rogue {
+        /// Port GUID (`0x...`) or node name (its first port).
+        port: String,
+        /// Destination LID, 65535 for directed route.
+        dlid: u16,
+        /// The 256-byte SMP as 512 hex digits.
+        mad: String,
+    },
+    /// Change a CA port's CapabilityMask (trap 144).
+    CapabilityMask {
+        /// Port GUID or node name.
+        port: String,
+        /// New mask.
+        mask: u32,
+    },
+    /// Apply `fault` (another request of the fault kinds) at virtual time `time`.
+    At {
+        /// Virtual time (ns).
+        time: VTime,
+        /// The fault request.
+        fault: Box<ControlRequest>,
+    },
+    /// Global counters.
+    Counters,
+    /// Per-node, per-attribute/method and per-source counts.
+    Accounting,
+    /// The accepted-Set log (`take` empties it).
+    SetLog {
+        /// Empty the log after reading.
+        #[serde(default)]
+        take: bool,
+    },
+    /// Current virtual time.
+    Time,
+    /// Port state and PortInfo summary.
+    PortState {
+        /// Node name.
+        node: String,
+        /// Port number.
+        port: u8,
+    },
+    /// Data-packet delivery check.
+    Deliver {
+        /// Source port GUID or node name.
+        src: String,
+        /// Destination LID.
+        dlid: u16,
+        /// P_Key.
+        pkey: u16,
+    },
+}
+
+fn node_of(sim: &SimFabric, name: &str) -> Result<NodeId, String> {
+    sim.find(name)
+        .map(|(n, _)| n)
+        .ok_or_else(|| format!("SIM-E009 no node or port named {name:?}"))
+}
+
+/// Resolves a port name: a port GUID, or a node name meaning its port 1 (port 0 for a
+/// switch), or `name[N]`.
+pub fn port_guid_of(sim: &SimFabric, name: &str) -> Result<Guid, String> {
+    let t = name.trim();
+    let (base, port) = match (t.rfind('['), t.ends_with(']')) {
+        (Some(i), true) => {
+            let n: u8 = t[i + 1..t.len() - 1]
+                .parse()
+                .map_err(|_| format!("bad port number in {t:?}"))?;
+            (&t[..i], Some(n))
+        }
+        _ => (t, None),
+    };
+    let (node, found_port) = sim
+        .find(base)
+        .ok_or_else(|| format!("SIM-E009 no node or port named {base:?}"))?;
+    let p = match (port, found_port) {
+        (Some(p), _) => p,
+        (None, Some(p)) => p,
+        (None, None) => {
+            if sim.is_switch(node) {
+                0
+            } else {
+                1
+            }
+        }
+    };
+    sim.port_guid(node, p).map_err(|e| e.to_string())
+}
+
+fn to_fault(sim: &SimFabric, req: &ControlRequest) -> Result<Option<Fault>, String> {
+    Ok(Some(match req {
+        ControlRequest::LinkDown { node, port } => Fault::LinkDown {
+            node: node_of(sim, node)?,
+            port: *port,
+        },
+        ControlRequest::LinkUp { node, port } => Fault::LinkUp {
+            node: node_of(sim, node)?,
+            port: *port,
+        },
+        ControlRequest::RemoveNode { node } => Fault::RemoveNode {
+            node: node_of(sim, node)?,
+        },
+        ControlRequest::ReturnNode { node } => Fault::ReturnNode {
+            node: node_of(sim, node)?,
+        },
+        ControlRequest::RebootSwitch { node } => Fault::RebootSwitch {
+            node: node_of(sim, node)?,
+        },
+        ControlRequest::Loss { prob } => Fault::Loss { prob: *prob },
+        ControlRequest::Delay { ns } => Fault::Delay { ns: *ns },
+        ControlRequest::Duplicate { prob } => Fault::Duplicate { prob: *prob },
+        ControlRequest::Rogue { port, dlid, mad } => {
+            let bytes = hex_decode(mad)?;
+            let arr: [u8; 256] = bytes
+                .try_into()
+                .map_err(|_| "mad must be 256 bytes (512 hex digits)".to_string())?;
+            let smp = Smp::decode(&arr).map_err(|e| e.to_string())?;
+            Fault::Rogue {
+                port_guid: port_guid_of(sim, port)?,
+                dlid: Lid(*dlid),
+                smp: Box::new(smp),
+            }
+        }
+        ControlRequest::CapabilityMask { port, mask } => Fault::CapabilityMask {
+            port_guid: port_guid_of(sim, port)?,
+            mask: *mask,
+        },
+        _ => return Ok(None),
+    }))
+}
+
+/// Hex digits to bytes.
+pub fn hex_decode(s: &str) -> Result<Vec<u8>, String> {
+    let s = s.trim();
+    if !s.len().is_multiple_of(2) {
+        return Err("odd number of hex digits".into());
+    }
+    (0..s.len())
+        .step_by(2)
+        .map(|i| {
+            s.get(i..i + 2)
+                .and_then(|h| u8::from_str_radix(h, 16).ok())
+                .ok_or_else(|| format!("bad hex at {i}"))
+        })
+        .collect()
+}
+
+/// Bytes to lowercase hex.
+pub fn hex_encode(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+/// Parses and applies a JSON control request at virtual time `now`; returns the JSON
+/// answer (`{"ok":true,...}` or `{"ok":false,"error":"..."}`).
+pub fn handle(sim: &mut SimFabric, now: VTime, text: &str) -> Value {
+    match serde_json::from_str::<ControlRequest>(text) {
+        Ok(req) => match apply(sim, now, &req) {
+            Ok(v) => v,
+            Err(e) => json!({"ok": false, "error": e}),
+        },
+        Err(e) => json!({"ok": false, "error": format!("SIM-E020 bad control request: {e}")}),
+    }
+}
+
+/// Applies a parsed request.
+pub fn apply(sim: &mut SimFabric, now: VTime, req: &ControlRequest) -> Result<Value, String> {
+    if let ControlRequest::At { time, fault } = req {
+        let f = to_fault(sim, fault)?.ok_or("`at` needs a fault request")?;
+        sim.schedule(*time, f).map_err(|e| e.to_string())?;
+        return Ok(json!({"ok": true}));
+    }
+    if let Some(f) = to_fault(sim, req)? {
+        sim.inject(now, f).map_err(|e| e.to_string())?;
+        return Ok(json!({"ok": true, "time": sim.now()}));
+    }
+    Ok(match req {
+        ControlRequest::Counters => {
+            json!({"ok": true, "time": sim.now(), "counters": sim.accounting().counters})
+        }
+        ControlRequest::Accounting => {
+            let a = sim.accounting();
+            let per_attr: Vec<Value> = a
+                .per_attr_method()
+                .into_iter()
+                .map(|((attr, m), c)| json!({"attr": attr, "method": m, "count": c}))
+                .collect();
+            let per_source: Vec<Value> = a
+                .per_source()
+                .into_iter()
+                .map(|(g, c)| json!({"port_guid": format!("{:#018x}", g.0), "count": c}))
+                .collect();
+            let per_node: Vec<Value> = a
+                .per_node
+                .iter()
+                .enumerate()
+                .filter(|(_, c)| **c > 0)
+                .map(|(i, c)| {
+                    let g = sim.node_guid(NodeId(i as u32)).map(|g| g.0).unwrap_or(0);
+                    json!({"node_guid": format!("{g:#018x}"), "count": c})
+                })
+                .collect();
+            json!({"ok": true, "per_attr_method": per_attr, "per_source": per_source,
+                   "per_node": per_node, "counters": a.counters})
+        }
+        ControlRequest::SetLog { take } => {
+            let log = if *take {
+                sim.take_set_log()
+            } else {
+                sim.accounting().set_log.clone()
+            };
+            json!({"ok": true, "sets": log})
+        }
+        ControlRequest::Time => json!({"ok": true, "time": sim.now()}),
+        ControlRequest::PortState { node, port } => {
+            let n = node_of(sim, node)?;
+            let pi = sim.port_info(n, *port).map_err(|e| e.to_string())?;
+            json!({"ok": true, "state": pi.port_state, "phys": pi.port_phys_state,
+                   "lid": pi.lid.0, "master_sm_lid": pi.master_sm_lid.0,
+                   "m_key_violations": pi.m_key_violations,
+                   "p_key_violations": pi.p_key_violations})
+        }
+        ControlRequest::Deliver { src, dlid, pkey } => {
+            let g = port_guid_of(sim, src)?;
+            let d = sim.deliver(g, Lid(*dlid), PKey(*pkey));
+            json!({"ok": true, "delivery": d})
+        }
+        _ => return Err("unsupported request".into()),
+    })
+}

@@ -1,0 +1,214 @@
+//! Faults, applied now ([`SimFabric::inject`]) or at a virtual time
+//! ([`SimFabric::schedule`]); random ones draw from the fabric's seeded generator.
+
+use crate::VTime;
+use crate::error::SimError;
+use crate::sim::{EvKind, Packet, SimFabric};
+use crate::state::NONE;
+use fabric::{Guid, Lid, NodeId, PhysState, PortState};
+use mad::Smp;
+
+/// A fault or environment change.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Fault {
+    /// Unplug the cable on a port (both ends go Down; switches raise trap 128).
+    LinkDown {
+        /// Node.
+        node: NodeId,
+        /// Port number.
+        port: u8,
+    },
+    /// Plug it back: the link trains and both ends come up in INIT.
+    LinkUp {
+        /// Node.
+        node: NodeId,
+        /// Port number.
+        port: u8,
+    },
+    /// The node disappears: all its links go Down, it answers nothing.
+    RemoveNode {
+        /// Node.
+        node: NodeId,
+    },
+    /// The node comes back powered up fresh (no LIDs, default tables); its links train
+    /// after `SimConfig::reboot_ns`.
+    ReturnNode {
+        /// Node.
+        node: NodeId,
+    },
+    /// The switch reboots: loses its LFT, LID, P_Key tables and M_Key; all its links go
+    /// Down and train again after `SimConfig::reboot_ns`.
+    RebootSwitch {
+        /// Node.
+        node: NodeId,
+    },
+    /// Every link transmission is lost with this probability.
+    Loss {
+        /// 0.0..=1.0.
+        prob: f64,
+    },
+    /// Every hop takes this much extra virtual time.
+    Delay {
+        /// Nanoseconds.
+        ns: u64,
+    },
+    /// Every link transmission is duplicated with this probability.
+    Duplicate {
+        /// 0.0..=1.0.
+        prob: f64,
+    },
+    /// A rogue sender emits an SMP from any port (no SM attached needed). `dlid`
+    /// 0xFFFF sends a directed-route SMP, otherwise LID-routed to `dlid`. Answers go to
+    /// an SM attached at that port if any, otherwise they are dropped and counted.
+    Rogue {
+        /// Port GUID (CA port, or a switch's GUID for its port 0).
+        port_guid: Guid,
+        /// Destination LID or 0xFFFF.
+        dlid: Lid,
+        /// The SMP.
+        smp: Box<Smp>,
+    },
+    /// A CA port's CapabilityMask changes (trap 144 to its MasterSMLID).
+    CapabilityMask {
+        /// Port GUID.
+        port_guid: Guid,
+        /// New mask.
+        mask: u32,
+    },
+}
+
+impl SimFabric {
+    /// Runs the fabric up to `now`, then applies `fault`.
+    pub fn inject(&mut self, now: VTime, fault: Fault) -> Result<(), SimError> {
+        self.run_until(now);
+        let t = self.now;
+        self.apply_fault(t, fault)
+    }
+
+    /// Schedules `fault` at virtual time `at` (checked now, applied then).
+    pub fn schedule(&mut self, at: VTime, fault: Fault) -> Result<(), SimError> {
+        self.validate(&fault)?;
+        self.scheduled.push(Some(fault));
+        let idx = (self.scheduled.len() - 1) as u32;
+        self.push(at.max(self.now), EvKind::Fault { idx });
+        Ok(())
+    }
+
+    fn validate(&self, f: &Fault) -> Result<(), SimError> {
+        match f {
+            Fault::LinkDown { node, port } | Fault::LinkUp { node, port } => {
+                self.port_index(*node, *port).map(|_| ())
+            }
+            Fault::RemoveNode { node } | Fault::ReturnNode { node } => self
+                .st
+                .nodes
+                .get(node.index())
+                .map(|_| ())
+                .ok_or(SimError::NoSuchNode(*node)),
+            Fault::RebootSwitch { node } => match self.st.nodes.get(node.index()) {
+                None => Err(SimError::NoSuchNode(*node)),
+                Some(n) if n.sw == NONE => Err(SimError::NotASwitch(*node)),
+                Some(_) => Ok(()),
+            },
+            Fault::Loss { prob } | Fault::Duplicate { prob } => {
+                if (0.0..=1.0).contains(prob) {
+                    Ok(())
+                } else {
+                    Err(SimError::BadProbability(prob.to_string()))
+                }
+            }
+            Fault::Delay { .. } => Ok(()),
+            Fault::Rogue { port_guid, .. } | Fault::CapabilityMask { port_guid, .. } => {
+                if self.st.by_port_guid.contains_key(port_guid) {
+                    Ok(())
+                } else {
+                    Err(SimError::NoSuchPort(*port_guid))
+                }
+            }
+        }
+    }
+
+    pub(crate) fn apply_fault(&mut self, t: VTime, fault: Fault) -> Result<(), SimError> {
+        self.validate(&fault)?;
+        match fault {
+            Fault::LinkDown { node, port } => {
+                let i = self.port_index(node, port)?;
+                self.st.ports[i as usize].fault_down = true;
+                self.link_down(i, t);
+            }
+            Fault::LinkUp { node, port } => {
+                let i = self.port_index(node, port)?;
+                self.st.ports[i as usize].fault_down = false;
+                let r = self.st.ports[i as usize].cable;
+                if r != NONE {
+                    self.st.ports[r as usize].fault_down = false;
+                }
+                self.push(t + self.cfg.retrain_ns, EvKind::LinkTrain { port: i });
+            }
+            Fault::RemoveNode { node } => {
+                let (base, np) = self.node_ports(node);
+                for i in base + 1..=base + np {
+                    self.link_down(i, t);
+                }
+                self.st.nodes[node.index()].present = false;
+            }
+            Fault::ReturnNode { node } => {
+                if !self.st.nodes[node.index()].present {
+                    self.st.nodes[node.index()].present = true;
+                    self.st.power_cycle(node.0);
+                    self.retrain_all(node, t + self.cfg.reboot_ns);
+                }
+            }
+            Fault::RebootSwitch { node } => {
+                let (base, np) = self.node_ports(node);
+                for i in base + 1..=base + np {
+                    self.link_down(i, t);
+                }
+                self.st.power_cycle(node.0);
+                let p0 = &mut self.st.ports[base as usize];
+                p0.state = PortState::Active;
+                p0.phys = PhysState::LinkUp;
+                self.retrain_all(node, t + self.cfg.reboot_ns);
+            }
+            Fault::Loss { prob } => self.loss_prob = prob,
+            Fault::Delay { ns } => self.extra_delay_ns = ns,
+            Fault::Duplicate { prob } => self.dup_prob = prob,
+            Fault::Rogue {
+                port_guid,
+                dlid,
+                smp,
+            } => {
+                let port = self.st.by_port_guid[&port_guid];
+                let origin = self.acct.origin_of(port_guid);
+                self.acct.counters.sent += 1;
+                let slot = self.alloc(Packet {
+                    slid: self.st.source_lid(port),
+                    dlid,
+                    lid_leg: !dlid.is_permissive(),
+                    origin,
+                    smp: *smp,
+                });
+                self.originate(port, slot, t);
+            }
+            Fault::CapabilityMask { port_guid, mask } => {
+                let port = self.st.by_port_guid[&port_guid];
+                self.change_capability(port, mask, t);
+            }
+        }
+        Ok(())
+    }
+
+    fn node_ports(&self, node: NodeId) -> (u32, u32) {
+        let n = &self.st.nodes[node.index()];
+        (n.port_base, u32::from(n.num_ports))
+    }
+
+    fn retrain_all(&mut self, node: NodeId, at: VTime) {
+        let (base, np) = self.node_ports(node);
+        for i in base + 1..=base + np {
+            if self.st.ports[i as usize].cable != NONE {
+                self.push(at, EvKind::LinkTrain { port: i });
+            }
+        }
+    }
+}

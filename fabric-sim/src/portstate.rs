@@ -1,0 +1,152 @@
+//! Link and port state changes, and the traps they raise (128 link state change,
+//! 144 capability change; 256 bad M_Key is raised by the SMA).
+
+use crate::VTime;
+use crate::sim::{EvKind, Packet, SimFabric};
+use crate::state::NONE;
+use fabric::{Lid, PhysState, PortState};
+use mad::{AttributeId, Method, Notice, NoticeDetails, ProducerType, Smp, SmpAttribute};
+
+impl SimFabric {
+    /// One end of a link goes Down (logical Down; physical Polling, or Disabled when the
+    /// SM disabled it).
+    fn end_down(&mut self, port: u32, t: VTime) {
+        let p = &mut self.st.ports[port as usize];
+        if !p.link_up && p.state == PortState::Down {
+            return;
+        }
+        p.link_up = false;
+        p.state = PortState::Down;
+        p.phys = if p.disabled {
+            PhysState::Disabled
+        } else {
+            PhysState::Polling
+        };
+        p.busy_until = 0;
+        self.note_state_change(port, t);
+    }
+
+    /// Takes the link on `port` down at both ends.
+    pub(crate) fn link_down(&mut self, port: u32, t: VTime) {
+        let remote = self.st.ports[port as usize].cable;
+        self.end_down(port, t);
+        if remote != NONE {
+            self.end_down(remote, t);
+        }
+    }
+
+    fn can_train(&self, port: u32) -> bool {
+        let p = &self.st.ports[port as usize];
+        if p.cable == NONE || p.link_up {
+            return false;
+        }
+        let r = &self.st.ports[p.cable as usize];
+        !p.disabled
+            && !p.fault_down
+            && !r.disabled
+            && !r.fault_down
+            && self.st.nodes[p.node as usize].present
+            && self.st.nodes[r.node as usize].present
+    }
+
+    /// Link training finished on `port`: when both ends are able, both come up in INIT
+    /// with physical LinkUp.
+    pub(crate) fn link_train(&mut self, port: u32, t: VTime) {
+        if !self.can_train(port) {
+            return;
+        }
+        let remote = self.st.ports[port as usize].cable;
+        for i in [port, remote] {
+            let p = &mut self.st.ports[i as usize];
+            p.link_up = true;
+            p.state = PortState::Init;
+            p.phys = PhysState::LinkUp;
+            p.busy_until = 0;
+            self.note_state_change(i, t);
+        }
+    }
+
+    /// A port's state changed outside the SM's control: a switch sets PortStateChange and
+    /// sends trap 128 to its MasterSMLID.
+    fn note_state_change(&mut self, port: u32, t: VTime) {
+        let node = self.st.ports[port as usize].node;
+        let n = &self.st.nodes[node as usize];
+        if n.sw == NONE || !n.present {
+            return;
+        }
+        let base = n.port_base;
+        self.st.switches[n.sw as usize].port_state_change = true;
+        let lid = self.st.ports[base as usize].info.lid;
+        self.send_trap(
+            base,
+            128,
+            Notice::TYPE_URGENT,
+            NoticeDetails::LinkStateChange { lid },
+            t,
+        );
+    }
+
+    /// Sends generic trap `trap` from management port `mgmt` (CA port or switch port 0)
+    /// to its MasterSMLID, LID-routed (class 0x01, method Trap, attribute Notice).
+    /// Nothing is sent while the port has no LID or no MasterSMLID.
+    pub(crate) fn send_trap(
+        &mut self,
+        mgmt: u32,
+        trap: u16,
+        notice_type: u8,
+        details: NoticeDetails,
+        t: VTime,
+    ) {
+        let info = &self.st.ports[mgmt as usize].info;
+        let (master, issuer) = (info.master_sm_lid, info.lid);
+        if master == Lid(0) || issuer == Lid(0) {
+            return;
+        }
+        let node = self.st.ports[mgmt as usize].node;
+        let producer = if self.st.nodes[node as usize].sw != NONE {
+            ProducerType::SWITCH
+        } else {
+            ProducerType::CA
+        };
+        let notice = Notice::generic(notice_type, producer, trap, issuer, &details);
+        self.trap_tid += 1;
+        let mut smp = Smp::lid_routed(Method::TRAP, self.trap_tid, AttributeId::NOTICE, 0);
+        notice.encode(&mut smp.data);
+        let slot = self.alloc(Packet {
+            smp,
+            slid: issuer,
+            dlid: master,
+            lid_leg: true,
+            origin: NONE,
+        });
+        self.acct.counters.traps_sent += 1;
+        self.push(
+            t + self.cfg.sma_latency_ns,
+            EvKind::Depart { port: mgmt, slot },
+        );
+    }
+
+    /// Changes a CA port's CapabilityMask and sends trap 144 (capability change).
+    pub(crate) fn change_capability(&mut self, port: u32, mask: u32, t: VTime) {
+        let p = &mut self.st.ports[port as usize];
+        if p.info.capability_mask == mask {
+            return;
+        }
+        p.info.capability_mask = mask;
+        let lid = p.info.lid;
+        let cm2 = p.info.capability_mask2;
+        self.send_trap(
+            port,
+            144,
+            Notice::TYPE_INFO,
+            NoticeDetails::CapabilityChange {
+                lid,
+                other_local_changes: false,
+                capability_mask: mask,
+                change_flags: 0,
+                capability_mask2: cm2,
+            },
+            t,
+        );
+    }
+}
