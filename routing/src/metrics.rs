@@ -91,6 +91,8 @@ pub struct Metrics {
     pub loops: u64,
     /// Walks that end on "no route" or a wrong port.
     pub dead_ends: u64,
+    /// Of those, walks towards switch LIDs (management traffic only).
+    pub dead_ends_to_switches: u64,
     /// Longest walk in switch hops.
     pub max_switch_hops: u32,
     /// Switch-graph diameter (shortest paths), for comparison with `max_switch_hops`.
@@ -238,7 +240,10 @@ pub fn analyze(input: &RoutingInput, lfts: &Lfts, opts: &MetricsOptions) -> Metr
                 m.walks += 1;
                 match res[x] {
                     LOOP => m.loops += 1,
-                    FAIL => m.dead_ends += 1,
+                    FAIL => {
+                        m.dead_ends += 1;
+                        m.dead_ends_to_switches += u64::from(dest_end == NONE);
+                    }
                     h => m.max_switch_hops = m.max_switch_hops.max(h),
                 }
                 // Channel dependencies of data traffic (towards end ports only).

@@ -286,8 +286,8 @@ fn print_metrics(m: &Metrics) {
         m.routed_pairs, m.ca_pairs, m.unreachable_pairs, m.mean_hops, m.max_hops, m.hop_histogram
     );
     println!(
-        "walks: {} checked, {} loops, {} dead ends; longest {} switch hops (diameter {})",
-        m.walks, m.loops, m.dead_ends, m.max_switch_hops, m.diameter
+        "walks: {} checked, {} loops, {} dead ends ({} towards switch LIDs); longest {} switch hops (diameter {})",
+        m.walks, m.loops, m.dead_ends, m.dead_ends_to_switches, m.max_switch_hops, m.diameter
     );
     println!(
         "link load all-to-all: max {}, mean {:.1}",

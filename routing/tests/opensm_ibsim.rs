@@ -1,0 +1,144 @@
+//! OpenSM on ibsim, read back with ibroute, measured with our metrics next to our own
+//! routes on the same fabric. Skips (with a printed reason) when the tools are absent.
+
+mod common;
+
+use common::*;
+use routing::ibroute::{lfts_from_dump, parse_ibroute};
+use routing::metrics::{self, Metrics, MetricsOptions};
+use routing::{FatTree, RoutingInput, route};
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+
+const UMAD2SIM: &str = "/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so";
+const TOOLS: &[&str] = &[
+    "/usr/bin/ibsim",
+    "/usr/sbin/opensm",
+    "/usr/sbin/ibroute",
+    "/usr/sbin/ibswitches",
+    "/usr/bin/timeout",
+    UMAD2SIM,
+];
+
+/// Kills the simulator when the test ends, however it ends.
+struct Sim(Child);
+
+impl Drop for Sim {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn client(dir: &Path, sock: &str, prog: &str) -> Command {
+    let mut c = Command::new(prog);
+    c.env("LD_PRELOAD", UMAD2SIM)
+        .env("IBSIM_SOCKNAME", sock)
+        .env("OSM_TMP_DIR", dir)
+        .env("OSM_CACHE_DIR", dir)
+        .stdin(Stdio::null());
+    c
+}
+
+fn opensm_metrics(spec: &str, engine: &str) -> Option<(Metrics, Metrics)> {
+    if let Some(missing) = TOOLS.iter().find(|t| !Path::new(t).exists()) {
+        println!(
+            "skipped: {missing} is not installed (needs ibsim-utils, opensm, infiniband-diags)"
+        );
+        return None;
+    }
+    let topo = fabric_of(spec);
+    let tag = format!("routing-test-{}-{engine}", std::process::id());
+    let dir: PathBuf = std::env::temp_dir().join(&tag);
+    std::fs::create_dir_all(&dir).unwrap();
+    let net = dir.join("net");
+    std::fs::write(&net, fabric::netfile::write(&topo).unwrap()).unwrap();
+
+    let mut child = Command::new("/usr/bin/ibsim")
+        .args(["-s", "-n"])
+        .arg(&net)
+        .env("IBSIM_SOCKNAME", &tag)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let out = child.stdout.take().unwrap();
+    let sim = Sim(child);
+    // Wait for the simulator to say it is ready (blocking read, no sleeping).
+    let mut lines = BufReader::new(out).lines();
+    let ready = lines.any(|l| l.is_ok_and(|l| l.contains("Network simulator ready")));
+    assert!(ready, "ibsim did not come up on {spec}");
+    std::thread::spawn(move || for _ in lines {}); // keep draining its output
+
+    let log = dir.join("osm.log");
+    let st = client(&dir, &tag, "/usr/bin/timeout")
+        .args([
+            "120",
+            "/usr/sbin/opensm",
+            "-e",
+            "-s",
+            "0",
+            "-o",
+            "-R",
+            engine,
+            "-f",
+        ])
+        .arg(&log)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(st.success(), "opensm failed on {spec}: {st}");
+    let sw = client(&dir, &tag, "/usr/sbin/ibswitches").output().unwrap();
+    let lids: Vec<String> = String::from_utf8_lossy(&sw.stdout)
+        .lines()
+        .filter_map(|l| {
+            l.split_once(" lid ")
+                .and_then(|(_, r)| r.split_whitespace().next())
+                .map(str::to_string)
+        })
+        .collect();
+    assert_eq!(lids.len(), topo.switches().count(), "ibswitches on {spec}");
+    let mut dump = String::new();
+    for lid in &lids {
+        let o = client(&dir, &tag, "/usr/sbin/ibroute")
+            .arg(lid)
+            .output()
+            .unwrap();
+        dump.push_str(&String::from_utf8_lossy(&o.stdout));
+    }
+    drop(sim);
+    let _ = std::fs::remove_dir_all(&dir);
+
+    let (lids, lfts) = lfts_from_dump(&topo, &parse_ibroute(&dump).unwrap()).unwrap();
+    let inp = RoutingInput::new(&topo, &lids, None).unwrap();
+    let n = inp.end_ports.len();
+    let opts = MetricsOptions {
+        shifts: Some((1..n).collect()),
+    };
+    let theirs = metrics::analyze(&inp, &lfts, &opts);
+    let ours_in = input(&topo, 0);
+    let ours = metrics::analyze(&ours_in, &route(&ours_in, &FatTree).unwrap().lfts, &opts);
+    println!("{spec} OpenSM {engine}: {theirs:?}");
+    println!("{spec} ours ftree: {ours:?}");
+    Some((theirs, ours))
+}
+
+#[test]
+fn opensm_ftree_routes_measure_like_ours() {
+    let Some((theirs, ours)) = opensm_metrics("ft3:4", "ftree") else {
+        return;
+    };
+    assert_eq!(theirs.end_ports, ours.end_ports);
+    assert_eq!(
+        theirs.unreachable_pairs, 0,
+        "OpenSM's routes deliver every pair"
+    );
+    assert_eq!(theirs.loops, 0);
+    assert_eq!(theirs.hop_histogram, ours.hop_histogram);
+    assert!(ours.max_link_load <= theirs.max_link_load);
+    assert_eq!(ours.max_link_load, 1);
+    assert!(!theirs.cdg.has_cycle && !ours.cdg.has_cycle);
+}
