@@ -58,18 +58,40 @@ pub fn settle(fab: &mut SimFabric) {
     fab.run_until_idle(limit);
 }
 
+thread_local! {
+    static STASH: std::cell::RefCell<Vec<fabric_sim::Received>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Drains the SM's queue: the response to `tid` is returned, everything else (traps,
+/// requests) is kept for [`others`].
+fn collect(fab: &mut SimFabric, sm: AttachId, tid: u64) -> Option<Smp> {
+    let mut out = None;
+    while let Some(r) = fab.poll_recv_full(sm) {
+        if r.smp.tid == tid && r.smp.is_response() {
+            out = Some(r.smp);
+        } else {
+            STASH.with(|s| s.borrow_mut().push(r));
+        }
+    }
+    out
+}
+
+/// MADs other than the awaited responses received so far (traps, requests), oldest
+/// first, plus whatever is still queued; empties both.
+pub fn others(fab: &mut SimFabric, sm: AttachId) -> Vec<fabric_sim::Received> {
+    let mut v = STASH.with(|s| std::mem::take(&mut *s.borrow_mut()));
+    while let Some(r) = fab.poll_recv_full(sm) {
+        v.push(r);
+    }
+    v
+}
+
 /// Sends a directed-route SMP and returns the answer, if any.
 pub fn dr(fab: &mut SimFabric, sm: AttachId, smp: &Smp) -> Option<Smp> {
     let now = fab.now();
     fab.send(now, sm, smp).unwrap();
     settle(fab);
-    let mut out = None;
-    while let Some((_, m)) = fab.poll_recv(sm) {
-        if m.tid == smp.tid && m.is_response() {
-            out = Some(m);
-        }
-    }
-    out
+    collect(fab, sm, smp.tid)
 }
 
 /// Sends a LID-routed SMP to `dlid` and returns the answer, if any.
@@ -77,13 +99,7 @@ pub fn lid(fab: &mut SimFabric, sm: AttachId, dlid: u16, smp: &Smp) -> Option<Sm
     let now = fab.now();
     fab.send_lid(now, sm, Lid(dlid), smp).unwrap();
     settle(fab);
-    let mut out = None;
-    while let Some((_, m)) = fab.poll_recv(sm) {
-        if m.tid == smp.tid && m.is_response() {
-            out = Some(m);
-        }
-    }
-    out
+    collect(fab, sm, smp.tid)
 }
 
 static TID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
@@ -179,4 +195,144 @@ pub fn is_get_resp(m: &Smp) -> bool {
 /// Attribute id shorthand.
 pub fn attr(a: AttributeId) -> u16 {
     a.0
+}
+
+/// A two-switch fabric: S1[1]=H1, S1[2]=H2, S1[3]=S2[3], S1[4]=H5, S2[1]=H3, S2[2]=H4.
+/// The SM is attached at H1 port 1.
+pub struct Small {
+    pub fab: SimFabric,
+    pub sm: AttachId,
+    pub s1: NodeId,
+    pub s2: NodeId,
+    /// H1..H5 (index 0 = H1).
+    pub h: Vec<NodeId>,
+}
+
+/// LIDs: H1..H5 = 1..5, S1 = 10, S2 = 11.
+pub const S1_LID: u16 = 10;
+/// S2's LID.
+pub const S2_LID: u16 = 11;
+
+/// DR paths from H1 to each host (index 0 = H1) and switch.
+pub const H_PATHS: [&[u8]; 5] = [&[], &[1, 2], &[1, 3, 1], &[1, 3, 2], &[1, 4]];
+/// DR path to S1.
+pub const S1_PATH: &[u8] = &[1];
+/// DR path to S2.
+pub const S2_PATH: &[u8] = &[1, 3];
+
+/// Builds the small fabric (all links INIT, nothing programmed).
+pub fn small(cfg: SimConfig) -> Small {
+    let mut t = Topology::new();
+    let s1 = t.add_node(NodeType::Switch, 8, Guid(0x2001), "S1").unwrap();
+    let s2 = t.add_node(NodeType::Switch, 8, Guid(0x2002), "S2").unwrap();
+    let h: Vec<NodeId> = (1..=5u64)
+        .map(|i| {
+            t.add_node(NodeType::Ca, 1, Guid(0x1000 + 0x10 * i), format!("H{i}"))
+                .unwrap()
+        })
+        .collect();
+    for (a, b) in [
+        (PortRef::new(s1, 1), PortRef::new(h[0], 1)),
+        (PortRef::new(s1, 2), PortRef::new(h[1], 1)),
+        (PortRef::new(s1, 3), PortRef::new(s2, 3)),
+        (PortRef::new(s1, 4), PortRef::new(h[4], 1)),
+        (PortRef::new(s2, 1), PortRef::new(h[2], 1)),
+        (PortRef::new(s2, 2), PortRef::new(h[3], 1)),
+    ] {
+        t.connect(a, b).unwrap();
+    }
+    let mut fab = SimFabric::new(&t, cfg).unwrap();
+    let sm = fab.attach(fab.port_guid(h[0], 1).unwrap()).unwrap();
+    STASH.with(|s| s.borrow_mut().clear());
+    Small { fab, sm, s1, s2, h }
+}
+
+/// LFT block 0 of S1 and S2 for the LIDs above (index = LID).
+pub fn small_lfts() -> ([u8; 64], [u8; 64]) {
+    let mut a = [0xFFu8; 64];
+    let mut b = [0xFFu8; 64];
+    for (lid, p1, p2) in [
+        (1, 1, 3),
+        (2, 2, 3),
+        (3, 3, 1),
+        (4, 3, 2),
+        (5, 4, 3),
+        (10, 0, 3),
+        (11, 3, 0),
+    ] {
+        a[lid] = p1;
+        b[lid] = p2;
+    }
+    (a, b)
+}
+
+impl Small {
+    /// Assigns LIDs and MasterSMLID (= 1) by DR, sets LinearFDBTop, writes the LFTs.
+    pub fn program(&mut self) {
+        let (fab, sm) = (&mut self.fab, self.sm);
+        for (i, path) in H_PATHS.iter().enumerate() {
+            let st = modify_port_info(fab, sm, path, 1, |pi| {
+                pi.lid = Lid(i as u16 + 1);
+                pi.master_sm_lid = Lid(1);
+                pi.port_state = 0;
+                pi.port_phys_state = 0;
+            });
+            assert_eq!(st, 0);
+        }
+        for (path, l) in [(S1_PATH, S1_LID), (S2_PATH, S2_LID)] {
+            let st = modify_port_info(fab, sm, path, 0, |pi| {
+                pi.lid = Lid(l);
+                pi.master_sm_lid = Lid(1);
+                pi.port_state = 0;
+                pi.port_phys_state = 0;
+            });
+            assert_eq!(st, 0);
+            let (st, mut si) = dr_get::<mad::SwitchInfo>(fab, sm, path, 0).unwrap();
+            assert_eq!(st, 0);
+            si.linear_fdb_top = S2_LID;
+            let (st, back) = dr_set(fab, sm, path, 0, &si).unwrap();
+            assert_eq!(st, 0);
+            assert_eq!(back.linear_fdb_top, S2_LID);
+        }
+        let (a, b) = small_lfts();
+        for (path, t) in [(S1_PATH, a), (S2_PATH, b)] {
+            let (st, back) =
+                dr_set(fab, sm, path, 0, &mad::LinearForwardingTable { ports: t }).unwrap();
+            assert_eq!(st, 0);
+            assert_eq!(back.ports, t);
+        }
+    }
+
+    /// Every (path, port modifier) of a link end: CA ports and switch external ports.
+    pub fn link_ends() -> Vec<(&'static [u8], u32)> {
+        let mut v: Vec<(&'static [u8], u32)> = H_PATHS.iter().map(|p| (*p, 1u32)).collect();
+        for p in 1..=4 {
+            v.push((S1_PATH, p));
+        }
+        for p in 1..=3 {
+            v.push((S2_PATH, p));
+        }
+        v
+    }
+
+    /// Moves every link end INIT -> ARMED -> ACTIVE in the legal order.
+    pub fn activate(&mut self) {
+        for state in [3u8, 4u8] {
+            for (path, port) in Small::link_ends() {
+                let st = set_port_state(&mut self.fab, self.sm, path, port, state);
+                assert_eq!(st, 0, "path {path:?} port {port} -> {state}");
+            }
+        }
+    }
+
+    /// program + activate.
+    pub fn bring_up(&mut self) {
+        self.program();
+        self.activate();
+    }
+
+    /// Port GUID of host i (1-based).
+    pub fn hg(&self, i: usize) -> Guid {
+        self.fab.port_guid(self.h[i - 1], 1).unwrap()
+    }
 }
