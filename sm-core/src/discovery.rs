@@ -278,6 +278,15 @@ impl Sweeper {
             self.finish_heavy();
             return;
         }
+        // LIDs, partitions and the routing input are prepared on the next timeout (due at
+        // once), so a driver sees discovery end before that work starts.
+        self.phase = Phase::Lids;
+    }
+}
+
+impl Sweeper {
+    /// Phase::Lids: assigns LIDs, plans partitions, builds and emits the routing job.
+    pub(crate) fn run_lids(&mut self) {
         match self.prepare_routing() {
             Ok(job) => {
                 self.phase = Phase::Routing;

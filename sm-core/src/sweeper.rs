@@ -20,6 +20,9 @@ pub enum Phase {
     Idle,
     /// Heavy sweep: discovering.
     Discovering,
+    /// Heavy sweep: discovery done; LIDs, partitions and the routing input are computed at
+    /// the next `handle_timeout` (`poll_timeout` says now).
+    Lids,
     /// Heavy sweep: waiting for the daemon's routing result.
     Routing,
     /// Heavy sweep: programming stage 1 (PortInfo fields), 2 (LFT, SwitchInfo, P_Key),
@@ -220,10 +223,10 @@ impl Sweeper {
     /// for a routing result or idle with light sweeps off).
     pub fn poll_timeout(&mut self) -> Option<VTime> {
         let d = self.win.next_deadline();
-        let l = if self.phase == Phase::Idle {
-            self.next_light
-        } else {
-            None
+        let l = match self.phase {
+            Phase::Idle => self.next_light,
+            Phase::Lids => Some(self.now),
+            _ => None,
         };
         match (d, l) {
             (Some(a), Some(b)) => Some(a.min(b)),
@@ -249,6 +252,9 @@ impl Sweeper {
             } else {
                 self.fail(req);
             }
+        }
+        if self.phase == Phase::Lids {
+            self.run_lids();
         }
         if self.phase == Phase::Idle && self.next_light.is_some_and(|t| t <= now) {
             self.next_light = None;
@@ -509,12 +515,12 @@ impl Sweeper {
                 Phase::Discovering => self.finish_discovery(),
                 Phase::Programming(s) => self.next_stage(s),
                 Phase::Light => self.finish_light(),
-                Phase::Idle | Phase::Routing => return,
+                Phase::Idle | Phase::Routing | Phase::Lids => return,
             }
             if !self.win.idle() {
                 return;
             }
-            if matches!(self.phase, Phase::Idle | Phase::Routing) {
+            if matches!(self.phase, Phase::Idle | Phase::Routing | Phase::Lids) {
                 return;
             }
         }

@@ -3,6 +3,7 @@
 
 use clap::{Parser, Subcommand};
 
+mod bench;
 mod partitions;
 mod route;
 mod topo;
@@ -24,6 +25,9 @@ enum Command {
     Partitions(partitions::PartitionsCmd),
     /// Routing: route a topology offline (time, memory, metrics) or analyze an ibroute dump.
     Route(route::RouteArgs),
+    /// Benchmarks: time an SM sweep to SUBNET UP on the in-process simulator.
+    #[command(subcommand)]
+    Bench(bench::BenchCmd),
 }
 
 fn main() -> std::process::ExitCode {
@@ -32,6 +36,7 @@ fn main() -> std::process::ExitCode {
         Command::Topo(args) => topo::run(args),
         Command::Partitions(cmd) => partitions::run(cmd),
         Command::Route(args) => route::run(args),
+        Command::Bench(cmd) => bench::run(cmd),
     };
     match result {
         Ok(code) => code,

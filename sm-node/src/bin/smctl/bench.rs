@@ -1,0 +1,281 @@
+//! `smctl bench sweep`: one sm-core sweeper on the in-process simulated fabric, timed from
+//! the first SMP to SUBNET UP, per phase, with SMP counts and peak memory.
+
+use anyhow::{Context, anyhow};
+use clap::{Args, Subcommand};
+use fabric::{GenSpec, Topology, netfile};
+use fabric_sim::{SimConfig, SimFabric};
+use routing::Executor;
+use sm_core::{Event, Sweeper, SweeperConfig, VTime};
+use std::path::Path;
+use std::process::ExitCode;
+use std::time::Instant;
+
+/// Benchmarks.
+#[derive(Subcommand)]
+pub enum BenchCmd {
+    /// Time one SM from nothing to SUBNET UP on the in-process simulator.
+    Sweep(SweepArgs),
+}
+
+/// Arguments of `bench sweep`.
+#[derive(Args)]
+pub struct SweepArgs {
+    /// Topology: a generator spec (ft2:36, ft3:36, torus:6x6x6, random:256) or a topology file.
+    #[arg(long)]
+    topology: String,
+    /// Routing engine chain, comma separated (default ftree,updn,minhop).
+    #[arg(long)]
+    engine: Option<String>,
+    /// Routing worker threads (default: available cores).
+    #[arg(long)]
+    workers: Option<usize>,
+    /// Simulator seed.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Print JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Runs routing shards on scoped threads, `n` at a time.
+struct Threads(usize);
+
+impl Executor for Threads {
+    fn map<R: Send, F: Fn(usize) -> R + Sync>(&self, jobs: usize, f: F) -> Vec<R> {
+        if self.0 <= 1 || jobs <= 1 {
+            return (0..jobs).map(f).collect();
+        }
+        let next = std::sync::atomic::AtomicUsize::new(0);
+        let mut out: Vec<Option<R>> = (0..jobs).map(|_| None).collect();
+        let results = std::sync::Mutex::new(&mut out);
+        std::thread::scope(|sc| {
+            for _ in 0..self.0.min(jobs) {
+                sc.spawn(|| {
+                    loop {
+                        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        if i >= jobs {
+                            break;
+                        }
+                        let r = f(i);
+                        if let Ok(mut g) = results.lock() {
+                            g[i] = Some(r);
+                        }
+                    }
+                });
+            }
+        });
+        out.into_iter().flatten().collect()
+    }
+}
+
+fn load(source: &str) -> anyhow::Result<Topology> {
+    let path = Path::new(source);
+    if path.exists() {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("E_TOPO_IO: cannot read {}", path.display()))?;
+        return netfile::parse(&text).map_err(|e| {
+            anyhow!(
+                "E_TOPO_PARSE: {}:{}:{}: {}",
+                path.display(),
+                e.line,
+                e.col,
+                e.kind
+            )
+        });
+    }
+    let spec = source.parse::<GenSpec>().map_err(|e| {
+        anyhow!("E_TOPO_ARGS: {source:?} is neither an existing file nor a valid spec ({e})")
+    })?;
+    spec.generate().map_err(|e| anyhow!("E_TOPO_ARGS: {e}"))
+}
+
+fn ms(d: std::time::Duration) -> f64 {
+    (d.as_secs_f64() * 1e6).round() / 1e3
+}
+
+/// Runs the benchmark.
+pub fn run(cmd: BenchCmd) -> anyhow::Result<ExitCode> {
+    let BenchCmd::Sweep(a) = cmd;
+    let topo = load(&a.topology)?;
+    let workers = a
+        .workers
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+        .max(1);
+    let t_setup = Instant::now();
+    let mut fab = SimFabric::new(
+        &topo,
+        SimConfig {
+            seed: a.seed,
+            log_sets: false,
+            ..SimConfig::default()
+        },
+    )
+    .map_err(|e| anyhow!("E_BENCH_SIM: {e}"))?;
+    let sm_guid = topo
+        .cas()
+        .flat_map(|(_, n)| {
+            n.port_numbers()
+                .filter(|p| n.ports[p.0 as usize].remote.is_some())
+                .map(|p| n.ports[p.0 as usize].guid)
+                .collect::<Vec<_>>()
+        })
+        .next()
+        .ok_or_else(|| anyhow!("E_BENCH_TOPO: the fabric has no cabled CA port for the SM"))?;
+    let sm = fab
+        .attach(sm_guid)
+        .map_err(|e| anyhow!("E_BENCH_SIM: {e}"))?;
+    let mut cfg = SweeperConfig {
+        routing_shards: if workers > 1 { workers * 2 } else { 1 },
+        ..SweeperConfig::default()
+    };
+    if let Some(e) = &a.engine {
+        cfg.engines = e.split(',').map(|s| s.trim().to_string()).collect();
+    }
+    let mut sw = Sweeper::new(cfg).map_err(|e| anyhow!("E_BENCH_CONFIG: {e}"))?;
+    let setup_ms = ms(t_setup.elapsed());
+
+    let start = Instant::now();
+    let mut now: VTime = 0;
+    let (mut t_disc, mut t_lids, mut t_route_start, mut t_route_end, mut t_up) =
+        (None, None, None, None, None);
+    let mut engine = "";
+    let mut refusals = Vec::new();
+    let mut up_counters = None;
+    let mut min_smps = 0u64;
+    let mut disc = (0usize, 0usize, 0usize, 0u64, 0u64);
+    let mut lft_blocks = 0usize;
+    let mut done = false;
+    while !done {
+        while let Some(tx) = sw.poll_transmit() {
+            let r = if tx.dlid.is_permissive() {
+                fab.send(now, sm, &tx.smp)
+            } else {
+                fab.send_lid(now, sm, tx.dlid, &tx.smp)
+            };
+            r.map_err(|e| anyhow!("E_BENCH_SIM: {e}"))?;
+        }
+        let next = match (fab.next_event_time(), sw.poll_timeout()) {
+            (Some(x), Some(y)) => x.min(y),
+            (x, y) => x
+                .or(y)
+                .ok_or_else(|| anyhow!("E_BENCH_STALL: nothing scheduled"))?,
+        };
+        now = now.max(next);
+        fab.run_until(now);
+        while let Some(r) = fab.poll_recv_full(sm) {
+            sw.handle_mad(now, r.slid, r.smp);
+        }
+        for pass in 0..2 {
+            if pass == 1 && matches!(sw.poll_timeout(), Some(t) if t <= now) {
+                sw.handle_timeout(now);
+            }
+            while let Some(ev) = sw.poll_event() {
+                match ev {
+                    Event::DiscoveryDone {
+                        nodes,
+                        switches,
+                        links,
+                        smps,
+                        min_smps,
+                        ..
+                    } => {
+                        t_disc = Some(start.elapsed());
+                        disc = (nodes, switches, links, smps, min_smps);
+                    }
+                    Event::LidsAssigned { .. } => t_lids = Some(start.elapsed()),
+                    Event::RoutingNeeded(job) => {
+                        t_route_start = Some(start.elapsed());
+                        let r = job.run(&Threads(workers));
+                        t_route_end = Some(start.elapsed());
+                        sw.handle_routing_result(now, r);
+                    }
+                    Event::RoutingDone {
+                        engine: e,
+                        lft_blocks: b,
+                        refusals: r,
+                    } => {
+                        engine = e;
+                        lft_blocks = b;
+                        refusals = r;
+                    }
+                    Event::RoutingFailed(e) => return Err(anyhow!("E_BENCH_ROUTING: {e}")),
+                    Event::SubnetUp { counters, .. } => {
+                        t_up = Some(start.elapsed());
+                        up_counters = Some(counters);
+                    }
+                    Event::HeavySweepComplete { min_smps: m, .. } => {
+                        min_smps = m;
+                        done = true;
+                    }
+                    _ => {}
+                }
+            }
+        }
+    }
+    let t_up = t_up.ok_or_else(|| anyhow!("E_BENCH_NOT_UP: the sweep ended without SUBNET UP"))?;
+    let c = up_counters.unwrap_or_default();
+    let t_disc = t_disc.unwrap_or_default();
+    let t_lids = t_lids.unwrap_or(t_disc);
+    let t_rs = t_route_start.unwrap_or(t_lids);
+    let t_re = t_route_end.unwrap_or(t_rs);
+    let peak = sm_node::mem::peak_rss_bytes();
+    let by: serde_json::Map<String, serde_json::Value> = c
+        .nonzero()
+        .map(|(a, m, n)| (format!("{a}.{m}"), serde_json::json!(n)))
+        .collect();
+    let sim = &fab.accounting().counters;
+    let report = serde_json::json!({
+        "topology": a.topology,
+        "nodes": disc.0,
+        "switches": disc.1,
+        "links": disc.2,
+        "engine": engine,
+        "refusals": refusals,
+        "workers": workers,
+        "setup_ms": setup_ms,
+        "subnet_up_ms": ms(t_up),
+        "discovery_ms": ms(t_disc),
+        "lids_ms": ms(t_rs.saturating_sub(t_disc)),
+        "routing_ms": ms(t_re.saturating_sub(t_rs)),
+        "programming_ms": ms(t_up.saturating_sub(t_re)),
+        "virtual_ms": now as f64 / 1e6,
+        "smps_sent": c.total(),
+        "smps_min": min_smps,
+        "discovery_smps": disc.3,
+        "discovery_smps_min": disc.4,
+        "lft_blocks": lft_blocks,
+        "smps_by_attr_method": by,
+        "directed": c.directed,
+        "lid_routed": c.lid_routed,
+        "timeouts": c.timeouts,
+        "sim_hops": sim.hops,
+        "sim_dropped_vl15": sim.dropped_vl15,
+        "peak_rss_bytes": peak,
+        "peak_rss_mb": peak.map(|b| (b as f64 / 1048576.0 * 10.0).round() / 10.0),
+    });
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        println!(
+            "SUBNET UP in {:.1} ms (discovery {:.1}, lids {:.1}, routing {:.1} [{engine}], programming {:.1})",
+            ms(t_up),
+            ms(t_disc),
+            ms(t_rs.saturating_sub(t_disc)),
+            ms(t_re.saturating_sub(t_rs)),
+            ms(t_up.saturating_sub(t_re)),
+        );
+        println!(
+            "fabric: {} nodes, {} switches, {} links; setup {setup_ms:.1} ms",
+            disc.0, disc.1, disc.2
+        );
+        println!("SMPs: {} sent, minimum {min_smps}", c.total());
+        for (a, m, n) in c.nonzero() {
+            println!("  {a:<22} {m:<11} {n}");
+        }
+        if let Some(p) = peak {
+            println!("peak RSS: {:.1} MB", p as f64 / 1048576.0);
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
