@@ -238,3 +238,36 @@ fn lid_routed_request_matches_libibmad() {
     assert_eq!(&ours[..32], &captured[..]);
     assert!(ours[32..].iter().all(|&b| b == 0));
 }
+
+#[test]
+fn sa_request_matches_libibmad() {
+    // saquery -d -d -d --smkey 1 NR: the SA GetTable(NodeRecord) request it built
+    // ("SA Request:"), with SM_Key 1 at bytes 36-43 and no RMPP, offset or mask.
+    let captured: [u8; 256] = hex_arr(
+        "0103 0212 0000 0000 0000 0000 154d 4638
+         0011 0000 0000 0000 0000 0000 0000 0000
+         0000 0000 0000 0000 0000 0001 0000 0000
+         0000 0000 0000 0000 0000 0000 0000 0000
+         0000 0000 0000 0000 0000 0000 0000 0000
+         0000 0000 0000 0000 0000 0000 0000 0000
+         0000 0000 0000 0000 0000 0000 0000 0000
+         0000 0000 0000 0000 0000 0000 0000 0000
+         0000 0000 0000 0000 0000 0000 0000 0000
+         0000 0000 0000 0000 0000 0000 0000 0000
+         0000 0000 0000 0000 0000 0000 0000 0000
+         0000 0000 0000 0000 0000 0000 0000 0000
+         0000 0000 0000 0000 0000 0000 0000 0000
+         0000 0000 0000 0000 0000 0000 0000 0000
+         0000 0000 0000 0000 0000 0000 0000 0000
+         0000 0000 0000 0000 0000 0000 0000 0000",
+    );
+    let mut ours = mad::SaMad::default();
+    ours.header.mad.method = mad::Method::GET_TABLE;
+    ours.header.mad.tid = 0x154d_4638;
+    ours.header.mad.attr_id = AttributeId::SA_NODE_RECORD;
+    ours.header.sm_key = 1;
+    assert_eq!(ours.encode(), captured);
+    let back = mad::SaMad::decode(&captured).unwrap();
+    assert_eq!(back, ours);
+    assert!(!back.header.rmpp.is_active());
+}
