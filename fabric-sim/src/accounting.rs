@@ -171,11 +171,12 @@ impl Accounting {
         m
     }
 
-    /// Requests per source port GUID.
+    /// Requests per source port GUID (sources that sent nothing are left out).
     pub fn per_source(&self) -> BTreeMap<Guid, u64> {
         self.origins
             .iter()
             .zip(self.per_origin.iter())
+            .filter(|(_, c)| **c > 0)
             .map(|(g, c)| (*g, *c))
             .collect()
     }

@@ -25,6 +25,20 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
+/// Loads a topology from a file (ibsim / ibnetdiscover format) or, when no such file
+/// exists, from a generator spec such as `ft3:36`.
+pub fn load_topology(arg: &str) -> Result<fabric::Topology, String> {
+    let path = Path::new(arg);
+    if path.is_file() {
+        let text = std::fs::read_to_string(path).map_err(|e| format!("{arg}: {e}"))?;
+        return fabric::netfile::parse(&text).map_err(|e| format!("{arg}: {e}"));
+    }
+    let spec: fabric::GenSpec = arg
+        .parse()
+        .map_err(|e| format!("{arg:?} is neither a file nor a generator spec: {e}"))?;
+    spec.generate().map_err(|e| format!("{arg}: {e}"))
+}
+
 /// Events due within this much virtual time after the wall clock run immediately.
 pub const LOOKAHEAD_NS: VTime = 1_000_000;
 
