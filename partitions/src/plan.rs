@@ -242,9 +242,18 @@ pub fn end_ports(topo: &Topology) -> Vec<EndPort> {
 /// follow from index 1 in OpenSM's partition order (byte-swapped PKey), limited before full.
 /// Keys beyond the capacity are dropped.
 pub fn layout(policy: &Policy, m: &PortMembership, cap: u16) -> (PKeyTable, Vec<PKey>) {
+    layout_in_order(policy, &policy.opensm_order(), m, cap)
+}
+
+fn layout_in_order(
+    policy: &Policy,
+    order: &[usize],
+    m: &PortMembership,
+    cap: u16,
+) -> (PKeyTable, Vec<PKey>) {
     let both = policy.options.allow_both_pkeys;
     let mut pending = Vec::new();
-    for i in policy.opensm_order() {
+    for &i in order {
         let Held { full, limited } = m.held[i];
         let base = policy.partitions[i].pkey;
         if limited {
@@ -318,9 +327,10 @@ pub fn plan(policy: &Policy, topo: &Topology, caps: &Caps) -> Plan {
     let members = policy.resolve(&ports);
     let mut lints = Vec::new();
     let mut port_plans = Vec::new();
+    let order = policy.opensm_order();
     for m in &members {
         let cap = caps.partition_cap_of(m.port.node_guid, m.port.node_type);
-        let (table, dropped) = layout(policy, m, cap);
+        let (table, dropped) = layout_in_order(policy, &order, m, cap);
         if !dropped.is_empty() {
             lints.push(Lint::new(
                 LintCode::TableOverflow,
@@ -409,22 +419,20 @@ pub fn plan(policy: &Policy, topo: &Topology, caps: &Caps) -> Plan {
     switch_ports.sort_by_key(|s| (s.switch_guid, s.port));
     inter_switch_ports.sort();
     let mut partitions = Vec::new();
-    for i in policy.opensm_order() {
+    let written: Vec<std::collections::BTreeSet<PKey>> = port_plans
+        .iter()
+        .map(|pp| pp.table.valid().into_iter().map(|(_, k)| k).collect())
+        .collect();
+    for &i in &order {
         let p = &policy.partitions[i];
         let mut full = Vec::new();
         let mut limited = Vec::new();
-        for (m, pp) in members.iter().zip(&port_plans) {
-            let has = |mem: Membership| {
-                pp.table
-                    .valid()
-                    .iter()
-                    .any(|(_, k)| k.partition() == p.pkey && k.membership() == mem)
-            };
-            if m.held[i].full && has(Membership::Full) {
-                full.push(m.port.port_guid);
+        for ((m, keys), pp) in members.iter().zip(&written).zip(&port_plans) {
+            if m.held[i].full && keys.contains(&PKey::new(p.pkey, Membership::Full)) {
+                full.push(pp.port.port_guid);
             }
-            if m.held[i].limited && has(Membership::Limited) {
-                limited.push(m.port.port_guid);
+            if m.held[i].limited && keys.contains(&PKey::new(p.pkey, Membership::Limited)) {
+                limited.push(pp.port.port_guid);
             }
         }
         let any_member = members.iter().any(|m| m.held[i].full || m.held[i].limited);

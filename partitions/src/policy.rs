@@ -270,17 +270,44 @@ impl Policy {
         self.partitions.iter().position(|p| p.pkey == pkey & 0x7FFF)
     }
 
-    /// Replays the rules over a set of end ports.
+    /// Replays the rules over a set of end ports. Rules naming one GUID are indexed, so the
+    /// cost is ports x (rules naming many ports) + rules naming one port.
     pub fn resolve(&self, ports: &[EndPort]) -> Vec<PortMembership> {
-        ports.iter().map(|p| self.resolve_port(*p)).collect()
+        let mut by_guid: std::collections::HashMap<Guid, Vec<usize>> = Default::default();
+        let mut global = Vec::new();
+        for (i, r) in self.rules.iter().enumerate() {
+            match r.selector {
+                Selector::Port(g) => by_guid.entry(g).or_default().push(i),
+                Selector::UnknownSelf => {}
+                _ => global.push(i),
+            }
+        }
+        ports
+            .iter()
+            .map(|p| {
+                let own = by_guid.get(&p.port_guid).map(Vec::as_slice).unwrap_or(&[]);
+                let (mut a, mut b) = (global.iter().peekable(), own.iter().peekable());
+                let merged = std::iter::from_fn(move || match (a.peek(), b.peek()) {
+                    (Some(x), Some(y)) if x < y => a.next(),
+                    (Some(_), Some(_)) | (None, Some(_)) => b.next(),
+                    (Some(_), None) => a.next(),
+                    (None, None) => None,
+                });
+                self.apply(*p, merged.map(|&i| &self.rules[i]))
+            })
+            .collect()
     }
 
     /// Replays the rules for one port.
     pub fn resolve_port(&self, port: EndPort) -> PortMembership {
+        self.apply(port, self.rules.iter())
+    }
+
+    fn apply<'a>(&self, port: EndPort, rules: impl Iterator<Item = &'a Rule>) -> PortMembership {
         let mut held = vec![Held::default(); self.partitions.len()];
         let mut indx0: Option<PKey> = None;
         let both_ok = self.options.allow_both_pkeys;
-        for r in &self.rules {
+        for r in rules {
             let hit = match r.selector {
                 Selector::All => true,
                 Selector::Type(t) => t == port.node_type,
