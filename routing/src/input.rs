@@ -197,7 +197,8 @@ pub struct RoutingInput {
     nbrs: Vec<u32>,
     /// Indexed by LID, `0..=max_lid`.
     lid_dest: Vec<Dest>,
-    /// The SM's own port, when known.
+    /// The SM's own port, when known. Carried for engines and callers that need it; the
+    /// three engines here route every end port alike, the SM's included.
     pub sm_port: Option<PortRef>,
 }
 
@@ -304,7 +305,13 @@ impl RoutingInput {
                     port: 0,
                     end: NONE,
                 };
-                claim(sw.lid.0 as usize, d, PortRef::new(sw.node, 0))?;
+                // Enhanced switch port 0 may own 2^LMC LIDs; all lead to port 0.
+                let count = lids
+                    .get(PortRef::new(sw.node, 0))
+                    .map_or(1, |l| l.count() as usize);
+                for k in 0..count {
+                    claim(sw.lid.0 as usize + k, d, PortRef::new(sw.node, 0))?;
+                }
             }
         }
         for (ei, ep) in end_ports.iter().enumerate() {
@@ -407,5 +414,85 @@ impl RoutingInput {
             v[e.switch as usize] += 1;
         }
         v
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use fabric::{Guid, NodeType};
+
+    fn tiny() -> (Topology, NodeId, NodeId, NodeId) {
+        let mut t = Topology::new();
+        let sw = t.add_node(NodeType::Switch, 4, Guid(0x100), "sw").unwrap();
+        let a = t.add_node(NodeType::Ca, 2, Guid(0x200), "a").unwrap();
+        let b = t.add_node(NodeType::Ca, 1, Guid(0x300), "b").unwrap();
+        t.connect(PortRef::new(sw, 1), PortRef::new(a, 1)).unwrap();
+        t.connect(PortRef::new(sw, 3), PortRef::new(b, 1)).unwrap();
+        (t, sw, a, b)
+    }
+
+    #[test]
+    fn sequential_lids_are_aligned_and_skip_uncabled_ports() {
+        let (t, sw, a, b) = tiny();
+        let l = assign_lids_sequential(&t, 2).unwrap();
+        assert_eq!(
+            l.get(PortRef::new(sw, 0)),
+            Some(PortLids {
+                base: Lid(1),
+                lmc: 0
+            })
+        );
+        assert_eq!(
+            l.get(PortRef::new(a, 1)),
+            Some(PortLids {
+                base: Lid(4),
+                lmc: 2
+            })
+        );
+        assert_eq!(l.get(PortRef::new(a, 2)), None);
+        assert_eq!(
+            l.get(PortRef::new(b, 1)),
+            Some(PortLids {
+                base: Lid(8),
+                lmc: 2
+            })
+        );
+        assert_eq!(l.max_lid(), 11);
+        let inp = RoutingInput::new(&t, &l, None).unwrap();
+        assert_eq!(inp.max_lid(), 11);
+        assert_eq!(inp.dest(1).port, 0);
+        assert_eq!(inp.dest(5).port, 1);
+        assert_eq!(inp.dest(11).port, 3);
+        assert!(!inp.dest(2).is_used());
+        assert!(!inp.dest(12).is_used());
+        assert_eq!(inp.ports(0)[1], Peer::End(0));
+        assert_eq!(inp.ports(0)[2], Peer::None);
+    }
+
+    #[test]
+    fn bad_assignments_are_rejected() {
+        let (t, sw, a, b) = tiny();
+        let mut l = LidAssignment::new();
+        assert!(l.set(PortRef::new(a, 1), Lid(6), 2).is_err(), "unaligned");
+        assert!(l.set(PortRef::new(a, 1), Lid(0), 0).is_err(), "LID 0");
+        assert!(
+            l.set(PortRef::new(a, 1), Lid(0xBFFE), 2).is_err(),
+            "past unicast"
+        );
+        assert!(l.set(PortRef::new(a, 1), Lid(8), 8).is_err(), "LMC 8");
+        l.set(PortRef::new(sw, 0), Lid(1), 0).unwrap();
+        l.set(PortRef::new(a, 1), Lid(4), 2).unwrap();
+        l.set(PortRef::new(b, 1), Lid(5), 0).unwrap();
+        assert!(matches!(
+            RoutingInput::new(&t, &l, None),
+            Err(RoutingError::LidConflict { lid: Lid(5), .. })
+        ));
+        let mut l = LidAssignment::new();
+        l.set(PortRef::new(NodeId(9), 1), Lid(4), 0).unwrap();
+        assert!(matches!(
+            RoutingInput::new(&t, &l, None),
+            Err(RoutingError::NoSuchPort(_))
+        ));
     }
 }

@@ -69,3 +69,44 @@ pub fn changed_blocks(old: &Lfts, new: &Lfts) -> usize {
         })
         .sum()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lfts(tables: &[(u64, Vec<u8>)]) -> Lfts {
+        Lfts {
+            switches: tables
+                .iter()
+                .map(|(g, p)| SwitchLft {
+                    guid: Guid(*g),
+                    lid: Lid(1),
+                    ports: p.clone(),
+                })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn changed_blocks_counts_64_lid_blocks_by_guid() {
+        let a = vec![1u8; 130]; // 3 blocks
+        let mut b = a.clone();
+        b[5] = 2; // block 0
+        b[70] = 2; // block 1
+        b[71] = 3; // block 1 again
+        let old = lfts(&[(1, a.clone()), (2, a.clone())]);
+        assert_eq!(changed_blocks(&old, &old), 0);
+        assert_eq!(
+            changed_blocks(&old, &lfts(&[(1, b.clone()), (2, a.clone())])),
+            2
+        );
+        // Switch order does not matter; a new switch counts all its blocks.
+        assert_eq!(changed_blocks(&old, &lfts(&[(2, a.clone()), (1, b)])), 2);
+        assert_eq!(changed_blocks(&old, &lfts(&[(3, a.clone())])), 3);
+        // A longer table: the extra entries differ from "no route".
+        let mut c = a.clone();
+        c.push(4);
+        assert_eq!(changed_blocks(&old, &lfts(&[(1, c)])), 1);
+        assert_eq!(old.total_blocks(), 6);
+    }
+}

@@ -44,6 +44,10 @@ pub struct RouteArgs {
     /// Skip the quality metrics.
     #[arg(long)]
     no_metrics: bool,
+    /// After routing, remove the link on NODE_GUID:PORT and route again twice: from scratch
+    /// and incrementally (keeping valid entries); report the 64-LID blocks each changes.
+    #[arg(long, value_name = "NODE_GUID:PORT")]
+    drop_link: Option<String>,
     /// Print JSON instead of text.
     #[arg(long)]
     json: bool,
@@ -185,6 +189,20 @@ pub fn run(args: RouteArgs) -> anyhow::Result<ExitCode> {
     }
     let peak_after_routing = peak_rss_mb();
 
+    let drop = match &args.drop_link {
+        None => None,
+        Some(spec) => Some(drop_link(
+            &topo,
+            &lids,
+            spec,
+            &chain,
+            &opts,
+            &Threads(workers),
+            shards,
+            &routed.lfts,
+        )?),
+    };
+
     let (m, metrics_ms) = if args.no_metrics {
         (None, 0.0)
     } else {
@@ -214,6 +232,9 @@ pub fn run(args: RouteArgs) -> anyhow::Result<ExitCode> {
             "lft_blocks": routed.lfts.total_blocks(),
             "max_switch_hops_used": routed.hops.max_hops(),
         });
+        if let Some(d) = &drop {
+            v["drop_link"] = d.clone();
+        }
         if let Some(m) = &m {
             v["max_link_load"] = json!(m.max_link_load);
             v["metrics"] = serde_json::to_value(m)?;
@@ -237,8 +258,78 @@ pub fn run(args: RouteArgs) -> anyhow::Result<ExitCode> {
             print_metrics(m);
             println!("metrics {metrics_ms:.1} ms");
         }
+        if let Some(d) = &drop {
+            println!(
+                "after dropping {}: full recompute changes {} of {} LFT blocks ({} ms), incremental {} ({} ms); incremental routes: {} unreachable pairs, {} loops",
+                d["link"].as_str().unwrap_or("?"),
+                d["changed_blocks_full"],
+                d["lft_blocks"],
+                d["full_ms"],
+                d["changed_blocks_incremental"],
+                d["incremental_ms"],
+                d["incremental_unreachable_pairs"],
+                d["incremental_loops"],
+            );
+        }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Removes one link, reroutes from scratch and incrementally, and compares both with `prev`.
+#[allow(clippy::too_many_arguments)]
+fn drop_link(
+    topo: &Topology,
+    lids: &routing::LidAssignment,
+    spec: &str,
+    chain: &[&str],
+    opts: &EngineOptions,
+    exec: &Threads,
+    shards: usize,
+    prev: &routing::Lfts,
+) -> anyhow::Result<serde_json::Value> {
+    let (g, p) = spec
+        .split_once(':')
+        .ok_or_else(|| anyhow!("E_ROUTE_ARGS: --drop-link wants NODE_GUID:PORT, not {spec:?}"))?;
+    let guid = parse_guid(g)?;
+    let port: u8 = p
+        .parse()
+        .map_err(|e| anyhow!("E_ROUTE_ARGS: bad port in --drop-link {spec:?}: {e}"))?;
+    let node = topo
+        .node_by_guid(guid)
+        .ok_or_else(|| anyhow!("E_ROUTE_ARGS: no node with GUID {guid}"))?;
+    let mut after = topo.clone();
+    let remote = after
+        .disconnect(fabric::PortRef::new(node, port))
+        .ok_or_else(|| anyhow!("E_ROUTE_ARGS: port {port} of {guid} is not cabled"))?;
+    // LIDs stay as they were, as the SM keeps them.
+    let input = RoutingInput::new(&after, lids, None).map_err(|e| anyhow!("E_ROUTE_INPUT: {e}"))?;
+    let t0 = Instant::now();
+    let full = route_with_chain(&input, chain, opts, exec, shards, None)
+        .map_err(|e| anyhow!("E_ROUTE_ENGINE: {e}"))?;
+    let full_ms = ms(t0);
+    let t0 = Instant::now();
+    let inc = route_with_chain(&input, chain, opts, exec, shards, Some(prev))
+        .map_err(|e| anyhow!("E_ROUTE_ENGINE: {e}"))?;
+    let inc_ms = ms(t0);
+    let m = metrics::analyze(
+        &input,
+        &inc.routing.lfts,
+        &MetricsOptions {
+            shifts: Some(vec![]),
+        },
+    );
+    Ok(json!({
+        "link": format!("{guid}:{port} <-> {}:{}", after.node(remote.node).node_guid, remote.port.0),
+        "engine": inc.routing.engine,
+        "lft_blocks": prev.total_blocks(),
+        "changed_blocks_full": routing::changed_blocks(prev, &full.routing.lfts),
+        "changed_blocks_incremental": routing::changed_blocks(prev, &inc.routing.lfts),
+        "full_ms": round1(full_ms),
+        "incremental_ms": round1(inc_ms),
+        "incremental_unreachable_pairs": m.unreachable_pairs,
+        "incremental_loops": m.loops,
+        "incremental_dead_ends": m.dead_ends,
+    }))
 }
 
 fn analyze(a: AnalyzeArgs) -> anyhow::Result<ExitCode> {
