@@ -11,21 +11,32 @@ use std::collections::{BTreeMap, BTreeSet};
 /// Two switches linked twice, three CAs on each (port GUIDs 0x100001 + 3i).
 fn topo() -> Topology {
     let mut t = Topology::new();
-    let s1 = t.add_node(NodeType::Switch, 8, Guid(0x200000), "s1").unwrap();
-    let s2 = t.add_node(NodeType::Switch, 8, Guid(0x200001), "s2").unwrap();
+    let s1 = t
+        .add_node(NodeType::Switch, 8, Guid(0x200000), "s1")
+        .unwrap();
+    let s2 = t
+        .add_node(NodeType::Switch, 8, Guid(0x200001), "s2")
+        .unwrap();
     t.connect(PortRef::new(s1, 7), PortRef::new(s2, 7)).unwrap();
     t.connect(PortRef::new(s1, 8), PortRef::new(s2, 8)).unwrap();
     for i in 0..6u64 {
-        let h = t.add_node(NodeType::Ca, 2, Guid(0x100000 + 3 * i), format!("h{i}")).unwrap();
+        let h = t
+            .add_node(NodeType::Ca, 2, Guid(0x100000 + 3 * i), format!("h{i}"))
+            .unwrap();
         let sw = if i < 3 { s1 } else { s2 };
-        t.connect(PortRef::new(sw, (i % 3) as u8 + 1), PortRef::new(h, 1)).unwrap();
+        t.connect(PortRef::new(sw, (i % 3) as u8 + 1), PortRef::new(h, 1))
+            .unwrap();
     }
     t
 }
 
 fn member() -> impl Strategy<Value = String> {
     let target = prop_oneof![
-        (0..7u64).prop_map(|i| if i == 6 { "0x999999".to_string() } else { format!("{:#x}", 0x100001 + 3 * i) }),
+        (0..7u64).prop_map(|i| if i == 6 {
+            "0x999999".to_string()
+        } else {
+            format!("{:#x}", 0x100001 + 3 * i)
+        }),
         Just("ALL".to_string()),
         Just("ALL_CAS".to_string()),
         Just("ALL_SWITCHES".to_string()),
