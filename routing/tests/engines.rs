@@ -299,3 +299,21 @@ fn hop_tables_match_the_walks() {
         }
     }
 }
+
+#[test]
+fn a_larger_fat_tree_is_complete_and_ftree_contention_free() {
+    let t = fabric_of("ft3:16");
+    let inp = input(&t, 0);
+    for e in [
+        &MinHop as &dyn routing::Engine,
+        &UpDown::default(),
+        &FatTree,
+    ] {
+        let r = route_on(&inp, e, &Threads(2), 4, None).unwrap();
+        let m = assert_complete(&inp, &r.lfts, e.name());
+        assert_eq!(m.max_switch_hops, m.diameter);
+        if e.name() == "ftree" {
+            assert_eq!(m.max_link_load, 1, "{:?}", m.shift);
+        }
+    }
+}
