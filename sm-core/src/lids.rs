@@ -42,12 +42,12 @@ pub struct LidOutcome {
 }
 
 fn aligned(base: u32, lmc: u8) -> bool {
-    base % (1u32 << lmc) == 0
+    base.is_multiple_of(1u32 << lmc)
 }
 
 fn range_free(owner: &[u32], base: u32, lmc: u8, me: u32) -> bool {
     let n = 1u32 << lmc;
-    if base == 0 || base + n - 1 >= SPACE as u32 || !aligned(base, lmc) {
+    if base == 0 || base + n > SPACE as u32 || !aligned(base, lmc) {
         return false;
     }
     (base..base + n).all(|l| owner[l as usize] == FREE || owner[l as usize] == me)
@@ -117,7 +117,7 @@ pub fn assign(ports: &[LidRequest], map: &mut Guid2Lid) -> Result<(Vec<Lid>, Lid
         let step = 1u32 << lmc;
         let mut b = cursor[lmc as usize].div_ceil(step) * step;
         loop {
-            if b + step - 1 >= SPACE as u32 {
+            if b + step > SPACE as u32 {
                 return Err(SmError::LidSpaceExhausted(p.guid));
             }
             if b != 0 && range_free(&owner, b, lmc, i) {

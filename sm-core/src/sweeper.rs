@@ -406,10 +406,19 @@ impl Sweeper {
     }
 
     pub(crate) fn push(&mut self, op: Op, node: u32, port: u8, arg: u16) {
+        // LID routes are trusted only once this sweep's LFTs are written (port bring-up,
+        // PortStateChange clears) and for light-sweep polls; discovery, LID changes and
+        // table writes happen while routes may be in flux, so they go directed.
+        let after_tables = match op {
+            Op::PortInfoSet => arg >= 3,
+            Op::SwitchInfoSet => arg == 1,
+            Op::LightSwitchInfo => true,
+            _ => false,
+        };
         let lid_routed = self.cfg.lid_routed_programming
             && self.lid_ok
             && self.all_active
-            && !matches!(op, Op::Probe)
+            && after_tables
             && self.target_lid(node).0 != 0;
         let req = Req {
             op,

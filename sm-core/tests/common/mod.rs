@@ -161,7 +161,7 @@ impl Harness {
         let (mut ok, mut blocked) = (0, 0);
         for (i, &(_, _, a)) in cas.iter().enumerate() {
             for (j, &(n, p, b)) in cas.iter().enumerate() {
-                if i == j || (i * cas.len() + j) % stride != 0 {
+                if i == j || !(i * cas.len() + j).is_multiple_of(stride) {
                     continue;
                 }
                 let lid = self.lid_of(n, p);

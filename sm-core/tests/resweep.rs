@@ -1,0 +1,112 @@
+//! Sweeps after SUBNET UP: nothing changed means no Set; LIDs survive a restart.
+
+mod common;
+use common::*;
+use fabric::{Lid, NodeId};
+use sm_core::{Event, Guid2Lid, SweepReason, SweeperConfig};
+
+fn all_lids(h: &Harness, t: &fabric::Topology) -> Vec<(NodeId, u8, Lid)> {
+    let mut v = Vec::new();
+    for (id, n) in t.nodes() {
+        if n.is_switch() {
+            v.push((id, 0, h.lid_of(id, 0)));
+        }
+    }
+    for (n, p, _) in ca_ports(t) {
+        v.push((n, p, h.lid_of(n, p)));
+    }
+    v
+}
+
+#[test]
+fn second_sweeps_with_nothing_changed_send_no_set() {
+    let t = topo("ft2:12");
+    let cfg = SweeperConfig {
+        sweep_interval: 1_000_000_000,
+        ..SweeperConfig::default()
+    };
+    let mut h = Harness::new(&t, cfg, 11);
+    h.subnet_up();
+    h.heavy_done();
+    let sets_at_up = h.fab.take_set_log().len();
+    assert!(sets_at_up > 0);
+    // Light sweep: SwitchInfo polls only.
+    assert!(h.run_until(5_000_000_000, |e| matches!(
+        e,
+        Event::LightSweepComplete { changed: false, smps } if *smps > 0
+    )));
+    assert!(h.fab.take_set_log().is_empty());
+    // Requested heavy sweep: full rediscovery and re-route, still no Set.
+    let before = *h.sw.counters();
+    h.sw.request_sweep(h.now, true);
+    let start = h.events.len();
+    assert!(h.heavy_done());
+    assert!(
+        h.fab.take_set_log().is_empty(),
+        "a quiet heavy sweep wrote something"
+    );
+    let d = h.sw.counters().since(&before);
+    assert_eq!(d.sets(), 0);
+    assert!(d.gets() > 0);
+    assert!(h.events[start..].iter().any(|e| matches!(
+        e,
+        Event::HeavySweepStarted {
+            reason: SweepReason::Requested,
+            ..
+        }
+    )));
+    assert!(
+        h.events[start..]
+            .iter()
+            .any(|e| matches!(e, Event::RoutingDone { lft_blocks: 0, .. }))
+    );
+    // Still everything up and routed.
+    h.check_programmed(&t);
+}
+
+#[test]
+fn guid2lid_keeps_every_lid_across_a_restart() {
+    let t = topo("random:12:seed=3:radix=8:links=4:hosts=3");
+    let mut h = Harness::new(&t, SweeperConfig::default(), 12);
+    h.subnet_up();
+    let lids = all_lids(&h, &t);
+    let file = h.sw.guid2lid().export();
+    assert_eq!(file.lines().count(), lids.len());
+    // Restart on a fabric that forgot everything (power cycle): the file alone keeps LIDs.
+    let map = Guid2Lid::parse(&file).unwrap();
+    let cfg = SweeperConfig {
+        guid2lid: map.clone(),
+        ..SweeperConfig::default()
+    };
+    let mut h2 = Harness::new(&t, cfg, 13);
+    h2.subnet_up();
+    assert_eq!(all_lids(&h2, &t), lids);
+    h2.check_programmed(&t);
+    assert_eq!(h2.sw.guid2lid(), &map);
+    // Restart on the running fabric: LIDs kept, no LID changes.
+    let mut fab = h.fab;
+    fab.detach(h.sm).unwrap();
+    let cfg = SweeperConfig {
+        guid2lid: map,
+        ..SweeperConfig::default()
+    };
+    let mut h3 = Harness::with_fabric(fab, &t, cfg);
+    h3.now = h.now;
+    h3.subnet_up();
+    assert_eq!(all_lids(&h3, &t), lids);
+    assert!(h3.events.iter().any(|e| matches!(
+        e,
+        Event::LidsAssigned {
+            changed: 0,
+            new: 0,
+            ..
+        }
+    )));
+    // The tables the fabric holds are unknown to a new SM (it does not read them back), so
+    // it rewrites them; every write succeeds.
+    assert!(h3.events.iter().any(|e| matches!(
+        e,
+        Event::ProgrammingDone { failed: 0, lft_blocks, .. } if *lft_blocks > 0
+    )));
+    h3.check_programmed(&t);
+}
