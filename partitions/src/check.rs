@@ -4,8 +4,9 @@ use crate::ast::*;
 use crate::lints::{Lint, LintCode, Severity};
 use crate::parser::{ParseError, parse};
 use crate::plan::{Caps, Plan, end_ports, plan};
-use crate::policy::{Effect, Options, Policy};
+use crate::policy::{Effect, EndPort, Options, Policy, Selector};
 use fabric::Topology;
+use fabric::{Guid, NodeType, PKey};
 use std::collections::BTreeSet;
 
 /// The outcome of checking a file.
@@ -71,6 +72,7 @@ pub fn check(src: &str, options: Options, topo: Option<(&Topology, &Caps)>) -> C
         }
         p
     });
+    sm_port_lint(&policy, topo.map(|(t, _)| t), &mut lints);
     membership_lints(&policy, planned.as_ref(), &mut lints);
     lints.sort_by_key(|l| (l.pos, l.code));
     CheckReport {
@@ -228,7 +230,15 @@ fn membership_lints(policy: &Policy, plan: Option<&Plan>, lints: &mut Vec<Lint>)
         let pos = p.defined_at.first().copied();
         let (has_member, has_full) = match plan {
             Some(plan) => match plan.partitions.iter().find(|x| x.pkey == p.pkey) {
-                Some(x) => (true, !x.full.is_empty()),
+                // Keys dropped for lack of room are PART-E008's business.
+                Some(x) => (
+                    true,
+                    !x.full.is_empty()
+                        || plan
+                            .ports
+                            .iter()
+                            .any(|pp| pp.dropped.contains(&PKey(p.pkey | 0x8000))),
+                ),
                 None => (false, false),
             },
             None => {
@@ -268,4 +278,46 @@ fn membership_lints(policy: &Policy, plan: Option<&Plan>, lints: &mut Vec<Lint>)
             ));
         }
     }
+}
+
+/// PART-W013: OpenSM would leave its own port a limited member of Default after the file's
+/// rules (we keep it full). The SM port's node type comes from the topology, else CA.
+fn sm_port_lint(policy: &Policy, topo: Option<&Topology>, lints: &mut Vec<Lint>) {
+    let Some(sm) = policy.options.sm_port_guid else {
+        return;
+    };
+    let port = topo
+        .and_then(|t| end_ports(t).into_iter().find(|e| e.port_guid == sm))
+        .unwrap_or(EndPort {
+            node_guid: Guid(sm.0.wrapping_sub(1)),
+            port_guid: sm,
+            port: 1,
+            node_type: NodeType::Ca,
+        });
+    let m = policy.opensm_membership(port);
+    if m.held[0].full {
+        return;
+    }
+    // Blame the last file rule on Default that matches the SM port.
+    let pos = policy
+        .rules
+        .iter()
+        .rev()
+        .filter(|r| r.partition == 0 && r.pos.is_some())
+        .find(|r| match r.selector {
+            Selector::All => true,
+            Selector::Type(t) => t == port.node_type,
+            Selector::Port(g) => g == sm,
+            Selector::UnknownSelf => false,
+        })
+        .and_then(|r| r.pos);
+    lints.push(Lint::new(
+        LintCode::SmPortDemoted,
+        pos,
+        format!(
+            "the file leaves the SM port {sm} a limited member of Default ({}): it stays full, as OpenSM \
+             documents (OpenSM 3.3 actually demotes it, cutting it off from limited ports)",
+            PKey::DEFAULT_LIMITED
+        ),
+    ));
 }

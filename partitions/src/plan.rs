@@ -457,10 +457,16 @@ pub fn plan(policy: &Policy, topo: &Topology, caps: &Caps) -> Plan {
     }
 }
 
-/// Formats keys as `0x8001, 0x0002`.
+/// Formats keys as `0x8001, 0x0002` (at most 8, then a count).
 pub fn list_keys(keys: &[PKey]) -> String {
-    keys.iter()
+    let mut s = keys
+        .iter()
+        .take(8)
         .map(|k| k.to_string())
         .collect::<Vec<_>>()
-        .join(", ")
+        .join(", ");
+    if keys.len() > 8 {
+        s.push_str(&format!(" ... ({} more)", keys.len() - 8));
+    }
+    s
 }

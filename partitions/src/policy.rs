@@ -298,6 +298,15 @@ impl Policy {
             .collect()
     }
 
+    /// What OpenSM itself gives a port: the rules without our final "SM port stays full in
+    /// Default" rule.
+    pub fn opensm_membership(&self, port: EndPort) -> PortMembership {
+        self.apply(
+            port,
+            self.rules.iter().filter(|r| r.effect != Effect::EnsureFull),
+        )
+    }
+
     /// Replays the rules for one port.
     pub fn resolve_port(&self, port: EndPort) -> PortMembership {
         self.apply(port, self.rules.iter())
@@ -642,21 +651,6 @@ impl Builder {
                 }
             },
         };
-        if idx == 0 && effect == Effect::Limited {
-            let hits_sm = match (selector, self.policy.options.sm_port_guid) {
-                (Selector::All | Selector::Type(_), _) => true,
-                (Selector::Port(g), Some(sm)) => g == sm,
-                _ => false,
-            };
-            if hits_sm {
-                self.lints.push(Lint::new(
-                    LintCode::SmPortDemoted,
-                    Some(m.name.pos),
-                    "this makes the SM port a limited member of Default; it stays full, as OpenSM documents \
-                     (OpenSM 3.3 actually demotes it)",
-                ));
-            }
-        }
         self.policy.rules.push(Rule {
             partition: idx,
             selector,

@@ -102,6 +102,21 @@ fn each_lint() {
     let c = codes("Default=0x7fff : ALL=limited ;", opts(), None);
     assert_eq!(c, vec![(LintCode::SmPortDemoted, Some((1, 18)))]);
     let c = codes(
+        "Default=0x7fff : ALL=full, 0x100001=limited, ALL_SWITCHES=limited ;",
+        opts(),
+        Some(&caps),
+    );
+    assert_eq!(c, vec![(LintCode::SmPortDemoted, Some((1, 28)))]);
+    assert!(codes("Default=0x7fff : ALL=limited, SELF=full ;", opts(), None).is_empty());
+    assert!(
+        codes(
+            "Default=0x7fff : ALL_CAS=full, ALL_SWITCHES=limited ;",
+            opts(),
+            Some(&caps)
+        )
+        .is_empty()
+    );
+    let c = codes(
         "Default=0x7fff:ALL=full;\nA=0x1, mtu=5 : ALL=full ;",
         opts(),
         None,
