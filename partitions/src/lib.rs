@@ -28,6 +28,10 @@
 //!   default key; the rest follow from index 1 in OpenSM's partition order — its map is keyed
 //!   by the PKey in network byte order, so on x86 partitions come in order of the
 //!   byte-swapped key — limited before full; keys beyond PartitionCap are dropped.
+//! * `mgid=` groups: when no `scope=` is given the MGID's scope nibble is overwritten with 2
+//!   (`mgid=ff15::1` becomes ff12::1, as OpenSM does). IP groups are created only when the
+//!   partition's IPoIB broadcast group of the same scope exists (OpenSM's SA refuses them
+//!   otherwise, `ipoib_mcgroup_creation_validation`); PART-E017 reports it.
 //! * Switch ports facing end ports get the end port's keys packed from index 0 (a limited key
 //!   dropped when the full one is there) and the part_enforce bits; past
 //!   PartitionEnforcementCap OpenSM clears enforcement silently. Switch-to-switch ports are
@@ -44,6 +48,13 @@
 //! * The SM port stays a full member of Default even when a file rule would demote it (the
 //!   documentation says it is always full; OpenSM 3.3 lets `Default: ALL=limited` demote it,
 //!   which cuts the SM off from SA queries of limited ports). PART-W013 warns.
+//! * `scope=` on an `ipoib` partition: the documentation says the broadcast group is created
+//!   with the flags given, one group per scope; OpenSM 3.3 ignores `scope=` for the broadcast
+//!   group (always ff12:...) and applies it only to `mgid=` lines. We follow the
+//!   documentation: the operator asked for that scope, and silently ignoring it is the kind of
+//!   trap this crate exists to avoid. IPoIB clients must then use that scope.
+//! * The man page's example `ShareIO = 0x80 : defmember=limited : ...` is a syntax error to
+//!   OpenSM's parser as much as to ours (flags belong in the header).
 //! * Words OpenSM accepts silently are errors here: an empty membership (`guid=`, which
 //!   OpenSM reads as full), unknown flags, out-of-range flag values, PKey 0 or above 0xffff
 //!   (OpenSM truncates to 16 bits or auto-generates), a definition without `;` at the end of

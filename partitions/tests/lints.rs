@@ -2,7 +2,7 @@
 
 use fabric::{Guid, NodeType, PortRef, Topology};
 use partitions::plan::Caps;
-use partitions::{LintCode, Options, check};
+use partitions::{LintCode, Options, PartEnforce, check};
 
 /// Two HCAs (0x100001, 0x100004 as port GUIDs) on one switch 0x200000.
 fn topo() -> Topology {
@@ -290,4 +290,55 @@ fn ipoib_groups() {
         (g.rate, g.mtu, g.sl, g.scope, g.q_key),
         (3, 4, 0, 2, 0x0b1b)
     );
+}
+
+#[test]
+fn part_enforce_modes() {
+    let t = topo();
+    let src = "Default=0x7fff:ALL=full;\nA=0x1 : 0x100001=full, 0x100004 ;";
+    for (mode, bits, tables) in [
+        (PartEnforce::Both, (true, true), true),
+        (PartEnforce::In, (true, false), true),
+        (PartEnforce::Out, (false, true), true),
+        (PartEnforce::Off, (false, false), false),
+    ] {
+        let o = Options {
+            part_enforce: mode,
+            ..opts()
+        };
+        let plan = check(src, o, Some((&t, &Caps::default()))).plan.unwrap();
+        assert_eq!(plan.switch_ports.len(), 3);
+        for sp in &plan.switch_ports {
+            assert_eq!((sp.enforce_in, sp.enforce_out), bits, "{mode}");
+            assert_eq!(sp.table.is_some(), tables, "{mode}");
+        }
+        // Switch-to-switch ports never get tables; none here, the switch has only CAs.
+        assert!(plan.inter_switch_ports.is_empty());
+    }
+    // A limited key is left out of the switch table when the full one is there.
+    let both = Options {
+        allow_both_pkeys: true,
+        ..opts()
+    };
+    let plan = check(
+        "Default=0x7fff:ALL=full;\nA=0x1 : 0x100001=both ;",
+        both,
+        Some((&t, &Caps::default())),
+    )
+    .plan
+    .unwrap();
+    let sp = plan
+        .switch_ports
+        .iter()
+        .find(|s| s.peer.port_guid == Guid(0x100001))
+        .unwrap();
+    let keys: Vec<u16> = sp
+        .table
+        .as_ref()
+        .unwrap()
+        .valid()
+        .iter()
+        .map(|(_, k)| k.0)
+        .collect();
+    assert_eq!(keys, vec![0xffff, 0x8001]);
 }

@@ -427,5 +427,15 @@ fn opensm_documented_divergences() {
         "OpenSM kept a partition despite the error"
     );
     assert!(partitions::parse(src).is_err());
-    let _ = PKey(0);
+    // 5. The man page's own example `ShareIO = 0x80 : defmember=limited : ...` is a syntax
+    //    error to OpenSM's parser too (it falls back to ALL=full); we reject it.
+    let src = "Default=0x7fff : ALL=limited, SELF=full ;\nShareIO = 0x80 : defmember=limited : 0x100004, 0x100007=full;\n";
+    let run = run_opensm("div-manpage", src, false);
+    assert_eq!(first(&run, hca2), vec![0xffff]);
+    assert!(
+        run.readings
+            .iter()
+            .all(|r| !r.pkeys.contains(&PKey(0x0080)))
+    );
+    assert!(partitions::parse(src).is_err());
 }
