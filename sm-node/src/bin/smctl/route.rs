@@ -68,6 +68,10 @@ struct AnalyzeArgs {
     /// The dump: `ibroute` outputs of the switches, concatenated.
     #[arg(long)]
     lfts: PathBuf,
+    /// Also route with this engine (or chain) on the dump's own LIDs and report how many
+    /// LFT entries and 64-LID blocks differ from the dump.
+    #[arg(long)]
+    compare_engine: Option<String>,
     /// Print JSON instead of text.
     #[arg(long)]
     json: bool,
@@ -348,8 +352,44 @@ fn analyze(a: AnalyzeArgs) -> anyhow::Result<ExitCode> {
     let t0 = Instant::now();
     let m = metrics::analyze(&input, &lfts, &MetricsOptions::default());
     let metrics_ms = ms(t0);
+    let compare = match &a.compare_engine {
+        None => None,
+        Some(chain) => {
+            let chain: Vec<&str> = chain.split(',').map(str::trim).collect();
+            let ours = route_with_chain(
+                &input,
+                &chain,
+                &EngineOptions::default(),
+                &Threads(1),
+                1,
+                None,
+            )
+            .map_err(|e| anyhow!("E_ROUTE_ENGINE: {e}"))?;
+            let mut entries = 0u64;
+            let mut differ = 0u64;
+            for t in &lfts.switches {
+                let Some(o) = ours.routing.lfts.by_guid(t.guid) else {
+                    continue;
+                };
+                for lid in 1..=input.max_lid() {
+                    if input.dest(lid).is_used() {
+                        entries += 1;
+                        differ += u64::from(t.port(lid) != o.port(lid));
+                    }
+                }
+            }
+            let om = metrics::analyze(&input, &ours.routing.lfts, &MetricsOptions::default());
+            Some((
+                ours.routing.engine,
+                entries,
+                differ,
+                routing::changed_blocks(&lfts, &ours.routing.lfts),
+                om,
+            ))
+        }
+    };
     if a.json {
-        let v = json!({
+        let mut v = json!({
             "switches_in_dump": dump.len(),
             "switches_missing": missing,
             "max_lid": input.max_lid(),
@@ -357,6 +397,15 @@ fn analyze(a: AnalyzeArgs) -> anyhow::Result<ExitCode> {
             "max_link_load": m.max_link_load,
             "metrics": serde_json::to_value(&m)?,
         });
+        if let Some((engine, entries, differ, blocks, om)) = &compare {
+            v["compare"] = json!({
+                "engine": engine,
+                "entries": entries,
+                "entries_differing": differ,
+                "blocks_differing": blocks,
+                "metrics": serde_json::to_value(om)?,
+            });
+        }
         println!("{}", serde_json::to_string_pretty(&v)?);
     } else {
         println!(
@@ -367,6 +416,12 @@ fn analyze(a: AnalyzeArgs) -> anyhow::Result<ExitCode> {
             input.max_lid()
         );
         print_metrics(&m);
+        if let Some((engine, entries, differ, blocks, om)) = &compare {
+            println!(
+                "ours ({engine}) on the same LIDs: {differ} of {entries} entries differ, in {blocks} 64-LID blocks"
+            );
+            print_metrics(om);
+        }
     }
     Ok(ExitCode::SUCCESS)
 }
