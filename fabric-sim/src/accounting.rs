@@ -38,6 +38,8 @@ pub struct Counters {
     pub dropped_no_sm: u64,
     /// Dropped: M_Key check failed (no response sent).
     pub dropped_m_key: u64,
+    /// Dropped: crossed more than 255 links (a LID routing loop).
+    pub dropped_loop: u64,
     /// Dropped: malformed (bad version, unknown class) or otherwise undeliverable.
     pub dropped_other: u64,
     /// Extra copies made by the duplicate fault.

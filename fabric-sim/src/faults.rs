@@ -186,6 +186,7 @@ impl SimFabric {
                     dlid,
                     lid_leg: !dlid.is_permissive(),
                     origin,
+                    hops: 0,
                     smp: *smp,
                 });
                 self.originate(port, slot, t);

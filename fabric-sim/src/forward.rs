@@ -253,6 +253,14 @@ impl SimFabric {
                 return;
             }
         }
+        let pk = &mut self.slots[slot as usize];
+        pk.hops += 1;
+        if pk.hops > crate::sim::MAX_LINK_HOPS {
+            self.acct.counters.dropped_loop += 1;
+            self.drop_packet(egress, slot, t);
+            return;
+        }
+        let p = &self.st.ports[egress as usize];
         let depart = t.max(p.busy_until);
         let remote = p.cable;
         self.st.ports[egress as usize].busy_until = depart + wire;

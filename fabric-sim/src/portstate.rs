@@ -118,6 +118,7 @@ impl SimFabric {
             dlid: master,
             lid_leg: true,
             origin: NONE,
+            hops: 0,
         });
         self.acct.counters.traps_sent += 1;
         self.push(

@@ -43,7 +43,13 @@ pub(crate) struct Packet {
     pub lid_leg: bool,
     /// Origin index in the accounting (NONE when unknown).
     pub origin: u32,
+    /// Links crossed so far; a packet crossing more than [`MAX_LINK_HOPS`] is dropped
+    /// (a LID routing loop; real switches drop it on head-of-queue lifetime).
+    pub hops: u16,
 }
+
+/// Links a packet may cross before it is considered looping.
+pub(crate) const MAX_LINK_HOPS: u16 = 255;
 
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Debug)]
 pub(crate) enum EvKind {
@@ -256,6 +262,7 @@ impl SimFabric {
             dlid,
             lid_leg,
             origin,
+            hops: 0,
         });
         self.originate(port, slot, now);
         Ok(())

@@ -88,6 +88,7 @@ impl SimFabric {
         };
         let pk = &mut self.slots[slot as usize];
         pk.smp.status = status;
+        pk.hops = 0;
         if pk.lid_leg || !pk.smp.is_directed() {
             // LID-routed answer goes back to the LRH source.
             pk.dlid = pk.slid;

@@ -271,3 +271,29 @@ fn switch_port0_carries_the_lid_and_pkey_tables_default_to_ffff() {
     assert_eq!(si.partition_enforcement_cap, 32);
     assert!(si.inbound_enforcement_cap && si.outbound_enforcement_cap);
 }
+
+#[test]
+fn a_routing_loop_is_cut() {
+    let mut s = small(SimConfig::default());
+    s.bring_up();
+    // S2 sends LID 3 back to S1, which sends it to S2: a loop.
+    let (_, mut b) = small_lfts();
+    b[3] = 3;
+    let (st, _) = dr_set(
+        &mut s.fab,
+        s.sm,
+        S2_PATH,
+        0,
+        &LinearForwardingTable { ports: b },
+    )
+    .unwrap();
+    assert_eq!(st, 0);
+    assert_eq!(
+        s.fab.deliver(s.hg(1), Lid(3), PKey::DEFAULT_FULL),
+        Delivery::Dropped(DropReason::Loop)
+    );
+    let q = Smp::lid_get(tid(), NodeInfo::ID, 0);
+    assert!(lid(&mut s.fab, s.sm, 3, &q).is_none());
+    assert_eq!(s.fab.accounting().counters.dropped_loop, 1);
+    assert_eq!(s.fab.next_event_time(), None);
+}
