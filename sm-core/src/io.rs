@@ -227,3 +227,84 @@ impl Window {
         self.pending == 0
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn req(node: u32) -> Req {
+        Req {
+            op: Op::NodeDesc,
+            node,
+            port: 0,
+            arg: 0,
+            tries: 0,
+            lid_routed: false,
+        }
+    }
+
+    #[test]
+    fn per_gate_and_global_limits() {
+        let mut w = Window::new(5);
+        for _ in 0..4 {
+            w.push(7, req(7));
+        }
+        w.push(8, req(8));
+        w.push(NONE, req(NONE));
+        // Gate 7 may have 2 out; gate 8 one; the ungated one goes first.
+        let mut out = Vec::new();
+        while let Some(x) = w.next(2) {
+            out.push(x);
+        }
+        let gates: Vec<u32> = out.iter().map(|x| x.2).collect();
+        assert_eq!(gates.len(), 4);
+        assert_eq!(gates.iter().filter(|&&g| g == 7).count(), 2);
+        assert!(gates.contains(&8) && gates.contains(&NONE));
+        // Completing one of gate 7's frees a slot for the next of gate 7.
+        let (_, tid7, _, _) = *out.iter().find(|x| x.2 == 7).unwrap();
+        assert!(w.complete(tid7).is_some());
+        let n = w.next(2).unwrap();
+        assert_eq!(n.2, 7);
+        assert!(w.next(2).is_none());
+    }
+
+    #[test]
+    fn stale_and_duplicate_tids_are_ignored() {
+        let mut w = Window::new(4);
+        w.push(1, req(1));
+        let (slot, tid, _, _) = w.next(4).unwrap();
+        w.arm(100, slot, tid);
+        assert!(w.complete(tid ^ 0x1_0000).is_none(), "wrong sequence");
+        assert!(w.complete(tid).is_some());
+        assert!(w.complete(tid).is_none(), "duplicate");
+        // The slot is reused with a new tid; the old one stays stale.
+        w.push(1, req(1));
+        let (slot2, tid2, _, _) = w.next(4).unwrap();
+        assert_eq!(slot2, slot);
+        assert_ne!(tid2, tid);
+        assert!(w.complete(tid).is_none());
+        assert_eq!(
+            w.next_deadline(),
+            None,
+            "the old deadline died with its tid"
+        );
+    }
+
+    #[test]
+    fn expiry_in_deadline_order() {
+        let mut w = Window::new(4);
+        w.push(1, req(1));
+        w.push(2, req(2));
+        let a = w.next(4).unwrap();
+        let b = w.next(4).unwrap();
+        w.arm(10, a.0, a.1);
+        w.arm(20, b.0, b.1);
+        assert_eq!(w.next_deadline(), Some(10));
+        assert!(w.expired(9).is_none());
+        assert_eq!(w.expired(15).unwrap().1.node, a.3.node);
+        assert_eq!(w.next_deadline(), Some(20));
+        assert!(w.complete(b.1).is_some());
+        assert_eq!(w.next_deadline(), None);
+        assert_eq!(w.pending, 2, "pending is the caller's to decrement");
+    }
+}

@@ -168,13 +168,19 @@ impl Sweeper {
         &self.cfg.guid2lid
     }
 
+    /// The forwarding tables last handed out for programming (by switch GUID).
+    pub fn lfts(&self) -> Option<&Lfts> {
+        self.lfts.as_deref()
+    }
+
     /// Number of the current (or last) heavy sweep.
     pub fn sweep_number(&self) -> u64 {
         self.sweep
     }
 
     /// Asks for a sweep: heavy (rediscover, re-route, program) or light (poll for change).
-    /// Runs at once when idle, otherwise right after the running sweep.
+    /// Runs at once when idle; a heavy request made while busy runs right after the running
+    /// sweep, a light one is dropped (a sweep is already running).
     pub fn request_sweep(&mut self, now: VTime, heavy: bool) {
         self.now = self.now.max(now);
         if heavy {

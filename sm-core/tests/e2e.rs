@@ -157,3 +157,33 @@ fn ft2_radix36_comes_up_and_pairs_deliver() {
     let (ok, _) = h.check_delivery(&t, 37, all_full, PKey(0xFFFF));
     assert!(ok > 10_000);
 }
+
+#[test]
+fn lmc_gives_aligned_blocks_and_every_lid_routes() {
+    let t = topo("ft2:8");
+    let cfg = SweeperConfig {
+        lmc: 2,
+        ..SweeperConfig::default()
+    };
+    let mut h = Harness::new(&t, cfg, 6);
+    h.subnet_up();
+    h.check_programmed(&t);
+    let cas = ca_ports(&t);
+    for &(n, p, _) in &cas {
+        let info = h.fab.port_info(n, p).unwrap();
+        assert_eq!(info.lmc, 2);
+        assert_eq!(info.lid.0 % 4, 0);
+    }
+    for &(_, _, a) in cas.iter().take(4) {
+        for &(n, p, b) in &cas {
+            if a == b {
+                continue;
+            }
+            let base = h.lid_of(n, p).0;
+            for k in 0..4 {
+                let d = h.fab.deliver(a, fabric::Lid(base + k), PKey(0xFFFF));
+                assert!(d.is_delivered(), "{a} -> {b} LID {}: {d:?}", base + k);
+            }
+        }
+    }
+}

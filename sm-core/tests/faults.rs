@@ -243,3 +243,63 @@ fn sminfo_of_its_own_port_is_answered() {
     assert_eq!(i.state(), Some(SmState::Master));
     assert_eq!(i.sm_key, 0, "SM_Key only for requesters that present it");
 }
+
+#[test]
+fn duplicated_and_delayed_mads_are_matched_by_tid() {
+    let t = topo("torus:3x3:hosts=2");
+    let mut h = Harness::new(&t, SweeperConfig::default(), 26);
+    h.fab.inject(0, Fault::Duplicate { prob: 0.2 }).unwrap();
+    h.subnet_up();
+    assert!(
+        h.sw.counters().stale > 0,
+        "duplicates must be seen and ignored"
+    );
+    h.fab.inject(h.now, Fault::Duplicate { prob: 0.0 }).unwrap();
+    h.check_programmed(&t);
+    h.check_delivery(&t, 1, all_full, PKey(0xFFFF));
+}
+
+#[test]
+fn m_key_is_written_and_keeps_rogue_sets_out() {
+    let t = topo("ft2:8");
+    let cfg = SweeperConfig {
+        m_key: 0xdead_beef,
+        m_key_protect_bits: 1,
+        subnet_prefix: 0xfec0_0000_0000_0000,
+        sweep_interval: 100_000_000,
+        ..SweeperConfig::default()
+    };
+    let mut h = Harness::new(&t, cfg, 27);
+    h.subnet_up();
+    h.heavy_done();
+    let cas = ca_ports(&t);
+    let (n, p, _) = cas[2];
+    let info = h.fab.port_info(n, p).unwrap();
+    assert_eq!(info.m_key, 0xdead_beef);
+    assert_eq!(info.m_key_protect_bits, 1);
+    assert_eq!(info.gid_prefix, 0xfec0_0000_0000_0000);
+    assert_eq!(info.master_sm_lid, h.sw.sm_lid());
+    // A rogue Set without the key is refused by the SMA.
+    let victim_lid = h.lid_of(n, p);
+    let mut bad = info;
+    bad.lid = fabric::Lid(0x777);
+    let smp = Smp::lid_set(0x55, u32::from(p), &bad);
+    h.fab.take_set_log();
+    h.fab
+        .inject(
+            h.now,
+            Fault::Rogue {
+                port_guid: cas[5].2,
+                dlid: victim_lid,
+                smp: Box::new(smp),
+            },
+        )
+        .unwrap();
+    assert!(h.run_until(1_000_000_000, |e| matches!(
+        e,
+        Event::LightSweepComplete { changed: false, .. }
+    )));
+    assert!(h.fab.take_set_log().is_empty());
+    assert_eq!(h.lid_of(n, p), victim_lid);
+    assert!(h.fab.accounting().counters.dropped_m_key > 0);
+}
