@@ -106,6 +106,7 @@ pub struct HopTable {
     data: Vec<u8>,
     /// Row-major plain shortest paths, filled only in the fallback columns.
     fallback: Option<Vec<u8>>,
+    fallback_cols: usize,
 }
 
 impl HopTable {
@@ -128,6 +129,12 @@ impl HopTable {
             },
             v => Some(v & !DOWN_ONLY),
         }
+    }
+
+    /// Number of destination switches that some switch can reach only through the plain
+    /// shortest-path fallback (0 for min-hop, and for up/down with a single root).
+    pub fn fallback_destinations(&self) -> usize {
+        self.fallback_cols
     }
 
     /// The fallback (plain shortest path) row of `x`, when any fallback column exists.
@@ -268,7 +275,9 @@ pub fn compute_hop_shard(
 pub fn merge_hop_shards(n: usize, shards: Vec<HopShard>) -> Result<HopTable, RoutingError> {
     let mut data = vec![UNREACHABLE; n * n];
     let mut fallback: Option<Vec<u8>> = None;
+    let mut fallback_cols = 0;
     for sh in shards {
+        fallback_cols += sh.fallback.len();
         for (t, col) in &sh.fallback {
             let f = fallback.get_or_insert_with(|| vec![UNREACHABLE; n * n]);
             for (x, &v) in col.iter().enumerate() {
@@ -293,5 +302,10 @@ pub fn merge_hop_shards(n: usize, shards: Vec<HopShard>) -> Result<HopTable, Rou
             }
         }
     }
-    Ok(HopTable { n, data, fallback })
+    Ok(HopTable {
+        n,
+        data,
+        fallback,
+        fallback_cols,
+    })
 }

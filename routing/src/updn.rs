@@ -3,7 +3,10 @@
 //! Roots are the GUIDs given, or detected automatically with OpenSM's rule: build, for each
 //! switch, the histogram of switch hops to every CA (and router) port; a switch is a root
 //! when exactly one bar of the histogram holds more than 90% of those ports and no other bar
-//! more than 5% (the spines of a fat tree see every host at the same distance). When no
+//! more than 5% (the spines of a fat tree see every host at the same distance); of the
+//! switches that pass, only those whose dominant bar is nearest are kept (on large fat trees
+//! the aggregation switches pass too, and adjacent roots would forbid every cross-pod path
+//! under up*down*). When no
 //! switch passes (tori, random graphs) we take the single most central switch: least
 //! eccentricity towards CA switches, then least total distance, then lowest GUID.
 //! Ranks are BFS distances from the nearest root; moves towards a lower (rank, GUID) are up.
@@ -83,12 +86,20 @@ pub fn find_roots(input: &RoutingInput, given: &[Guid]) -> Result<Vec<u32>, Rout
     let mut roots = Vec::new();
     if total > 0 {
         let (thd1, thd2) = (total as f64 * 0.9, total as f64 * 0.05);
+        // (switch, distance of its dominant bar) for every switch passing OpenSM's test.
+        let mut cands = Vec::new();
         for (x, h) in hist.iter().enumerate() {
-            let over1 = h.iter().filter(|&&v| v as f64 > thd1).count();
+            let over1: Vec<usize> = (0..h.len()).filter(|&d| h[d] as f64 > thd1).collect();
             let over2 = h.iter().filter(|&&v| v as f64 > thd2).count();
-            if over1 == 1 && over2 == 1 {
-                roots.push(x as u32);
+            if over1.len() == 1 && over2 == 1 {
+                cands.push((x as u32, over1[0]));
             }
+        }
+        // Keep those that see the hosts closest: on a large fat tree the aggregation
+        // switches pass the test too (their own pod is under 5% of the hosts), but the
+        // spines see every host nearer, and roots must not be adjacent to each other.
+        if let Some(best) = cands.iter().map(|c| c.1).min() {
+            roots = cands.iter().filter(|c| c.1 == best).map(|c| c.0).collect();
         }
     }
     if roots.is_empty() {

@@ -235,6 +235,7 @@ pub fn run(args: RouteArgs) -> anyhow::Result<ExitCode> {
             "max_lid": input.max_lid(),
             "lft_blocks": routed.lfts.total_blocks(),
             "max_switch_hops_used": routed.hops.max_hops(),
+            "fallback_destination_switches": routed.hops.fallback_destinations(),
         });
         if let Some(d) = &drop {
             v["drop_link"] = d.clone();
