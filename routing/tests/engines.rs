@@ -317,3 +317,28 @@ fn a_larger_fat_tree_is_complete_and_ftree_contention_free() {
         }
     }
 }
+
+#[test]
+fn updn_detects_the_spines_as_roots() {
+    // With 24 pods each pod holds under 5% of the hosts, so the aggregation switches pass
+    // OpenSM's histogram test too; only the cores must be kept.
+    for (spec, top) in [("ft3:24", "core"), ("ft2:12", "spine"), ("ft3:8", "core")] {
+        let t = fabric_of(spec);
+        let inp = input(&t, 0);
+        let roots = routing::updn::find_roots(&inp, &[]).unwrap();
+        let want: Vec<u32> = (0..inp.num_switches() as u32)
+            .filter(|&s| {
+                t.node(inp.switches[s as usize].node)
+                    .description
+                    .starts_with(top)
+            })
+            .collect();
+        assert_eq!(roots, want, "{spec}");
+    }
+    // A torus has no such switch: one central root.
+    let t = fabric_of("torus:4x4");
+    assert_eq!(
+        routing::updn::find_roots(&input(&t, 0), &[]).unwrap().len(),
+        1
+    );
+}
