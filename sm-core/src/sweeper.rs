@@ -407,8 +407,22 @@ impl Sweeper {
         if n.is_switch {
             return req.node;
         }
-        let p = &self.ports[n.port_index(n.path_port)];
+        let p = &self.ports[self.route_port(req.node, req.port)];
         if p.via == NONE { req.node } else { p.via }
+    }
+
+    /// Index of the port whose path (and LID) reaches `node` for a request about `port`:
+    /// a CA port reached on its own is addressed through itself (a CA's SMA applies
+    /// P_KeyTable and other per-port attributes to the port an SMP arrives on).
+    pub(crate) fn route_port(&self, node: u32, port: u8) -> usize {
+        let n = &self.nodes[node as usize];
+        if !n.is_switch && port != 0 && port <= n.nports {
+            let i = n.port_index(port);
+            if self.ports[i].path_sweep != 0 {
+                return i;
+            }
+        }
+        n.port_index(n.path_port)
     }
 
     pub(crate) fn push(&mut self, op: Op, node: u32, port: u8, arg: u16) {
@@ -425,7 +439,7 @@ impl Sweeper {
             && self.lid_ok
             && self.all_active
             && after_tables
-            && self.target_lid(node).0 != 0;
+            && self.target_lid(node, port).0 != 0;
         let req = Req {
             op,
             node,
@@ -439,12 +453,11 @@ impl Sweeper {
     }
 
     /// The LID a LID-routed SMP to `node` goes to (0 when it has none in the fabric yet).
-    pub(crate) fn target_lid(&self, node: u32) -> Lid {
+    pub(crate) fn target_lid(&self, node: u32, port: u8) -> Lid {
         if node == NONE {
             return Lid(0);
         }
-        let n = &self.nodes[node as usize];
-        let p = &self.ports[n.port_index(n.path_port)];
+        let p = &self.ports[self.route_port(node, port)];
         if p.info.lid == p.lid && p.lid.0 != 0 {
             p.lid
         } else {
@@ -473,7 +486,7 @@ impl Sweeper {
             Op::SwitchInfoSet => (Method::SET, AttributeId::SWITCH_INFO, 0),
         };
         let (mut smp, dlid) = if req.lid_routed {
-            let lid = self.target_lid(req.node);
+            let lid = self.target_lid(req.node, req.port);
             if lid.0 == 0 {
                 return None;
             }
@@ -499,8 +512,7 @@ impl Sweeper {
         if req.node == NONE {
             return Some(0);
         }
-        let n = &self.nodes[req.node as usize];
-        let p = &self.ports[n.port_index(n.path_port)];
+        let p = &self.ports[self.route_port(req.node, req.port)];
         if p.path_sweep == 0 {
             return None;
         }

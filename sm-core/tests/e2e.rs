@@ -187,3 +187,53 @@ fn lmc_gives_aligned_blocks_and_every_lid_routes() {
         }
     }
 }
+
+#[test]
+fn two_port_hca_on_two_switches_gets_both_ports_and_per_port_pkeys() {
+    use fabric::{Guid, NodeType, PortRef, Topology};
+    let mut t = Topology::new();
+    let b = t.add_node(NodeType::Ca, 1, Guid(0x2000), "B").unwrap();
+    let s1 = t.add_node(NodeType::Switch, 8, Guid(0x100), "sw1").unwrap();
+    let s2 = t.add_node(NodeType::Switch, 8, Guid(0x200), "sw2").unwrap();
+    let a = t.add_node(NodeType::Ca, 2, Guid(0x1000), "A").unwrap();
+    let c = t.add_node(NodeType::Ca, 1, Guid(0x3000), "C").unwrap();
+    for (x, y) in [
+        ((s1, 1), (s2, 1)),
+        ((a, 1), (s1, 2)),
+        ((a, 2), (s2, 2)),
+        ((b, 1), (s1, 3)),
+        ((c, 1), (s2, 3)),
+    ] {
+        t.connect(PortRef::new(x.0, x.1), PortRef::new(y.0, y.1))
+            .unwrap();
+    }
+    let a1 = t.node(a).ports[1].guid;
+    let a2 = t.node(a).ports[2].guid;
+    let cg = t.node(c).ports[1].guid;
+    let conf = format!(
+        "Default=0x7fff : ALL=full ;\nX=0x0001 : 0x{:016x}=full, 0x{:016x}=full ;\n",
+        a2.0, cg.0
+    );
+    let cfg = SweeperConfig {
+        partitions_conf: Some(conf),
+        ..SweeperConfig::default()
+    };
+    let mut h = Harness::new(&t, cfg, 7);
+    h.subnet_up();
+    h.check_programmed(&t);
+    let (l1, l2) = (h.lid_of(a, 1), h.lid_of(a, 2));
+    assert_ne!(l1, l2);
+    // Port 2 (the one not first reached, whose SMPs must arrive on it) holds the key.
+    assert!(h.fab.deliver(cg, l2, PKey(0x8001)).is_delivered());
+    assert!(!h.fab.deliver(cg, l1, PKey(0x8001)).is_delivered());
+    assert!(h.fab.deliver(cg, l1, PKey(0xFFFF)).is_delivered());
+    assert!(
+        h.fab
+            .deliver(a1, h.lid_of(b, 1), PKey(0xFFFF))
+            .is_delivered()
+    );
+    match &h.events[1] {
+        Event::DiscoveryDone { nodes, links, .. } => assert_eq!((*nodes, *links), (5, 5)),
+        e => panic!("{e:?}"),
+    }
+}
