@@ -1,8 +1,23 @@
 //! `sm-node` — the Quorum SM daemon and the `smctl` operator CLI.
 //!
 //! This crate is glue: it owns IO (files, sockets, the fabric transports), threads and
-//! clocks, and drives the pure crates (`mad`, `fabric`, `routing`, `partitions`). It must
-//! never hold SM logic that belongs in a sans-IO crate, where it could not be tested on
-//! virtual time.
+//! clocks, and drives the pure crates (`mad`, `fabric`, `routing`, `partitions`,
+//! `sm-core`). It must never hold SM logic that belongs in a sans-IO crate, where it could
+//! not be tested on virtual time.
+//!
+//! Actors (actix): [`master::MasterActor`] drives sm-core's sweeper over a
+//! [`transport::Transport`]; [`pool::RoutingPool`] is a `SyncArbiter` of
+//! [`pool::RoutingWorker`]s computing routing shards. Transports: the in-process simulator
+//! ([`transport::sim`]) and the `fabric-simd` socket ([`transport::simd`]).
 
+pub mod config;
+pub mod daemon;
+pub mod error;
+pub mod master;
 pub mod mem;
+pub mod milestone;
+pub mod pool;
+pub mod store;
+pub mod transport;
+
+pub use error::NodeError;

@@ -1,0 +1,178 @@
+//! `sm-node`: the Quorum SM daemon (single-replica form). Attaches to a fabric, becomes
+//! master, sweeps it to SUBNET UP and keeps it up with light and heavy sweeps until SIGINT /
+//! SIGTERM (or, with `--exit-after-subnet-up`, until the first sweep completes), then
+//! flushes guid2lid and prints a summary of what it did.
+
+mod summary;
+
+use anyhow::{Context, anyhow};
+use clap::Parser;
+use sm_node::config::{FileConfig, NodeConfig};
+use sm_node::daemon;
+use sm_node::master::Shutdown;
+use sm_node::milestone::MilestoneKind;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// Quorum SM daemon (single replica).
+#[derive(Parser, Debug)]
+#[command(name = "sm-node", version)]
+struct Cli {
+    /// TOML configuration file (keys as the long flags: fabric, priority, routing-engine,
+    /// sweep-interval, partitions, guid2lid, data-dir, lmc, routing-workers, sim-pace,
+    /// sim-seed); flags override it.
+    #[arg(long)]
+    config: Option<PathBuf>,
+    /// Fabric: `sim:SPEC[@PORT]` (in-process simulator; SPEC a generator spec such as
+    /// ft2:36, ft3:36, torus:4x4x4, random:256, or a topology file) or
+    /// `simd:SOCKET@PORTNAME` (a running fabric-simd).
+    #[arg(long)]
+    fabric: Option<String>,
+    /// SM priority 0-15.
+    #[arg(long)]
+    priority: Option<u8>,
+    /// Routing engine chain, comma separated (default ftree,updn,minhop).
+    #[arg(long)]
+    routing_engine: Option<String>,
+    /// Seconds between light sweeps (default 10; 0 disables them).
+    #[arg(long)]
+    sweep_interval: Option<f64>,
+    /// OpenSM partitions.conf; a file with syntax errors is refused (with line:col).
+    #[arg(long)]
+    partitions: Option<PathBuf>,
+    /// guid2lid file (default DATA_DIR/guid2lid).
+    #[arg(long)]
+    guid2lid: Option<PathBuf>,
+    /// Data directory (guid2lid lives here). Without it and --guid2lid, LIDs are not
+    /// persisted.
+    #[arg(long)]
+    data_dir: Option<PathBuf>,
+    /// LMC of CA ports (0-7).
+    #[arg(long)]
+    lmc: Option<u8>,
+    /// Routing worker threads (default: available cores).
+    #[arg(long)]
+    routing_workers: Option<usize>,
+    /// In-process simulator pace: fast (default) or realtime.
+    #[arg(long)]
+    sim_pace: Option<String>,
+    /// In-process simulator seed (default 1).
+    #[arg(long)]
+    sim_seed: Option<u64>,
+    /// Exit once the first heavy sweep (the one that reaches SUBNET UP) completes.
+    #[arg(long)]
+    exit_after_subnet_up: bool,
+}
+
+impl Cli {
+    fn overlay(&self) -> FileConfig {
+        FileConfig {
+            fabric: self.fabric.clone(),
+            priority: self.priority,
+            routing_engine: self.routing_engine.clone(),
+            sweep_interval: self.sweep_interval,
+            partitions: self.partitions.clone(),
+            guid2lid: self.guid2lid.clone(),
+            data_dir: self.data_dir.clone(),
+            lmc: self.lmc,
+            routing_workers: self.routing_workers,
+            sim_pace: self.sim_pace.clone(),
+            sim_seed: self.sim_seed,
+        }
+    }
+}
+
+fn main() -> ExitCode {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .init();
+    match run(Cli::parse()) {
+        Ok(code) => code,
+        Err(e) => {
+            tracing::error!("{e:#}");
+            eprintln!("sm-node: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    let file = match &cli.config {
+        Some(p) => FileConfig::load(p)?,
+        None => FileConfig::default(),
+    };
+    let cfg = NodeConfig::try_from(file.overlay(cli.overlay()))?;
+    // Check everything that can be wrong before touching the fabric.
+    cfg.sweeper_config()?;
+    if cfg.guid2lid.is_none() {
+        tracing::warn!("no --data-dir or --guid2lid: LIDs will not survive a restart");
+    }
+    let exit_after = cli.exit_after_subnet_up;
+    let sys = actix_rt::System::new();
+    let out = sys.block_on(async move { serve(cfg, exit_after).await });
+    out
+}
+
+async fn serve(cfg: NodeConfig, exit_after: bool) -> anyhow::Result<ExitCode> {
+    let t_attach = std::time::Instant::now();
+    let (attached, _sim) = daemon::attach(&cfg)?;
+    tracing::info!(
+        "attached in {:.1} ms ({} routing workers)",
+        t_attach.elapsed().as_secs_f64() * 1e3,
+        cfg.workers
+    );
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let master = daemon::start_master(&cfg, attached, vec![tx])?;
+    let mut sum = summary::Summary::default();
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        .context("E_NODE_SIGNAL: cannot install the SIGTERM handler")?;
+    let mut stopped = false;
+    let reason = loop {
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => break "SIGINT",
+            _ = term.recv() => break "SIGTERM",
+            m = rx.recv() => {
+                let Some(m) = m else { break "master gone" };
+                let done = exit_after && sum.subnet_up.is_some()
+                    && matches!(m.kind, MilestoneKind::HeavySweepComplete { .. });
+                if let MilestoneKind::Stopped { .. } = m.kind {
+                    stopped = true;
+                }
+                sum.add(&m);
+                if stopped {
+                    break "master stopped";
+                }
+                if done {
+                    break "--exit-after-subnet-up";
+                }
+            }
+        }
+    };
+    tracing::info!("stopping ({reason})");
+    if !stopped {
+        master
+            .send(Shutdown)
+            .await
+            .map_err(|e| anyhow!("E_NODE_ACTOR: shutdown: {e}"))?;
+        // Wait for the master's last word (guid2lid flushed, transport detached).
+        while let Some(m) = rx.recv().await {
+            let last = matches!(m.kind, MilestoneKind::Stopped { .. });
+            sum.add(&m);
+            if last {
+                break;
+            }
+        }
+    }
+    println!("{}", sum.render(&cfg));
+    actix_rt::System::current().stop();
+    // A master that stopped on its own lost its fabric; a signal or the exit flag is a
+    // normal end.
+    Ok(if stopped {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    })
+}

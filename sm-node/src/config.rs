@@ -1,0 +1,333 @@
+//! The daemon's configuration: a TOML file ([`FileConfig`]) overlaid by command-line flags
+//! (same fields), resolved into a [`NodeConfig`], then into the sweeper's configuration.
+
+use crate::error::NodeError;
+use crate::store::Guid2LidStore;
+use crate::transport::sim::Pace;
+use serde::Deserialize;
+use sm_core::{MS, SweeperConfig};
+use std::path::{Path, PathBuf};
+
+/// Where the fabric is.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum FabricSpec {
+    /// `sim:SPEC[@PORT]`: the in-process simulator loaded from a generator spec (`ft2:36`,
+    /// `ft3:36`, `torus:4x4x4`, `random:256`) or a topology file; the SM attaches at PORT
+    /// (NodeDescription, `name[N]` or `0x` GUID), by default the first cabled CA port.
+    Sim {
+        /// Generator spec or topology file.
+        topology: String,
+        /// Attach port name.
+        port: Option<String>,
+    },
+    /// `simd:SOCKET@PORT`: a running `fabric-simd` at Unix socket SOCKET, attached at PORT.
+    Simd {
+        /// Socket path.
+        socket: PathBuf,
+        /// Attach port name.
+        port: String,
+    },
+}
+
+impl std::str::FromStr for FabricSpec {
+    type Err = NodeError;
+    fn from_str(s: &str) -> Result<FabricSpec, NodeError> {
+        if let Some(rest) = s.strip_prefix("sim:") {
+            let (topology, port) = match rest.rsplit_once('@') {
+                Some((t, p)) => (t.to_string(), Some(p.to_string())),
+                None => (rest.to_string(), None),
+            };
+            if topology.is_empty() {
+                return Err(NodeError::Config(format!("--fabric {s:?}: empty topology")));
+            }
+            Ok(FabricSpec::Sim { topology, port })
+        } else if let Some(rest) = s.strip_prefix("simd:") {
+            match rest.rsplit_once('@') {
+                Some((sock, port)) if !sock.is_empty() && !port.is_empty() => {
+                    Ok(FabricSpec::Simd {
+                        socket: PathBuf::from(sock),
+                        port: port.to_string(),
+                    })
+                }
+                _ => Err(NodeError::Config(format!(
+                    "--fabric {s:?}: expected simd:SOCKET@PORTNAME"
+                ))),
+            }
+        } else {
+            Err(NodeError::Config(format!(
+                "--fabric {s:?}: expected sim:SPEC[@PORT] or simd:SOCKET@PORTNAME"
+            )))
+        }
+    }
+}
+
+/// The TOML file, and the flags overlaid on it: every field optional.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct FileConfig {
+    /// `sim:SPEC[@PORT]` or `simd:SOCKET@PORT`.
+    pub fabric: Option<String>,
+    /// SM priority 0..=15.
+    pub priority: Option<u8>,
+    /// Routing engine chain, comma separated.
+    pub routing_engine: Option<String>,
+    /// Seconds between light sweeps (0: no light sweeps).
+    pub sweep_interval: Option<f64>,
+    /// partitions.conf.
+    pub partitions: Option<PathBuf>,
+    /// guid2lid file (default `<data-dir>/guid2lid`).
+    pub guid2lid: Option<PathBuf>,
+    /// Data directory.
+    pub data_dir: Option<PathBuf>,
+    /// LMC 0..=7.
+    pub lmc: Option<u8>,
+    /// Routing worker threads (default: available cores).
+    pub routing_workers: Option<usize>,
+    /// In-process simulator pace: `fast` or `realtime`.
+    pub sim_pace: Option<String>,
+    /// In-process simulator seed.
+    pub sim_seed: Option<u64>,
+}
+
+impl FileConfig {
+    /// Reads a TOML file.
+    pub fn load(path: &Path) -> Result<FileConfig, NodeError> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| NodeError::Config(format!("{}: {e}", path.display())))?;
+        toml::from_str(&text).map_err(|e| NodeError::Config(format!("{}: {e}", path.display())))
+    }
+
+    /// `self` with every field `over` sets replaced (flags override the file).
+    pub fn overlay(self, over: FileConfig) -> FileConfig {
+        FileConfig {
+            fabric: over.fabric.or(self.fabric),
+            priority: over.priority.or(self.priority),
+            routing_engine: over.routing_engine.or(self.routing_engine),
+            sweep_interval: over.sweep_interval.or(self.sweep_interval),
+            partitions: over.partitions.or(self.partitions),
+            guid2lid: over.guid2lid.or(self.guid2lid),
+            data_dir: over.data_dir.or(self.data_dir),
+            lmc: over.lmc.or(self.lmc),
+            routing_workers: over.routing_workers.or(self.routing_workers),
+            sim_pace: over.sim_pace.or(self.sim_pace),
+            sim_seed: over.sim_seed.or(self.sim_seed),
+        }
+    }
+}
+
+/// The resolved configuration.
+#[derive(Clone, Debug)]
+pub struct NodeConfig {
+    /// The fabric.
+    pub fabric: FabricSpec,
+    /// SM priority.
+    pub priority: u8,
+    /// Routing engines, in order.
+    pub engines: Vec<String>,
+    /// Light sweep interval in ms (0: none).
+    pub sweep_interval_ms: u64,
+    /// partitions.conf path.
+    pub partitions: Option<PathBuf>,
+    /// Where guid2lid is persisted (None: not persisted).
+    pub guid2lid: Option<PathBuf>,
+    /// LMC.
+    pub lmc: u8,
+    /// Routing workers.
+    pub workers: usize,
+    /// In-process simulator pace.
+    pub pace: Pace,
+    /// In-process simulator seed.
+    pub seed: u64,
+}
+
+impl TryFrom<FileConfig> for NodeConfig {
+    type Error = NodeError;
+    fn try_from(f: FileConfig) -> Result<NodeConfig, NodeError> {
+        let fabric = f
+            .fabric
+            .as_deref()
+            .ok_or_else(|| NodeError::Config("no fabric given (--fabric or `fabric =`)".into()))?
+            .parse()?;
+        let priority = f.priority.unwrap_or(0);
+        if priority > 15 {
+            return Err(NodeError::Config(format!(
+                "priority {priority}: must be 0..=15"
+            )));
+        }
+        let lmc = f.lmc.unwrap_or(0);
+        if lmc > 7 {
+            return Err(NodeError::Config(format!("lmc {lmc}: must be 0..=7")));
+        }
+        let engines: Vec<String> = f
+            .routing_engine
+            .as_deref()
+            .unwrap_or("ftree,updn,minhop")
+            .split(',')
+            .map(|s| s.trim().to_string())
+            .filter(|s| !s.is_empty())
+            .collect();
+        for e in &engines {
+            routing::engine_by_name(e, &routing::EngineOptions::default())
+                .map_err(|err| NodeError::Config(format!("routing engine {e:?}: {err}")))?;
+        }
+        if engines.is_empty() {
+            return Err(NodeError::Config("empty routing engine chain".into()));
+        }
+        let interval = f.sweep_interval.unwrap_or(10.0);
+        if !interval.is_finite() || interval < 0.0 {
+            return Err(NodeError::Config(format!(
+                "sweep interval {interval}: must be >= 0 seconds"
+            )));
+        }
+        let guid2lid = f
+            .guid2lid
+            .or_else(|| f.data_dir.as_ref().map(|d| d.join("guid2lid")));
+        let pace = match f.sim_pace.as_deref() {
+            Some(p) => p.parse().map_err(NodeError::Config)?,
+            None => Pace::Fast,
+        };
+        Ok(NodeConfig {
+            fabric,
+            priority,
+            engines,
+            sweep_interval_ms: (interval * 1e3).round() as u64,
+            partitions: f.partitions,
+            guid2lid,
+            lmc,
+            workers: f
+                .routing_workers
+                .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+                .max(1),
+            pace,
+            seed: f.sim_seed.unwrap_or(1),
+        })
+    }
+}
+
+/// Reads and checks a partitions file; every syntax error is reported as `file:line:col`.
+pub fn load_partitions(path: &Path) -> Result<String, NodeError> {
+    let text = std::fs::read_to_string(path).map_err(|e| NodeError::Partitions {
+        path: path.to_path_buf(),
+        errors: format!("{}: {e}", path.display()),
+    })?;
+    if let Err(errs) = partitions::parse(&text) {
+        let errors = errs
+            .iter()
+            .map(|e| format!("{}:{e}", path.display()))
+            .collect::<Vec<_>>()
+            .join("\n");
+        return Err(NodeError::Partitions {
+            path: path.to_path_buf(),
+            errors,
+        });
+    }
+    Ok(text)
+}
+
+impl NodeConfig {
+    /// The sweeper's configuration, with the partitions policy and the remembered LIDs
+    /// loaded, and the guid2lid store to keep them in.
+    pub fn sweeper_config(&self) -> Result<(SweeperConfig, Option<Guid2LidStore>), NodeError> {
+        let partitions_conf = match &self.partitions {
+            Some(p) => Some(load_partitions(p)?),
+            None => None,
+        };
+        let (store, guid2lid) = match &self.guid2lid {
+            Some(p) => {
+                let (s, m) = Guid2LidStore::open(p)?;
+                (Some(s), m)
+            }
+            None => (None, sm_core::Guid2Lid::new()),
+        };
+        let cfg = SweeperConfig {
+            sm_priority: self.priority,
+            lmc: self.lmc,
+            engines: self.engines.clone(),
+            routing_shards: if self.workers > 1 {
+                self.workers * 2
+            } else {
+                1
+            },
+            sweep_interval: self.sweep_interval_ms * MS,
+            partitions_conf,
+            guid2lid,
+            ..SweeperConfig::default()
+        };
+        Ok((cfg, store))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fabric_specs_parse() {
+        assert_eq!(
+            "sim:ft2:8".parse::<FabricSpec>().unwrap(),
+            FabricSpec::Sim {
+                topology: "ft2:8".into(),
+                port: None
+            }
+        );
+        assert_eq!(
+            "sim:net.topo@H1".parse::<FabricSpec>().unwrap(),
+            FabricSpec::Sim {
+                topology: "net.topo".into(),
+                port: Some("H1".into())
+            }
+        );
+        assert_eq!(
+            "simd:/tmp/a.sock@0x10".parse::<FabricSpec>().unwrap(),
+            FabricSpec::Simd {
+                socket: "/tmp/a.sock".into(),
+                port: "0x10".into()
+            }
+        );
+        for bad in ["simd:/tmp/a.sock", "umad:0", "sim:"] {
+            let e = bad.parse::<FabricSpec>().unwrap_err().to_string();
+            assert!(e.starts_with("E_NODE_CONFIG"), "{bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn flags_override_the_file_and_values_are_checked() {
+        let file: FileConfig =
+            toml::from_str("fabric = \"sim:ft2:8\"\npriority = 3\nsweep-interval = 2.5\n").unwrap();
+        let flags = FileConfig {
+            priority: Some(9),
+            ..FileConfig::default()
+        };
+        let c = NodeConfig::try_from(file.clone().overlay(flags)).unwrap();
+        assert_eq!(c.priority, 9);
+        assert_eq!(c.sweep_interval_ms, 2500);
+        assert_eq!(c.engines, ["ftree", "updn", "minhop"]);
+        let bad = FileConfig {
+            priority: Some(16),
+            ..FileConfig::default()
+        };
+        assert!(NodeConfig::try_from(file.clone().overlay(bad)).is_err());
+        let bad = FileConfig {
+            routing_engine: Some("nosuch".into()),
+            ..FileConfig::default()
+        };
+        assert!(NodeConfig::try_from(file.overlay(bad)).is_err());
+        assert!(toml::from_str::<FileConfig>("bogus = 1\n").is_err());
+    }
+
+    #[test]
+    fn bad_partitions_file_is_refused_with_line_and_column() {
+        let dir = std::env::temp_dir().join(format!("smnode-parts-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let p = dir.join("partitions.conf");
+        std::fs::write(
+            &p,
+            "Default=0x7fff : ALL=full ;\nBroken=0x0002 ALL=full ;\n",
+        )
+        .unwrap();
+        let e = load_partitions(&p).unwrap_err().to_string();
+        assert!(e.starts_with("E_NODE_PARTITIONS"), "{e}");
+        assert!(e.contains("partitions.conf:2:"), "{e}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

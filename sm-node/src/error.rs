@@ -1,0 +1,37 @@
+//! The daemon's error type; every message starts with a stable, grep-able code.
+
+use crate::transport::TransportError;
+use std::path::PathBuf;
+
+/// Errors of the daemon's library side (configuration, persistence, start-up).
+#[derive(Debug, thiserror::Error)]
+pub enum NodeError {
+    /// A configuration value or file is wrong.
+    #[error("E_NODE_CONFIG: {0}")]
+    Config(String),
+    /// The partitions file does not parse; every syntax error with `file:line:col`.
+    #[error("E_NODE_PARTITIONS: {path}: policy rejected, refusing to start:\n{errors}")]
+    Partitions {
+        /// The file.
+        path: PathBuf,
+        /// One `file:line:col: code: message` line per error.
+        errors: String,
+    },
+    /// The guid2lid file cannot be read, parsed or written.
+    #[error("E_NODE_GUID2LID: {path}: {why}")]
+    Guid2Lid {
+        /// The file.
+        path: PathBuf,
+        /// What went wrong.
+        why: String,
+    },
+    /// The fabric transport failed.
+    #[error(transparent)]
+    Transport(#[from] TransportError),
+    /// The sweeper refused its configuration.
+    #[error("E_NODE_SWEEPER: {0}")]
+    Sweeper(#[from] sm_core::SmError),
+    /// An actor is gone (its mailbox closed).
+    #[error("E_NODE_ACTOR: {0}")]
+    Actor(String),
+}

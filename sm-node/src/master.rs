@@ -1,0 +1,339 @@
+//! [`MasterActor`]: drives sm-core's sweeper over a [`Transport`] — sends what
+//! `poll_transmit` yields, feeds received MADs to `handle_mad`, runs the sweeper's timer from
+//! `poll_timeout` on the daemon's monotonic clock, hands routing jobs to the
+//! [`RoutingPool`], persists guid2lid and reports [`Milestone`]s.
+//!
+//! The actor holds the master role for as long as it runs: a later RaftActor starts it when
+//! this replica becomes leader and sends [`Shutdown`] (or stops its arbiter) when it steps
+//! down; nothing else in the daemon sends SMPs.
+
+use crate::milestone::{Milestone, MilestoneKind};
+use crate::pool::RoutingPool;
+use crate::store::Guid2LidStore;
+use crate::transport::{Attached, Inbound, Transport};
+use actix::prelude::*;
+use sm_core::{Counters, Event, Phase, Sweeper, VTime};
+use std::time::{Duration, Instant};
+use tokio::sync::mpsc::UnboundedSender;
+
+/// The daemon's clock: nanoseconds since the master started, from a monotonic clock.
+#[derive(Clone, Copy, Debug)]
+pub struct Clock {
+    start: Instant,
+}
+
+impl Clock {
+    /// A clock starting now.
+    pub fn start() -> Clock {
+        Clock {
+            start: Instant::now(),
+        }
+    }
+
+    /// Sweeper time now.
+    pub fn now(&self) -> VTime {
+        self.start.elapsed().as_nanos() as VTime
+    }
+
+    /// Wall time elapsed since start.
+    pub fn elapsed(&self) -> Duration {
+        self.start.elapsed()
+    }
+}
+
+/// Everything the master needs.
+pub struct MasterParts {
+    /// The sweeper, configured.
+    pub sweeper: Sweeper,
+    /// The fabric attachment.
+    pub attached: Attached,
+    /// The routing pool.
+    pub pool: RoutingPool,
+    /// Where guid2lid is persisted (None: not persisted).
+    pub store: Option<Guid2LidStore>,
+    /// Who gets milestones.
+    pub observers: Vec<UnboundedSender<Milestone>>,
+}
+
+/// The master: one sweeper, one transport.
+pub struct MasterActor {
+    sweeper: Sweeper,
+    /// None once stopped (dropping it detaches from the fabric).
+    transport: Option<Box<dyn Transport>>,
+    inbound: Option<crate::transport::InboundRx>,
+    pool: RoutingPool,
+    store: Option<Guid2LidStore>,
+    observers: Vec<UnboundedSender<Milestone>>,
+    clock: Clock,
+    /// Deadline of the armed timer and its handle.
+    timer: Option<(VTime, SpawnHandle)>,
+    routing_since: Option<Instant>,
+    stop_reason: Option<String>,
+}
+
+impl MasterActor {
+    /// A master over `parts`; start it with `Actor::start`.
+    pub fn new(parts: MasterParts) -> MasterActor {
+        MasterActor {
+            sweeper: parts.sweeper,
+            transport: Some(parts.attached.transport),
+            inbound: Some(parts.attached.inbound),
+            pool: parts.pool,
+            store: parts.store,
+            observers: parts.observers,
+            clock: Clock::start(),
+            timer: None,
+            routing_since: None,
+            stop_reason: None,
+        }
+    }
+
+    fn notify(&mut self, kind: MilestoneKind) {
+        let m = Milestone {
+            elapsed: self.clock.elapsed(),
+            kind,
+        };
+        self.observers.retain(|o| o.send(m.clone()).is_ok());
+    }
+
+    /// Runs the sweeper until it has nothing more to do now: due timeouts, transmits,
+    /// events; then arms the timer for its next deadline.
+    fn pump(&mut self, ctx: &mut Context<Self>) {
+        loop {
+            let now = self.clock.now();
+            if matches!(self.sweeper.poll_timeout(), Some(t) if t <= now) {
+                self.sweeper.handle_timeout(now);
+            }
+            let Some(transport) = self.transport.as_mut() else {
+                return;
+            };
+            let mut sent = 0usize;
+            while let Some(tx) = self.sweeper.poll_transmit() {
+                if let Err(e) = transport.send(tx.dlid, &tx.smp) {
+                    return self.fail(ctx, e.to_string());
+                }
+                sent += 1;
+            }
+            if sent > 0
+                && let Err(e) = transport.flush()
+            {
+                return self.fail(ctx, e.to_string());
+            }
+            while let Some(ev) = self.sweeper.poll_event() {
+                self.on_event(ev, ctx);
+            }
+            if !matches!(self.sweeper.poll_timeout(), Some(t) if t <= self.clock.now()) {
+                break;
+            }
+        }
+        self.arm_timer(ctx);
+    }
+
+    fn arm_timer(&mut self, ctx: &mut Context<Self>) {
+        let Some(deadline) = self.sweeper.poll_timeout() else {
+            return;
+        };
+        if let Some((armed, h)) = self.timer {
+            if armed <= deadline {
+                return; // fires earlier; it pumps and re-arms
+            }
+            ctx.cancel_future(h);
+        }
+        let wait = Duration::from_nanos(deadline.saturating_sub(self.clock.now()));
+        let h = ctx.run_later(wait, |act, ctx| {
+            act.timer = None;
+            act.pump(ctx);
+        });
+        self.timer = Some((deadline, h));
+    }
+
+    fn on_event(&mut self, ev: Event, ctx: &mut Context<Self>) {
+        match &ev {
+            Event::RoutingNeeded(_) => tracing::debug!("{ev}"),
+            Event::LightSweepComplete { changed: false, .. } => tracing::debug!("{ev}"),
+            Event::RoutingFailed(_) => tracing::error!("E_NODE_ROUTING: {ev}"),
+            Event::SubnetUp { counters, .. } => tracing::info!(
+                "SUBNET UP after {:.1} ms: {} SMPs ({} Sets, {} directed, {} LID-routed, {} timeouts)",
+                self.clock.elapsed().as_secs_f64() * 1e3,
+                counters.total(),
+                counters.sets(),
+                counters.directed,
+                counters.lid_routed,
+                counters.timeouts
+            ),
+            _ => tracing::info!("{ev}"),
+        }
+        if let Some(kind) = MilestoneKind::from_event(&ev) {
+            self.notify(kind);
+        }
+        match ev {
+            Event::RoutingNeeded(job) => self.route(*job, ctx),
+            Event::LidsAssigned { .. } | Event::HeavySweepComplete { .. } => self.persist(),
+            Event::RoutingDone { .. } => {
+                if let Some(t) = self.routing_since.take() {
+                    tracing::info!(
+                        "routing on {} workers took {:.1} ms",
+                        self.pool.workers(),
+                        t.elapsed().as_secs_f64() * 1e3
+                    );
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn route(&mut self, job: sm_core::RoutingJob, ctx: &mut Context<Self>) {
+        self.routing_since = Some(Instant::now());
+        self.notify(MilestoneKind::RoutingStarted);
+        let pool = self.pool.clone();
+        let fut = async move { pool.route(job).await };
+        ctx.spawn(fut.into_actor(self).map(|res, act, ctx| {
+            let res = res.map_err(|e| {
+                tracing::error!("{e}");
+                sm_core::SmError::from(e)
+            });
+            act.sweeper.handle_routing_result(act.clock.now(), res);
+            act.pump(ctx);
+        }));
+    }
+
+    /// Writes guid2lid when it changed.
+    fn persist(&mut self) {
+        let Some(store) = self.store.as_mut() else {
+            return;
+        };
+        let map = self.sweeper.guid2lid();
+        match store.save(map) {
+            Ok(true) => {
+                let ports = map.len();
+                tracing::info!(
+                    "guid2lid saved: {ports} ports in {}",
+                    store.path().display()
+                );
+                self.notify(MilestoneKind::Guid2LidSaved { ports });
+            }
+            Ok(false) => {}
+            Err(e) => tracing::error!("{e}"),
+        }
+    }
+
+    fn fail(&mut self, ctx: &mut Context<Self>, reason: String) {
+        tracing::error!("E_NODE_TRANSPORT: {reason}; master stops");
+        self.stop_reason = Some(reason);
+        ctx.stop();
+    }
+}
+
+impl Actor for MasterActor {
+    type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Context<Self>) {
+        let (port, what) = self
+            .transport
+            .as_ref()
+            .map(|t| (t.port_guid().to_string(), t.describe()))
+            .unwrap_or_default();
+        tracing::info!(
+            "entering MASTER state (single replica, priority {}, port {port}, {what})",
+            self.sweeper.config().sm_priority,
+        );
+        self.notify(MilestoneKind::EnteredMaster);
+        if let Some(mut rx) = self.inbound.take() {
+            let s = futures_util::stream::poll_fn(move |cx| rx.poll_recv(cx));
+            ctx.add_stream(s);
+        }
+        self.pump(ctx);
+    }
+
+    fn stopped(&mut self, _: &mut Context<Self>) {
+        self.persist();
+        // Detach from the fabric before anyone hears that the master stopped.
+        drop(self.transport.take());
+        let reason = self
+            .stop_reason
+            .take()
+            .unwrap_or_else(|| "shutdown".to_string());
+        tracing::info!("master stopped ({reason})");
+        self.notify(MilestoneKind::Stopped { reason });
+    }
+}
+
+impl StreamHandler<Vec<Inbound>> for MasterActor {
+    fn handle(&mut self, batch: Vec<Inbound>, ctx: &mut Context<Self>) {
+        let now = self.clock.now();
+        for m in batch {
+            self.sweeper.handle_mad(now, m.slid, m.smp);
+        }
+        self.pump(ctx);
+    }
+
+    fn finished(&mut self, ctx: &mut Context<Self>) {
+        self.fail(ctx, "the fabric transport closed".into());
+    }
+}
+
+/// Asks for a sweep now (heavy: rediscover and reprogram; light: poll for changes).
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct RequestSweep {
+    /// Heavy or light.
+    pub heavy: bool,
+}
+
+impl Handler<RequestSweep> for MasterActor {
+    type Result = ();
+    fn handle(&mut self, m: RequestSweep, ctx: &mut Context<Self>) {
+        self.sweeper.request_sweep(self.clock.now(), m.heavy);
+        self.pump(ctx);
+    }
+}
+
+/// The master's state.
+#[derive(Clone, Debug)]
+pub struct Status {
+    /// Sweeper phase.
+    pub phase: Phase,
+    /// SUBNET UP reached.
+    pub subnet_up: bool,
+    /// The SM's LID.
+    pub sm_lid: fabric::Lid,
+    /// Current or last heavy sweep number.
+    pub sweep: u64,
+    /// SMP counters since start.
+    pub counters: Counters,
+    /// Ports in the guid2lid map.
+    pub guid2lid_ports: usize,
+}
+
+/// Reads the master's [`Status`].
+#[derive(Message)]
+#[rtype(result = "Status")]
+pub struct GetStatus;
+
+impl Handler<GetStatus> for MasterActor {
+    type Result = MessageResult<GetStatus>;
+    fn handle(&mut self, _: GetStatus, _: &mut Context<Self>) -> Self::Result {
+        MessageResult(Status {
+            phase: self.sweeper.phase(),
+            subnet_up: self.sweeper.is_subnet_up(),
+            sm_lid: self.sweeper.sm_lid(),
+            sweep: self.sweeper.sweep_number(),
+            counters: *self.sweeper.counters(),
+            guid2lid_ports: self.sweeper.guid2lid().len(),
+        })
+    }
+}
+
+/// Stops the master: flushes guid2lid, stops sending, drops the transport. Answers once the
+/// guid2lid file is written.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct Shutdown;
+
+impl Handler<Shutdown> for MasterActor {
+    type Result = ();
+    fn handle(&mut self, _: Shutdown, ctx: &mut Context<Self>) {
+        self.persist();
+        ctx.stop();
+    }
+}

@@ -1,0 +1,241 @@
+//! The in-process simulator transport: a [`SimFabric`] shared behind a mutex
+//! ([`SimHandle`]), driven by one thread per attachment.
+//!
+//! Pacing ([`Pace`]):
+//! - [`Pace::Fast`] (default): every pending simulator event runs as soon as the thread gets
+//!   to it; virtual time jumps from event to event, so SMP round trips cost only CPU time
+//!   and long simulator timers (link retraining, scheduled faults) fire at once. The
+//!   sweeper's own timers (SMP timeouts, light sweeps) still run on the daemon's monotonic
+//!   clock. Runs are deterministic in what the fabric ends up programmed with; only the
+//!   number of resends can vary when the machine is overloaded.
+//! - [`Pace::RealTime`]: virtual time follows the wall clock since attach; events due no
+//!   later than wall time + 1 ms run at once (like `fabric-simd`).
+
+use super::{Attached, Inbound, InboundTx, Transport, TransportError};
+use fabric::{Guid, Lid};
+use fabric_sim::{AttachId, SimFabric};
+use mad::Smp;
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender, TryRecvError};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// How the simulator's virtual time advances. See the module documentation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Pace {
+    /// As fast as the CPU allows.
+    #[default]
+    Fast,
+    /// Following the wall clock.
+    RealTime,
+}
+
+impl std::str::FromStr for Pace {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Pace, String> {
+        match s {
+            "fast" => Ok(Pace::Fast),
+            "realtime" => Ok(Pace::RealTime),
+            _ => Err(format!("sim pace {s:?}: expected fast or realtime")),
+        }
+    }
+}
+
+/// Events due within this much virtual time after the wall clock run at once (RealTime).
+const LOOKAHEAD_NS: u64 = 1_000_000;
+/// Events run between two hand-overs of received MADs (Fast), to keep latency low.
+const EVENTS_PER_SLICE: usize = 4096;
+/// Received MADs that end a slice early.
+const RECV_PER_SLICE: usize = 128;
+
+/// A simulated fabric shared by its transports and by whoever inspects it (tests, tools).
+#[derive(Clone)]
+pub struct SimHandle(Arc<Mutex<SimFabric>>);
+
+impl SimHandle {
+    /// Wraps a fabric.
+    pub fn new(sim: SimFabric) -> SimHandle {
+        SimHandle(Arc::new(Mutex::new(sim)))
+    }
+
+    /// Runs `f` with the fabric locked.
+    pub fn with<T>(&self, f: impl FnOnce(&mut SimFabric) -> T) -> T {
+        f(&mut self.lock())
+    }
+
+    fn lock(&self) -> MutexGuard<'_, SimFabric> {
+        // A panic while holding the lock leaves the simulator in a state that is still
+        // memory-safe; keep going rather than cascade the panic.
+        self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The port GUID named `name`: a NodeDescription (port 1 of a CA), `name[N]`, or a
+    /// `0x` port or node GUID.
+    pub fn resolve_port(&self, name: &str) -> Result<Guid, TransportError> {
+        let sim = self.lock();
+        let (base, num) = match name.strip_suffix(']').and_then(|s| s.rsplit_once('[')) {
+            Some((b, n)) => {
+                let n = n
+                    .parse::<u8>()
+                    .map_err(|_| TransportError::Attach(format!("bad port number in {name:?}")))?;
+                (b, Some(n))
+            }
+            None => (name, None),
+        };
+        let (node, port) = sim
+            .find(base)
+            .ok_or_else(|| TransportError::Attach(format!("no port named {name:?}")))?;
+        let port = num
+            .or(port)
+            .unwrap_or(if sim.is_switch(node) { 0 } else { 1 });
+        sim.port_guid(node, port)
+            .map_err(|e| TransportError::Attach(format!("{name:?}: {e}")))
+    }
+
+    /// Attaches an SM at `port_guid` and starts the thread that drives the fabric for it.
+    pub fn attach(&self, port_guid: Guid, pace: Pace) -> Result<Attached, TransportError> {
+        let id = self
+            .lock()
+            .attach(port_guid)
+            .map_err(|e| TransportError::Attach(format!("{port_guid}: {e}")))?;
+        let (cmd_tx, cmd_rx) = mpsc::channel();
+        let (in_tx, in_rx) = tokio::sync::mpsc::unbounded_channel();
+        let handle = self.clone();
+        let thread = std::thread::Builder::new()
+            .name("sim-transport".into())
+            .spawn(move || drive(handle, id, pace, cmd_rx, in_tx))?;
+        Ok(Attached {
+            transport: Box::new(SimTransport {
+                port_guid,
+                buf: Vec::new(),
+                tx: Some(cmd_tx),
+                thread: Some(thread),
+            }),
+            inbound: in_rx,
+        })
+    }
+}
+
+type Batch = Vec<(Lid, Smp)>;
+
+/// The sending half: buffers SMPs and hands them to the driving thread on flush. Dropping it
+/// stops the thread and detaches the SM from the fabric (before `drop` returns).
+struct SimTransport {
+    port_guid: Guid,
+    buf: Batch,
+    tx: Option<Sender<Batch>>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Transport for SimTransport {
+    fn send(&mut self, dlid: Lid, smp: &Smp) -> Result<(), TransportError> {
+        self.buf.push((dlid, smp.clone()));
+        Ok(())
+    }
+
+    fn flush(&mut self) -> Result<(), TransportError> {
+        if self.buf.is_empty() {
+            return Ok(());
+        }
+        let batch = std::mem::take(&mut self.buf);
+        self.tx
+            .as_ref()
+            .ok_or_else(|| TransportError::Closed("simulator transport stopped".into()))?
+            .send(batch)
+            .map_err(|_| TransportError::Closed("simulator thread ended".into()))
+    }
+
+    fn port_guid(&self) -> Guid {
+        self.port_guid
+    }
+
+    fn describe(&self) -> String {
+        format!("in-process simulator at port {}", self.port_guid)
+    }
+}
+
+impl Drop for SimTransport {
+    fn drop(&mut self) {
+        self.tx = None;
+        if let Some(t) = self.thread.take() {
+            // The thread returns as soon as it sees the closed channel; a panic in it was
+            // already reported by the panic hook.
+            let _ = t.join();
+        }
+    }
+}
+
+/// The driving thread: takes SMP batches, runs the simulator, hands back received MADs.
+fn drive(h: SimHandle, id: AttachId, pace: Pace, rx: Receiver<Batch>, out: InboundTx) {
+    let start = Instant::now();
+    let base = h.lock().now();
+    let wall = || base + start.elapsed().as_nanos() as u64;
+    'run: loop {
+        // Wait for work: a batch to send, or a simulator event that is due.
+        let next = h.lock().next_event_time();
+        let first = match (next, pace) {
+            (None, _) => match rx.recv() {
+                Ok(b) => Some(b),
+                Err(_) => break 'run,
+            },
+            (Some(_), Pace::Fast) => match rx.try_recv() {
+                Ok(b) => Some(b),
+                Err(TryRecvError::Empty) => None,
+                Err(TryRecvError::Disconnected) => break 'run,
+            },
+            (Some(t), Pace::RealTime) => {
+                let ahead = t.saturating_sub(wall() + LOOKAHEAD_NS);
+                match rx.recv_timeout(Duration::from_nanos(ahead)) {
+                    Ok(b) => Some(b),
+                    Err(RecvTimeoutError::Timeout) => None,
+                    Err(RecvTimeoutError::Disconnected) => break 'run,
+                }
+            }
+        };
+        let mut sim = h.lock();
+        let mut batches = first.into_iter().collect::<Vec<_>>();
+        while let Ok(b) = rx.try_recv() {
+            batches.push(b);
+        }
+        let now = match pace {
+            Pace::Fast => sim.now(),
+            Pace::RealTime => sim.now().max(wall()),
+        };
+        for (dlid, smp) in batches.into_iter().flatten() {
+            let r = if dlid.is_permissive() {
+                sim.send(now, id, &smp)
+            } else {
+                sim.send_lid(now, id, dlid, &smp)
+            };
+            if let Err(e) = r {
+                tracing::warn!("E_NODE_TRANSPORT_SIM: SMP refused by the simulator: {e}");
+            }
+        }
+        let limit = match pace {
+            Pace::Fast => u64::MAX,
+            Pace::RealTime => wall() + LOOKAHEAD_NS,
+        };
+        let mut n = 0;
+        while let Some(t) = sim.next_event_time() {
+            if t > limit || n >= EVENTS_PER_SLICE || sim.pending(id) >= RECV_PER_SLICE {
+                break;
+            }
+            sim.run_until(t);
+            n += 1;
+        }
+        let mut got = Vec::with_capacity(sim.pending(id));
+        while let Some(r) = sim.poll_recv_full(id) {
+            got.push(Inbound {
+                slid: r.slid,
+                smp: r.smp,
+            });
+        }
+        drop(sim);
+        if !got.is_empty() && out.send(got).is_err() {
+            break 'run;
+        }
+    }
+    if let Err(e) = h.lock().detach(id) {
+        tracing::warn!("E_NODE_TRANSPORT_SIM: detach failed: {e}");
+    }
+}
