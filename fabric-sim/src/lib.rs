@@ -10,6 +10,42 @@
 //! keeps accounting. Time is virtual ([`VTime`], nanoseconds), driven by an event queue
 //! ordered by (time, sequence), so a seed gives the same run every time.
 //!
+//! # The model, where IBA leaves room or the simulator simplifies
+//!
+//! * Links come up INIT / LinkUp when loaded or retrained; the SM moves ports to ARMED
+//!   (only from INIT) and ACTIVE (only from ARMED); Set PortState=INIT, ACTIVE from INIT,
+//!   ARMED from ACTIVE answer status 0x1C and change nothing. Set Down takes the link
+//!   down at both ends; it retrains to INIT after `SimConfig::retrain_ns` (unless the SM
+//!   disabled it with PortPhysicalState=Disabled, or a fault unplugged it).
+//! * Switch port 0 is always Active and carries the switch's LID, LMC, MasterSMLID and
+//!   M_Key; external ports report port 0's values for those fields.
+//! * SwitchInfo.PortStateChange is set when a port goes Down or comes up (the link state
+//!   machine, IBA 14.2.5.4), not on the SM's own ARMED/ACTIVE Sets; writing 1 clears it.
+//!   Switches send trap 128 on the same transitions; CAs send none.
+//! * Traps are sent once (no repetition); TrapRepress is accepted and consumed.
+//! * M_Key (IBA 14.2.4, as linux qib/hfi1 implement it): a zero M_Key or a matching key
+//!   passes; otherwise Get passes at protect level 0 (key shown) and 1 (key read as 0),
+//!   fails at 2 and 3; Set and TrapRepress always fail. A failure sends no response,
+//!   counts M_KeyViolations, starts the lease (when the period is non-zero) and sends
+//!   trap 256. The lease expiring clears the protect bits; a matching key stops it.
+//! * Directed route uses [`mad::dr_step`] at every node; a CA sends a directed-route SMP
+//!   only out of the port it was posted on (linux smi.c). Bad ports, unlinked ports and
+//!   non-switches asked to forward discard the SMP (counted, no answer).
+//! * LID-routed packets (SMPs and the [`SimFabric::deliver`] check) need ACTIVE ports at
+//!   both ends of every link; LFT entries 0xFF, above LinearFDBTop or naming a missing
+//!   port drop. A packet crossing more than 255 links is dropped as looping.
+//! * VL15: a switch output port queues at most `SimConfig::vl15_depth` SMPs behind the
+//!   one on the wire (`wire_time_ns` each); more are dropped and counted. CA send queues
+//!   are not bounded.
+//! * P_Keys: an HCA sends only with a key held in its table; the receiving HCA accepts a
+//!   key matching some entry by the IBA rule (same partition, not both limited). Switch
+//!   enforcement (PortInfo inbound/outbound bits on a switch port) compares the
+//!   partition only, so a port facing a limited member may carry that member's keys.
+//!   SMPs are exempt.
+//! * Stored but not acted on: MulticastForwardingTable (no multicast data delivery),
+//!   SLtoVL and VLArbitration tables, GUIDInfo entries (CAs only; entry 0 is the port
+//!   GUID and read-only).
+//!
 //! The core must never do IO, read a clock, spawn a thread or use unseeded randomness.
 //! The only IO parts are [`protocol`] (framing over `Read`/`Write`), [`server`] (the
 //! Unix-socket server behind the `fabric-simd` binary, threads allowed) and [`client`]
