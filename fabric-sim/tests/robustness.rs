@@ -38,8 +38,8 @@ fn random_smp(rng: &mut SplitMix64) -> Smp {
     if rng.chance(0.7) {
         b[32..36].copy_from_slice(&[0xFF; 4]);
     }
-    for i in 129..136 {
-        b[i] = (rng.below(10)) as u8;
+    for x in b[129..136].iter_mut() {
+        *x = rng.below(10) as u8;
     }
     if rng.chance(0.3) {
         b[24..32].fill(0);
