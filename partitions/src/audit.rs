@@ -7,7 +7,10 @@
 //! * A switch port facing an end port, when its table was read and its enforcement bit is
 //!   set, drops that port's packets (inbound) or packets to it (outbound) whose partition is
 //!   not in its table. Switch enforcement is taken to compare the partition number only; the
-//!   membership check is left to the receiving end port. Traffic needs both directions, so
+//!   membership check is left to the receiving end port. (OpenSM writes a limited end port's
+//!   limited key into its switch port and enforces by default; were the switch to apply the
+//!   full/limited rule, a limited member's own packets would be dropped at ingress and
+//!   hub-and-spoke storage could not work under OpenSM's defaults.) Traffic needs both directions, so
 //!   an end port is an effective member of p only when its switch port passes p both ways.
 //! * A switch port whose table or enforcement bits were not read is assumed not to enforce
 //!   (the conservative assumption for isolation).
@@ -44,14 +47,18 @@ pub struct Finding {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct PartitionView {
     /// Partition number.
+    #[serde(serialize_with = "crate::hexser::part")]
     pub pkey: u16,
     /// Name from the policy, when known.
     pub name: Option<String>,
     /// Effective full members (port GUIDs).
+    #[serde(serialize_with = "crate::hexser::guids")]
     pub full: Vec<Guid>,
     /// Effective limited members.
+    #[serde(serialize_with = "crate::hexser::guids")]
     pub limited: Vec<Guid>,
     /// Ports holding a key of p that switch enforcement blocks.
+    #[serde(serialize_with = "crate::hexser::guids")]
     pub blocked: Vec<Guid>,
 }
 
@@ -63,12 +70,15 @@ pub struct GroupPair {
     /// Second group name (may equal `a`).
     pub b: String,
     /// Partitions through which they exchange traffic.
+    #[serde(serialize_with = "crate::hexser::parts")]
     pub via: Vec<u16>,
     /// Of those, partitions the policy does not intend for them.
+    #[serde(serialize_with = "crate::hexser::parts")]
     pub unintended: Vec<u16>,
     /// Number of port pairs.
     pub pairs: usize,
     /// One example pair.
+    #[serde(serialize_with = "crate::hexser::guid_pair")]
     pub example: (Guid, Guid),
 }
 
@@ -78,6 +88,7 @@ pub struct AuditReport {
     /// Effective partitions.
     pub partitions: Vec<PartitionView>,
     /// Groups: name -> member port GUIDs.
+    #[serde(serialize_with = "group_map")]
     pub groups: BTreeMap<String, Vec<Guid>>,
     /// Exchange between groups.
     pub exchange: Vec<GroupPair>,
@@ -90,6 +101,20 @@ impl AuditReport {
     pub fn has_errors(&self) -> bool {
         self.findings.iter().any(|f| f.severity == Severity::Error)
     }
+}
+
+fn group_map<S: serde::Serializer>(
+    m: &BTreeMap<String, Vec<Guid>>,
+    s: S,
+) -> Result<S::Ok, S::Error> {
+    s.collect_map(m.iter().map(|(k, v)| {
+        (
+            k,
+            v.iter()
+                .map(|g| format!("{:#018x}", g.0))
+                .collect::<Vec<_>>(),
+        )
+    }))
 }
 
 fn sig_of(keys: impl IntoIterator<Item = PKey>) -> Signature {

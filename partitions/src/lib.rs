@@ -71,6 +71,7 @@ pub mod ast;
 pub mod audit;
 pub mod check;
 pub mod dump;
+mod hexser;
 pub mod lints;
 pub mod parser;
 pub mod plan;

@@ -71,6 +71,7 @@ pub struct PKeyBlock {
     /// Block number (the SMP attribute modifier's low 16 bits).
     pub index: u16,
     /// The 32 entries.
+    #[serde(serialize_with = "crate::hexser::pkey_block")]
     pub keys: [PKey; BLOCK_LEN],
 }
 
@@ -153,6 +154,7 @@ pub struct PortPlan {
     /// Its table.
     pub table: PKeyTable,
     /// Keys that did not fit (PartitionCap too small).
+    #[serde(serialize_with = "crate::hexser::pkeys")]
     pub dropped: Vec<PKey>,
 }
 
@@ -160,6 +162,7 @@ pub struct PortPlan {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct SwitchPortPlan {
     /// Switch node GUID.
+    #[serde(serialize_with = "crate::hexser::guid")]
     pub switch_guid: Guid,
     /// Port number on the switch.
     pub port: u8,
@@ -181,10 +184,13 @@ pub struct PlannedPartition {
     /// Name.
     pub name: String,
     /// Partition number.
+    #[serde(serialize_with = "crate::hexser::part")]
     pub pkey: u16,
     /// Port GUIDs holding the full key.
+    #[serde(serialize_with = "crate::hexser::guids")]
     pub full: Vec<Guid>,
     /// Port GUIDs holding the limited key.
+    #[serde(serialize_with = "crate::hexser::guids")]
     pub limited: Vec<Guid>,
     /// Multicast groups (only when the partition has members).
     pub groups: Vec<McGroup>,
@@ -202,6 +208,7 @@ pub struct Plan {
     /// Switch ports facing end ports, sorted by (switch GUID, port).
     pub switch_ports: Vec<SwitchPortPlan>,
     /// Switch-to-switch ports: enforcement must be clear (OpenSM never writes their tables).
+    #[serde(serialize_with = "crate::hexser::guid_ports")]
     pub inter_switch_ports: Vec<(Guid, u8)>,
     /// Overflow problems found while planning.
     pub lints: Vec<Lint>,

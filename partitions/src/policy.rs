@@ -16,6 +16,7 @@ pub const IPOIB_QKEY: u32 = 0x0B1B;
 
 /// OpenSM's `part_enforce`: which direction switch ports facing end ports check P_Keys.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "lowercase")]
 pub enum PartEnforce {
     /// Inbound and outbound (OpenSM's default).
     #[default]
@@ -124,8 +125,10 @@ pub struct Rule {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct McGroup {
     /// The group's MGID (scope nibble applied).
+    #[serde(serialize_with = "crate::hexser::mgid")]
     pub mgid: [u8; 16],
     /// The group's P_Key (partition with the full bit).
+    #[serde(serialize_with = "crate::hexser::pkey")]
     pub pkey: PKey,
     /// MTU code.
     pub mtu: u8,
@@ -188,8 +191,10 @@ pub struct Policy {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 pub struct EndPort {
     /// Node GUID.
+    #[serde(serialize_with = "crate::hexser::guid")]
     pub node_guid: Guid,
     /// Port GUID (a switch's port 0 has the node GUID).
+    #[serde(serialize_with = "crate::hexser::guid")]
     pub port_guid: Guid,
     /// Port number (0 for a switch).
     pub port: u8,

@@ -11,6 +11,7 @@ use clap::{Args, Subcommand};
 use fabric::{Guid, Topology};
 use partitions::{Caps, Options, PartEnforce, Severity};
 use std::collections::BTreeMap;
+use std::fmt::Write as _;
 use std::process::ExitCode;
 
 /// `smctl partitions` subcommands.
@@ -129,6 +130,23 @@ fn read(path: &str) -> anyhow::Result<String> {
 
 /// Runs a `smctl partitions` subcommand.
 pub fn run(cmd: PartitionsCmd) -> anyhow::Result<ExitCode> {
+    let mut o = String::new();
+    let code = run_into(&mut o, cmd);
+    emit(&o)?;
+    code
+}
+
+/// Writes the output, treating a closed pipe (`| head`) as success.
+fn emit(o: &str) -> anyhow::Result<()> {
+    use std::io::Write as _;
+    let mut out = std::io::stdout().lock();
+    match out.write_all(o.as_bytes()).and_then(|_| out.flush()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
+        _ => Ok(()),
+    }
+}
+
+fn run_into(o: &mut String, cmd: PartitionsCmd) -> anyhow::Result<ExitCode> {
     match cmd {
         PartitionsCmd::Check {
             file,
@@ -138,12 +156,13 @@ pub fn run(cmd: PartitionsCmd) -> anyhow::Result<ExitCode> {
             let src = read(&file)?;
             let topo = topology.as_deref().map(load_topology).transpose()?;
             let caps = opts.caps();
-            let report = partitions::check(&src, opts.options()?, topo.as_ref().map(|t| (t, &caps)));
+            let report =
+                partitions::check(&src, opts.options()?, topo.as_ref().map(|t| (t, &caps)));
             for e in &report.parse_errors {
-                println!("{file}:{e}");
+                let _ = writeln!(o, "{file}:{e}");
             }
             for l in &report.lints {
-                println!("{file}:{l}");
+                let _ = writeln!(o, "{file}:{l}");
             }
             let errors = report.parse_errors.len()
                 + report
@@ -153,12 +172,13 @@ pub fn run(cmd: PartitionsCmd) -> anyhow::Result<ExitCode> {
                     .count();
             let warnings = report.lints.len() + report.parse_errors.len() - errors;
             match &report.policy {
-                Some(p) => println!(
+                Some(p) => writeln!(
+                    o,
                     "{file}: {} partitions, {errors} errors, {warnings} warnings",
                     p.partitions.len()
                 ),
-                None => println!("{file}: rejected, {errors} errors"),
-            }
+                None => writeln!(o, "{file}: rejected, {errors} errors"),
+            }?;
             Ok(if report.has_errors() {
                 ExitCode::from(1)
             } else {
@@ -179,7 +199,11 @@ pub fn run(cmd: PartitionsCmd) -> anyhow::Result<ExitCode> {
                 for e in &report.parse_errors {
                     eprintln!("{file}:{e}");
                 }
-                for l in report.lints.iter().filter(|l| l.severity() == Severity::Error) {
+                for l in report
+                    .lints
+                    .iter()
+                    .filter(|l| l.severity() == Severity::Error)
+                {
                     eprintln!("{file}:{l}");
                 }
                 bail!("{file} has errors; run `smctl partitions check` for all lints");
@@ -188,9 +212,9 @@ pub fn run(cmd: PartitionsCmd) -> anyhow::Result<ExitCode> {
                 bail!("no plan produced");
             };
             if json {
-                println!("{}", serde_json::to_string_pretty(&plan)?);
+                let _ = writeln!(o, "{}", serde_json::to_string_pretty(&plan)?);
             } else {
-                print_plan(&plan);
+                print_plan(o, &plan);
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -229,9 +253,9 @@ pub fn run(cmd: PartitionsCmd) -> anyhow::Result<ExitCode> {
             };
             let report = partitions::audit(&topo, &readings, plan.as_ref(), &names);
             if json {
-                println!("{}", serde_json::to_string_pretty(&report)?);
+                let _ = writeln!(o, "{}", serde_json::to_string_pretty(&report)?);
             } else {
-                print_audit(&report);
+                print_audit(o, &report);
             }
             Ok(if report.has_errors() {
                 ExitCode::from(1)
@@ -250,11 +274,12 @@ fn short_list(v: &[Guid]) -> String {
     s.join(", ")
 }
 
-fn print_plan(plan: &partitions::Plan) {
-    println!("part_enforce {}", plan.part_enforce);
-    println!("partitions:");
+fn print_plan(o: &mut String, plan: &partitions::Plan) {
+    let _ = writeln!(o, "part_enforce {}", plan.part_enforce);
+    let _ = writeln!(o, "partitions:");
     for p in &plan.partitions {
-        println!(
+        let _ = writeln!(
+            o,
             "  {:#06x} {}: {} full [{}], {} limited [{}]",
             p.pkey,
             p.name,
@@ -264,7 +289,8 @@ fn print_plan(plan: &partitions::Plan) {
             short_list(&p.limited)
         );
         for g in &p.groups {
-            println!(
+            let _ = writeln!(
+                o,
                 "    group {} pkey {} mtu {} rate {} sl {} scope {} qkey {:#x}{}",
                 g.mgid_string(),
                 g.pkey,
@@ -273,11 +299,15 @@ fn print_plan(plan: &partitions::Plan) {
                 g.sl,
                 g.scope,
                 g.q_key,
-                if g.broadcast { " (IPoIB broadcast)" } else { "" }
+                if g.broadcast {
+                    " (IPoIB broadcast)"
+                } else {
+                    ""
+                }
             );
         }
     }
-    println!("end ports:");
+    let _ = writeln!(o, "end ports:");
     for pp in &plan.ports {
         let keys: Vec<String> = pp
             .table
@@ -285,7 +315,8 @@ fn print_plan(plan: &partitions::Plan) {
             .iter()
             .map(|(i, k)| format!("{i}:{k}"))
             .collect();
-        println!(
+        let _ = writeln!(
+            o,
             "  node {:#x} port {} (guid {:#x}, cap {}): {}{}",
             pp.port.node_guid.0,
             pp.port.port,
@@ -299,7 +330,7 @@ fn print_plan(plan: &partitions::Plan) {
             }
         );
     }
-    println!("switch ports facing end ports:");
+    let _ = writeln!(o, "switch ports facing end ports:");
     for sp in &plan.switch_ports {
         let keys = sp
             .table
@@ -312,7 +343,8 @@ fn print_plan(plan: &partitions::Plan) {
                     .join(" ")
             })
             .unwrap_or_else(|| "(not written)".into());
-        println!(
+        let _ = writeln!(
+            o,
             "  switch {:#x} port {} -> {:#x}: enforce in={} out={}{} {}",
             sp.switch_guid.0,
             sp.port,
@@ -323,19 +355,21 @@ fn print_plan(plan: &partitions::Plan) {
             keys
         );
     }
-    println!(
+    let _ = writeln!(
+        o,
         "inter-switch ports (enforcement cleared, tables untouched): {}",
         plan.inter_switch_ports.len()
     );
     for l in &plan.lints {
-        println!("{l}");
+        let _ = writeln!(o, "{l}");
     }
 }
 
-fn print_audit(r: &partitions::AuditReport) {
-    println!("effective partitions (from read-back tables):");
+fn print_audit(o: &mut String, r: &partitions::AuditReport) {
+    let _ = writeln!(o, "effective partitions (from read-back tables):");
     for p in &r.partitions {
-        println!(
+        let _ = writeln!(
+            o,
             "  {:#06x}{}: {} full [{}], {} limited [{}]{}",
             p.pkey,
             p.name.as_ref().map(|n| format!(" {n}")).unwrap_or_default(),
@@ -346,18 +380,22 @@ fn print_audit(r: &partitions::AuditReport) {
             if p.blocked.is_empty() {
                 String::new()
             } else {
-                format!(", blocked by switch enforcement [{}]", short_list(&p.blocked))
+                format!(
+                    ", blocked by switch enforcement [{}]",
+                    short_list(&p.blocked)
+                )
             }
         );
     }
-    println!("groups:");
+    let _ = writeln!(o, "groups:");
     for (name, ports) in &r.groups {
-        println!("  {name}: {} ports [{}]", ports.len(), short_list(ports));
+        let _ = writeln!(o, "  {name}: {} ports [{}]", ports.len(), short_list(ports));
     }
-    println!("exchange between groups:");
+    let _ = writeln!(o, "exchange between groups:");
     for gp in &r.exchange {
         let via: Vec<String> = gp.via.iter().map(|p| format!("{p:#06x}")).collect();
-        println!(
+        let _ = writeln!(
+            o,
             "  {} <-> {}: {} port pairs via {}{}",
             gp.a,
             gp.b,
@@ -370,12 +408,12 @@ fn print_audit(r: &partitions::AuditReport) {
             }
         );
     }
-    println!("findings: {}", r.findings.len());
+    let _ = writeln!(o, "findings: {}", r.findings.len());
     for f in &r.findings {
         let sev = match f.severity {
             Severity::Error => "error",
             Severity::Warning => "warning",
         };
-        println!("  {sev} {}: {}", f.code, f.message);
+        let _ = writeln!(o, "  {sev} {}: {}", f.code, f.message);
     }
 }
