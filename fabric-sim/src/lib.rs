@@ -57,6 +57,7 @@ mod deliver;
 mod error;
 mod faults;
 mod forward;
+mod mkey;
 mod portstate;
 mod sim;
 mod sma;

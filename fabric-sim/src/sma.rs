@@ -1,4 +1,4 @@
-//! The Subnet Management Agent of every node: M_Key checks, then Get/Set of NodeInfo,
+//! The Subnet Management Agent of every node: after the M_Key check ([`crate::mkey`]), Get/Set of NodeInfo,
 //! NodeDescription, PortInfo, SwitchInfo, LinearForwardingTable, MulticastForwardingTable,
 //! P_KeyTable, GUIDInfo, SLtoVLMappingTable and VLArbitrationTable, with the IBA status
 //! codes: 0x0C (method/attribute combination unsupported) and 0x1C (invalid attribute
@@ -6,25 +6,14 @@
 
 use crate::VTime;
 use crate::accounting::SetRecord;
+use crate::mkey::MKeyCheck;
 use crate::sim::{EvKind, SimFabric};
 use crate::state::NONE;
 use fabric::{Guid, NodeId, PKey, PhysState, PortState};
 use mad::{
     AttributeId, GuidInfo, LinearForwardingTable, MadStatus, Method, MulticastForwardingTable,
-    NodeInfo, NoticeDetails, PKeyTable, PortInfo, SlToVlTable, Smp, SmpAttribute, SwitchInfo,
-    VlArbitrationTable,
+    NodeInfo, PKeyTable, PortInfo, SlToVlTable, Smp, SmpAttribute, SwitchInfo, VlArbitrationTable,
 };
-
-/// Outcome of the M_Key check (IBA 14.2.4.1, as linux qib/hfi1 implement it).
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-enum MKeyCheck {
-    /// Key matches, is zero, or the method/protect level allows it.
-    Pass,
-    /// Get allowed, but PortInfo.M_Key reads as zero (protect level 1).
-    PassHidden,
-    /// Request fails: no response, violation counted, trap 256.
-    Fail,
-}
 
 const UNSUP: u16 = MadStatus::METHOD_ATTR_UNSUPPORTED.0;
 const INVALID: u16 = MadStatus::INVALID_FIELD.0;
@@ -97,63 +86,6 @@ impl SimFabric {
         }
         self.acct.counters.sma_responses += 1;
         self.push(t + self.cfg.sma_latency_ns, EvKind::Depart { port, slot });
-    }
-
-    fn m_key_check(&mut self, port: u32, slot: u32, t: VTime) -> MKeyCheck {
-        let mp = self.st.mgmt_port(port);
-        let (key, method) = {
-            let s = &self.slots[slot as usize].smp;
-            (s.m_key, s.method)
-        };
-        let p = &mut self.st.ports[mp as usize];
-        if p.info.m_key == 0 || p.info.m_key == key {
-            if p.lease_deadline != 0 {
-                p.lease_deadline = 0;
-            }
-            return MKeyCheck::Pass;
-        }
-        let prot = p.info.m_key_protect_bits;
-        if method == Method::GET {
-            match prot {
-                0 => return MKeyCheck::Pass,
-                1 => return MKeyCheck::PassHidden,
-                _ => {}
-            }
-        }
-        p.info.m_key_violations = p.info.m_key_violations.saturating_add(1);
-        self.acct.counters.m_key_violations += 1;
-        if p.lease_deadline == 0 && p.info.m_key_lease_period != 0 {
-            let deadline = t + u64::from(p.info.m_key_lease_period) * 1_000_000_000;
-            p.lease_deadline = deadline;
-            self.push(deadline, EvKind::LeaseCheck { port: mp });
-        }
-        let s = &self.slots[slot as usize].smp;
-        let mut rp = [0u8; 30];
-        let n = usize::from(s.hop_count.min(30));
-        rp[..n].copy_from_slice(&s.return_path[1..=n]);
-        let details = NoticeDetails::BadMKey {
-            lid: self.st.source_lid(mp),
-            dr_slid: s.dr_slid,
-            method: s.method.0,
-            attr_id: s.attr_id.0,
-            attr_mod: s.attr_mod,
-            m_key: s.m_key,
-            dr_notice: s.is_directed(),
-            dr_path_truncated: s.hop_count > 30,
-            dr_hop_count: s.hop_count & 0x3F,
-            dr_return_path: rp,
-        };
-        self.send_trap(mp, 256, mad::Notice::TYPE_SECURITY, details, t);
-        MKeyCheck::Fail
-    }
-
-    /// The M_Key lease of `port` may have expired.
-    pub(crate) fn lease_check(&mut self, port: u32, t: VTime) {
-        let p = &mut self.st.ports[port as usize];
-        if p.lease_deadline != 0 && p.lease_deadline <= t {
-            p.lease_deadline = 0;
-            p.info.m_key_protect_bits = 0;
-        }
     }
 
     /// PortInfo as the SMA reports it for port index `idx`, asked through port `in_num`.
