@@ -7,23 +7,38 @@
 //! passed in as [`VTime`] (nanoseconds on any clock the caller likes); SMPs go out through
 //! [`Sweeper::poll_transmit`] and come back through [`Sweeper::handle_response`].
 //!
-//! Driver loop (single thread, deterministic):
+//! Driver loop (single thread, deterministic; `fabric` stands for any transport):
 //!
 //! ```text
 //! loop {
-//!     while let Some(tx) = sweeper.poll_transmit() { fabric.send(now, tx) }
+//!     while let Some(tx) = sweeper.poll_transmit() {
+//!         // tx.dlid is Lid::PERMISSIVE for directed route, else the LRH DLID
+//!         fabric.send(now, tx.dlid, &tx.smp)
+//!     }
 //!     now = min(fabric.next_event_time(), sweeper.poll_timeout())   // both None: idle
 //!     fabric.run_until(now)
-//!     while let Some(m) = fabric.poll_recv() { sweeper.handle_response(now, m) }
-//!     if sweeper.poll_timeout() <= Some(now) { sweeper.handle_timeout(now) }
+//!     while let Some((slid, smp)) = fabric.poll_recv() { sweeper.handle_mad(now, slid, smp) }
+//!     if sweeper.poll_timeout() is Some(t) with t <= now { sweeper.handle_timeout(now) }
 //!     while let Some(ev) = sweeper.poll_event() {
 //!         if let Event::RoutingNeeded(job) = ev {
-//!             let r = route_inline(&job);               // or on worker threads
+//!             let r = route_inline(&job);               // or job.run(&executor) on workers
 //!             sweeper.handle_routing_result(now, r);
 //!         }
 //!     }
 //! }
 //! ```
+//!
+//! A heavy sweep: `HeavySweepStarted` -> discovery (`DiscoveryDone`) -> LIDs and partitions
+//! (`LidsAssigned`, on a timeout due at once) -> `RoutingNeeded` (the daemon routes) ->
+//! `RoutingDone` -> programming stages 1-5 (`ProgrammingDone`) -> `SubnetUp` the first time
+//! -> `HeavySweepComplete`; then a light sweep every `sweep_interval`
+//! (`LightSweepComplete`), a heavy one on change, trap 128/144 or request.
+//!
+//! Directed route is used for discovery, LID changes and table writes (routes may be in
+//! flux); once a sweep has brought every port ACTIVE, port bring-up, PortStateChange
+//! clears and light-sweep polls go LID-routed, with one directed-route retry on timeout.
+//! On a fresh fabric every SMP is directed: ports that are not ACTIVE do not forward
+//! LID-routed packets.
 
 mod config;
 mod counters;

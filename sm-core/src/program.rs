@@ -436,6 +436,8 @@ impl Sweeper {
         let ln = &self.nodes[self.local as usize];
         let sm = &self.ports[ln.port_index(self.local_port)];
         self.lid_ok = self.failed_sets == 0 && sm.lid.0 != 0 && sm.info.lid == sm.lid;
+        // Every linked port was brought to ACTIVE (or the sweep failed somewhere).
+        self.all_active = self.failed_sets == 0;
         if !self.subnet_up && self.failed_sets == 0 {
             self.subnet_up = true;
             self.state = mad::SmState::Master;

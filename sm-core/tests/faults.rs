@@ -88,6 +88,22 @@ fn link_down_trap_heavy_sweep_rewrites_only_affected_blocks() {
     // Every pair still delivers: a fat tree has other paths.
     h.check_programmed(&t);
     h.check_delivery(&t, 3, all_full, PKey(0xFFFF));
+    // Plug it back: the link trains (INIT), a trap brings a heavy sweep that arms and
+    // activates both ends again.
+    h.fab.inject(h.now, Fault::LinkUp { node, port }).unwrap();
+    let until = h.now + 2_000_000_000;
+    while h.now < until && h.step() {}
+    assert_eq!(
+        h.fab.port_state(node, port).unwrap(),
+        fabric::PortState::Active
+    );
+    let peer = t.remote(fabric::PortRef::new(node, port)).unwrap();
+    assert_eq!(
+        h.fab.port_state(peer.node, peer.port.0).unwrap(),
+        fabric::PortState::Active
+    );
+    h.check_programmed(&t);
+    h.check_delivery(&t, 3, all_full, PKey(0xFFFF));
 }
 
 #[test]

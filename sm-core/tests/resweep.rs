@@ -36,6 +36,10 @@ fn second_sweeps_with_nothing_changed_send_no_set() {
         Event::LightSweepComplete { changed: false, smps } if *smps > 0
     )));
     assert!(h.fab.take_set_log().is_empty());
+    assert!(
+        h.sw.counters().lid_routed > 0,
+        "light sweeps poll LID-routed once routes exist"
+    );
     // Requested heavy sweep: full rediscovery and re-route, still no Set.
     let before = *h.sw.counters();
     h.sw.request_sweep(h.now, true);
