@@ -199,6 +199,41 @@ impl SimFabric {
         Ok(())
     }
 
+    /// Schedules `count` seeded random link flaps: each picks a cabled link uniformly,
+    /// takes it down at a time uniform in `from..to` and plugs it back `down_for` later.
+    /// Returns the flaps as (time down, node, port). The same seed gives the same flaps.
+    pub fn schedule_random_flaps(
+        &mut self,
+        seed: u64,
+        count: usize,
+        from: VTime,
+        to: VTime,
+        down_for: VTime,
+    ) -> Vec<(VTime, NodeId, u8)> {
+        let cabled: Vec<u32> = (0..self.st.ports.len() as u32)
+            .filter(|&i| {
+                let p = &self.st.ports[i as usize];
+                p.cable != NONE && i < p.cable
+            })
+            .collect();
+        let mut out = Vec::with_capacity(count);
+        if cabled.is_empty() || to <= from {
+            return out;
+        }
+        let mut rng = fabric::rng::SplitMix64::new(seed);
+        for _ in 0..count {
+            let i = cabled[rng.below(cabled.len() as u64) as usize];
+            let at = from + rng.below(to - from);
+            let p = &self.st.ports[i as usize];
+            let (node, port) = (NodeId(p.node), p.num);
+            // Both validated: the port exists.
+            let _ = self.schedule(at, Fault::LinkDown { node, port });
+            let _ = self.schedule(at + down_for, Fault::LinkUp { node, port });
+            out.push((at, node, port));
+        }
+        out
+    }
+
     fn node_ports(&self, node: NodeId) -> (u32, u32) {
         let n = &self.st.nodes[node.index()];
         (n.port_base, u32::from(n.num_ports))

@@ -13,8 +13,24 @@ fn fabric_simd_serves_a_generated_fabric() {
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     let sock = dir.join("simd.sock");
+    let topo = "ft2:8".parse::<GenSpec>().unwrap().generate().unwrap();
+    let (sw, _) = topo.switches().next().unwrap();
+    let sw_guid = topo.node(sw).node_guid;
+    // The last port of the first switch is unplugged by the start-up script.
+    let last = topo.node(sw).num_ports();
+    let script = dir.join("faults.jsonl");
+    std::fs::write(
+        &script,
+        format!(
+            "# start-up faults\n{{\"op\":\"link_down\",\"node\":\"{:#x}\",\"port\":{last}}}\n",
+            sw_guid.0
+        ),
+    )
+    .unwrap();
     let mut child = Command::new(env!("CARGO_BIN_EXE_fabric-simd"))
-        .args(["--topology", "ft2:8", "--seed", "3", "--socket"])
+        .args(["--topology", "ft2:8", "--seed", "3", "--script"])
+        .arg(&script)
+        .arg("--socket")
         .arg(&sock)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -31,7 +47,6 @@ fn fabric_simd_serves_a_generated_fabric() {
     }
     let mut a = conn.expect("fabric-simd accepts connections");
     let mut b = SimClient::connect(&sock).unwrap();
-    let topo = "ft2:8".parse::<GenSpec>().unwrap().generate().unwrap();
     let hosts: Vec<_> = topo
         .cas()
         .take(2)
@@ -55,6 +70,10 @@ fn fabric_simd_serves_a_generated_fabric() {
     }
     let r = a.control(&json!({"op": "counters"})).unwrap();
     assert_eq!(r["counters"]["sma_requests"], 2);
+    let r = a
+        .control(&json!({"op": "port_state", "node": format!("{:#x}", sw_guid.0), "port": last}))
+        .unwrap();
+    assert_eq!(r["state"], 1, "the script took the link down");
     child.kill().unwrap();
     let _ = child.wait();
     let _ = std::fs::remove_dir_all(&dir);

@@ -340,3 +340,32 @@ fn attach_rules() {
     );
     assert!(s.fab.attach(s.hg(1)).is_ok());
 }
+
+#[test]
+fn seeded_random_flaps_are_reproducible() {
+    let plan = |seed: u64| {
+        let mut s = small(SimConfig::default());
+        let flaps = s
+            .fab
+            .schedule_random_flaps(seed, 5, 1_000_000, 2_000_000, 100_000);
+        settle(&mut s.fab);
+        (flaps, s.fab.accounting().counters.clone())
+    };
+    let (a, ca) = plan(3);
+    let (b, cb) = plan(3);
+    assert_eq!(a, b);
+    assert_eq!(ca, cb);
+    assert_eq!(a.len(), 5);
+    assert!(a.iter().all(|(t, _, _)| (1_000_000..2_000_000).contains(t)));
+    let (c, _) = plan(4);
+    assert_ne!(a, c);
+    // Every flapped link is back up (INIT) once the plan has run.
+    let mut s = small(SimConfig::default());
+    let flaps = s
+        .fab
+        .schedule_random_flaps(3, 5, 1_000_000, 2_000_000, 100_000);
+    settle(&mut s.fab);
+    for (_, node, port) in flaps {
+        assert_eq!(s.fab.port_state(node, port).unwrap(), PortState::Init);
+    }
+}

@@ -32,6 +32,10 @@ struct Args {
     /// Do not keep the accepted-Set log.
     #[arg(long)]
     no_set_log: bool,
+    /// Fault script: one JSON control request per line (usually `{"op":"at",...}`),
+    /// applied at start; blank lines and lines starting with `#` are skipped.
+    #[arg(long)]
+    script: Option<PathBuf>,
 }
 
 fn main() -> Result<()> {
@@ -54,7 +58,26 @@ fn main() -> Result<()> {
         log_sets: !args.no_set_log,
         ..SimConfig::default()
     };
-    let sim = SimFabric::new(&topo, cfg).context("SIMD-E002 building the fabric")?;
+    let mut sim = SimFabric::new(&topo, cfg).context("SIMD-E002 building the fabric")?;
+    if let Some(path) = &args.script {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("SIMD-E005 reading script {}", path.display()))?;
+        for (i, line) in text.lines().enumerate() {
+            let line = line.trim();
+            if line.is_empty() || line.starts_with('#') {
+                continue;
+            }
+            let r = fabric_sim::control::handle(&mut sim, 0, line);
+            if r["ok"] != true {
+                anyhow::bail!(
+                    "SIMD-E006 script {} line {}: {}",
+                    path.display(),
+                    i + 1,
+                    r["error"]
+                );
+            }
+        }
+    }
     if let Ok(meta) = std::fs::symlink_metadata(&args.socket) {
         use std::os::unix::fs::FileTypeExt;
         if meta.file_type().is_socket() {
