@@ -274,7 +274,12 @@ impl Sweeper {
                 s.lft_valid = false;
             }
         }
-        if self.local == NONE || nodes == 0 {
+        // Nothing to manage while the SM's own port has no link.
+        let linked = self.local != NONE && {
+            let n = &self.nodes[self.local as usize];
+            self.ports[n.port_index(self.local_port)].remote_sweep == sweep
+        };
+        if !linked {
             self.finish_heavy();
             return;
         }

@@ -1,6 +1,7 @@
 //! Light sweeps: every interval, poll SwitchInfo of every switch. PortStateChange set, a
 //! LinearFDBTop that is not what this SM wrote (the switch rebooted and lost its LFT), or a
-//! switch that does not answer means a heavy sweep; otherwise nothing is written.
+//! switch that does not answer means a heavy sweep; otherwise nothing is written. CA port
+//! changes show up as the PortStateChange of the switch at the other end of the link.
 
 use crate::events::{Event, SweepReason};
 use crate::io::{Op, Req};
@@ -10,7 +11,9 @@ use mad::SwitchInfo;
 impl Sweeper {
     pub(crate) fn start_light(&mut self) {
         self.phase = Phase::Light;
-        self.light_changed = false;
+        // Until the subnet has come up once, every interval is a heavy sweep (the SM's own
+        // link may come up later, and no trap would say so).
+        self.light_changed = !self.subnet_up;
         self.light_start = self.counters;
         let sweep = self.sweep;
         for k in 0..self.switches.len() {

@@ -433,12 +433,22 @@ impl Sweeper {
             switch_sets,
             failed: self.failed_sets,
         });
+        let sweep = self.sweep;
+        let mut inactive = 0usize;
+        for n in self.nodes.iter().filter(|n| n.seen == sweep) {
+            for p in 1..=n.nports {
+                let port = &self.ports[n.port_index(p)];
+                if port.remote_sweep == sweep && port.info.port_state != ACTIVE {
+                    inactive += 1;
+                }
+            }
+        }
         let ln = &self.nodes[self.local as usize];
         let sm = &self.ports[ln.port_index(self.local_port)];
-        self.lid_ok = self.failed_sets == 0 && sm.lid.0 != 0 && sm.info.lid == sm.lid;
-        // Every linked port was brought to ACTIVE (or the sweep failed somewhere).
-        self.all_active = self.failed_sets == 0;
-        if !self.subnet_up && self.failed_sets == 0 {
+        let clean = self.failed_sets == 0 && inactive == 0;
+        self.lid_ok = clean && sm.lid.0 != 0 && sm.info.lid == sm.lid;
+        self.all_active = clean;
+        if !self.subnet_up && clean {
             self.subnet_up = true;
             self.state = mad::SmState::Master;
             self.events.push_back(Event::SubnetUp {
@@ -446,7 +456,7 @@ impl Sweeper {
                 counters: self.counters.since(&self.sweep_start),
             });
         }
-        if self.failed_sets != 0 {
+        if !clean {
             // Something did not take: look again soon.
             self.heavy_pending
                 .get_or_insert(crate::events::SweepReason::Change);

@@ -380,7 +380,7 @@ impl Sweeper {
             number,
             issuer: n.issuer_lid,
         });
-        if matches!(number, 128 | 144 | 64 | 65) {
+        if matches!(number, 128 | 144 | 145) {
             self.heavy_pending.get_or_insert(SweepReason::Trap(number));
             if self.phase == Phase::Idle {
                 self.start_pending_heavy();

@@ -319,3 +319,27 @@ fn m_key_is_written_and_keeps_rogue_sets_out() {
     assert_eq!(h.lid_of(n, p), victim_lid);
     assert!(h.fab.accounting().counters.dropped_m_key > 0);
 }
+
+#[test]
+fn sm_link_down_at_start_comes_up_when_the_link_does() {
+    let t = topo("ft2:8");
+    let cfg = SweeperConfig {
+        sweep_interval: 100_000_000,
+        ..SweeperConfig::default()
+    };
+    let mut h = Harness::new(&t, cfg, 28);
+    let (n, p, _) = ca_ports(&t)[0];
+    h.fab
+        .inject(0, Fault::LinkDown { node: n, port: p })
+        .unwrap();
+    assert!(h.run_until(500_000_000, |e| matches!(
+        e,
+        Event::HeavySweepComplete { .. }
+    )));
+    assert!(!h.sw.is_subnet_up());
+    h.fab
+        .inject(h.now, Fault::LinkUp { node: n, port: p })
+        .unwrap();
+    h.subnet_up();
+    h.check_programmed(&t);
+}
