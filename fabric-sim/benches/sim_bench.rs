@@ -41,6 +41,7 @@ fn load(spec: &str) {
     let fab = SimFabric::new(&topo, SimConfig::default()).expect("loads");
     let t_load = t1.elapsed();
     let hwm = vm_hwm_kib();
+    let program = std::env::args().any(|a| a == "--program");
     println!(
         "load {spec}: {} nodes ({} switches), generate {:.0} ms, SimFabric::new {:.0} ms, \
          VmHWM {:.0} MiB (topology alone {:.0} MiB)",
@@ -50,6 +51,89 @@ fn load(spec: &str) {
         t_load.as_secs_f64() * 1e3,
         hwm as f64 / 1024.0,
         hwm_topo as f64 / 1024.0
+    );
+    if program {
+        program_all_lfts(fab, &topo, spec);
+    }
+}
+
+/// Writes LinearFDBTop and every LFT block (LIDs 1..=nodes) of every switch by DR Sets
+/// through the in-process handle, 64 outstanding; reports time and VmHWM.
+fn program_all_lfts(mut fab: SimFabric, topo: &Topology, spec: &str) {
+    let (h, _) = topo.cas().next().expect("a host");
+    let sm = fab.attach(topo.node(h).ports[1].guid).expect("attach");
+    let paths = dr_paths(topo, h);
+    // Map each path's end node: BFS order matches node discovery; keep switch paths.
+    let mut switch_paths = Vec::new();
+    for p in &paths {
+        let mut at = h;
+        for (i, &port) in p.iter().enumerate() {
+            let port = if i == 0 { 1 } else { port };
+            at = topo
+                .remote(fabric::PortRef::new(at, port))
+                .expect("cabled")
+                .node;
+        }
+        if topo.node(at).is_switch() {
+            switch_paths.push(p.clone());
+        }
+    }
+    let top = topo.len() as u16;
+    let blocks = u32::from(top) / 64 + 1;
+    let per_switch = u64::from(blocks) + 1;
+    let total = switch_paths.len() as u64 * per_switch;
+    // Request i: switch i / per_switch; SwitchInfo first, then the blocks.
+    let make = |i: u64| -> Smp {
+        let p = &switch_paths[(i / per_switch) as usize];
+        match i % per_switch {
+            0 => {
+                let si = mad::SwitchInfo {
+                    linear_fdb_top: top,
+                    ..mad::SwitchInfo::default()
+                };
+                Smp::dr_set(i, 0, p, &si).expect("fits")
+            }
+            b => {
+                let t = mad::LinearForwardingTable { ports: [1; 64] };
+                Smp::dr_set(i, (b - 1) as u32, p, &t).expect("fits")
+            }
+        }
+    };
+    let t0 = Instant::now();
+    let (mut next, mut done, mut out, mut lost) = (0u64, 0u64, 0u64, 0u64);
+    let mut now = 0;
+    while done + lost < total {
+        while out < 64 && next < total {
+            fab.send(now, sm, &make(next)).expect("send");
+            next += 1;
+            out += 1;
+        }
+        match fab.next_event_time() {
+            Some(t) => {
+                fab.run_until(t);
+                now = t;
+            }
+            None => {
+                lost += out;
+                out = 0;
+            }
+        }
+        while let Some((_, r)) = fab.poll_recv(sm) {
+            if r.is_response() {
+                out -= 1;
+                done += 1;
+            }
+        }
+    }
+    let secs = t0.elapsed().as_secs_f64();
+    println!(
+        "program {spec}: {} switches x ({blocks} LFT blocks + SwitchInfo) = {total} DR Sets in {secs:.2} s \
+         ({:.0}/s, lost {lost}, {} in the Set log), virtual {:.3} s, VmHWM {:.0} MiB",
+        switch_paths.len(),
+        total as f64 / secs,
+        fab.accounting().set_log.len(),
+        fab.now() as f64 / 1e9,
+        vm_hwm_kib() as f64 / 1024.0
     );
 }
 
@@ -168,7 +252,7 @@ fn main() {
     let exe = std::env::current_exe().expect("own path");
     for spec in ["ft3:36", "ft3:48"] {
         let out = std::process::Command::new(&exe)
-            .args(["load", spec])
+            .args(["load", spec, "--program"])
             .output()
             .expect("child runs");
         print!("{}", String::from_utf8_lossy(&out.stdout));
