@@ -3,7 +3,7 @@
 //!
 //! Run: `cargo bench -p routing --bench route_bench` (optionally a filter such as `ft3:36`).
 //! Each configuration runs in a child process of this binary so that its peak RSS
-//! (VmHWM) is its own.
+//! (VmHWM) is its own. Times are the best of three runs.
 
 use fabric::{GenSpec, PortRef, Topology};
 use routing::{
@@ -73,10 +73,23 @@ fn build(spec: &str) -> (Topology, RoutingInput) {
 fn child(spec: &str, engine: &str, workers: usize) {
     let (_topo, input) = build(spec);
     let e = engine_by_name(engine, &Default::default()).expect("known engine");
-    let t0 = Instant::now();
-    let r = route_on(&input, e.as_ref(), &Threads(workers), workers * 4, None);
-    let ms = t0.elapsed().as_secs_f64() * 1e3;
-    match r {
+    // Best of three: the machine is shared, the minimum is the least disturbed run.
+    let mut best = f64::INFINITY;
+    let mut last = None;
+    for _ in 0..3 {
+        drop(last.take()); // free the previous result first
+        let t0 = Instant::now();
+        last = Some(route_on(
+            &input,
+            e.as_ref(),
+            &Threads(workers),
+            workers * 4,
+            None,
+        ));
+        best = best.min(t0.elapsed().as_secs_f64() * 1e3);
+    }
+    let ms = best;
+    match last.expect("three runs") {
         Ok(_) => println!(
             "| {spec} | {} | {} | {engine} | {workers} | {ms:.0} | {:.0} |",
             input.end_ports.len(),
