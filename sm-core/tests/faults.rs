@@ -62,6 +62,20 @@ fn link_down_trap_heavy_sweep_rewrites_only_affected_blocks() {
             ..
         }
     )));
+    // Every trap was repressed, and the switch's SMA saw the TrapRepress.
+    let repressed =
+        h.sw.counters()
+            .get(AttributeId::NOTICE, Method::TRAP_REPRESS);
+    assert_eq!(repressed, h.sw.counters().traps);
+    assert!(
+        h.fab
+            .accounting()
+            .per_attr_method()
+            .get(&(AttributeId::NOTICE.0, 7))
+            .copied()
+            .unwrap_or(0)
+            >= 1
+    );
     let changed = ev
         .iter()
         .find_map(|e| match e {
