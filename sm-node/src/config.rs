@@ -204,6 +204,9 @@ impl TryFrom<FileConfig> for NodeConfig {
     }
 }
 
+/// Light sweep interval standing for "no light sweeps" (about 36 years).
+const NEVER: sm_core::VTime = 1 << 60;
+
 /// Reads and checks a partitions file; every syntax error is reported as `file:line:col`.
 pub fn load_partitions(path: &Path) -> Result<String, NodeError> {
     let text = std::fs::read_to_string(path).map_err(|e| NodeError::Partitions {
@@ -248,7 +251,12 @@ impl NodeConfig {
             } else {
                 1
             },
-            sweep_interval: self.sweep_interval_ms * MS,
+            // sm-core has no "off": an interval of 0 becomes one no run ever reaches.
+            sweep_interval: if self.sweep_interval_ms == 0 {
+                NEVER
+            } else {
+                self.sweep_interval_ms * MS
+            },
             partitions_conf,
             guid2lid,
             ..SweeperConfig::default()

@@ -112,8 +112,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     }
     let exit_after = cli.exit_after_subnet_up;
     let sys = actix_rt::System::new();
-    let out = sys.block_on(async move { serve(cfg, exit_after).await });
-    out
+    sys.block_on(async move { serve(cfg, exit_after).await })
 }
 
 async fn serve(cfg: NodeConfig, exit_after: bool) -> anyhow::Result<ExitCode> {

@@ -1,0 +1,114 @@
+//! The `sm-node` binary: SIGINT after SUBNET UP stops it cleanly with guid2lid flushed;
+//! `--exit-after-subnet-up` prints the summary; a bad partitions file refuses to start.
+
+mod common;
+
+use common::temp_dir;
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+
+const BIN: &str = env!("CARGO_BIN_EXE_sm-node");
+
+#[test]
+fn sigint_after_subnet_up_stops_cleanly_and_flushes_guid2lid() {
+    let dir = temp_dir("bin-sigint");
+    let mut child = Command::new(BIN)
+        .args([
+            "--fabric",
+            "sim:ft2:8",
+            "--sweep-interval",
+            "0",
+            "--data-dir",
+        ])
+        .arg(&dir)
+        .env("RUST_LOG", "info")
+        .env("NO_COLOR", "1")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = BufReader::new(child.stderr.take().unwrap());
+    let mut log = String::new();
+    let mut line = String::new();
+    while err.read_line(&mut line).unwrap() > 0 {
+        log.push_str(&line);
+        if line.contains("HEAVY SWEEP COMPLETE") {
+            break;
+        }
+        line.clear();
+    }
+    assert!(log.contains("entering MASTER state"), "{log}");
+    assert!(log.contains("SUBNET UP"), "{log}");
+    let st = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(st.success());
+    for l in err.lines() {
+        log.push_str(&l.unwrap());
+        log.push('\n');
+    }
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{:?}\n{log}", out.status);
+    assert!(log.contains("stopping (SIGINT)"), "{log}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("SUBNET UP"), "{stdout}");
+    // ft2 radix 8: 32 hosts and 12 switches, one LID each.
+    let g2l = std::fs::read_to_string(dir.join("guid2lid")).unwrap();
+    assert_eq!(g2l.lines().count(), 44, "{g2l}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn exit_after_subnet_up_prints_the_summary() {
+    let out = Command::new(BIN)
+        .args([
+            "--fabric",
+            "sim:torus:3x3x2",
+            "--exit-after-subnet-up",
+            "--routing-workers",
+            "2",
+        ])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}");
+    for want in [
+        "discovery",
+        "routing",
+        "SUBNET UP",
+        "36 nodes (18 switches)",
+    ] {
+        assert!(stdout.contains(want), "{want}: {stdout}");
+    }
+    assert!(!stdout.contains("not reached"), "{stdout}");
+}
+
+#[test]
+fn a_bad_partitions_file_refuses_to_start_with_line_and_column() {
+    let dir = temp_dir("bin-parts");
+    let p = dir.join("partitions.conf");
+    std::fs::write(
+        &p,
+        "Default=0x7fff : ALL=full ;\nBroken=0x0002 ALL=full ;\n",
+    )
+    .unwrap();
+    let cfg = dir.join("node.toml");
+    std::fs::write(
+        &cfg,
+        format!("fabric = \"sim:ft2:4\"\npartitions = \"{}\"\n", p.display()),
+    )
+    .unwrap();
+    let out = Command::new(BIN)
+        .arg("--config")
+        .arg(&cfg)
+        .arg("--exit-after-subnet-up")
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("E_NODE_PARTITIONS"), "{err}");
+    assert!(err.contains("partitions.conf:2:"), "{err}");
+    assert!(out.stdout.is_empty(), "must not start");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
