@@ -14,6 +14,25 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
 
+/// Appends a line to the output buffer (written to stdout once, at the end).
+macro_rules! outln {
+    ($o:expr, $($arg:tt)*) => {{
+        use std::fmt::Write as _;
+        let _ = writeln!($o, $($arg)*);
+    }};
+}
+
+/// Writes the buffered output; a reader that went away (`| head`) is not an error.
+fn emit(o: &str) -> anyhow::Result<ExitCode> {
+    use std::io::Write as _;
+    let mut stdout = std::io::stdout().lock();
+    match stdout.write_all(o.as_bytes()).and_then(|()| stdout.flush()) {
+        Ok(()) => Ok(ExitCode::SUCCESS),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(ExitCode::SUCCESS),
+        Err(e) => Err(anyhow!("E_ROUTE_IO: cannot write to stdout: {e}")),
+    }
+}
+
 /// Arguments of `smctl route`.
 #[derive(Args)]
 #[command(args_conflicts_with_subcommands = true)]
@@ -151,6 +170,7 @@ pub fn run(args: RouteArgs) -> anyhow::Result<ExitCode> {
     if let Some(RouteAction::Analyze(a)) = args.action {
         return analyze(a);
     }
+    let mut o = String::new();
     let source = args
         .topology
         .as_deref()
@@ -244,9 +264,10 @@ pub fn run(args: RouteArgs) -> anyhow::Result<ExitCode> {
             v["max_link_load"] = json!(m.max_link_load);
             v["metrics"] = serde_json::to_value(m)?;
         }
-        println!("{}", serde_json::to_string_pretty(&v)?);
+        outln!(o, "{}", serde_json::to_string_pretty(&v)?);
     } else {
-        println!(
+        outln!(
+            o,
             "routed {} switches, {} end ports, LIDs 1..={} with {} ({} worker(s), {} shards)",
             input.num_switches(),
             input.end_ports.len(),
@@ -255,16 +276,18 @@ pub fn run(args: RouteArgs) -> anyhow::Result<ExitCode> {
             workers,
             shards
         );
-        println!(
+        outln!(
+            o,
             "routing {routing_ms:.1} ms (topology load {load_ms:.1} ms, input {input_ms:.1} ms), peak RSS {}",
             peak_after_routing.map_or("n/a".into(), |v| format!("{v:.1} MB"))
         );
         if let Some(m) = &m {
-            print_metrics(m);
-            println!("metrics {metrics_ms:.1} ms");
+            print_metrics(&mut o, m);
+            outln!(o, "metrics {metrics_ms:.1} ms");
         }
         if let Some(d) = &drop {
-            println!(
+            outln!(
+                o,
                 "after dropping {}: full recompute changes {} of {} LFT blocks ({} ms), incremental {} ({} ms); incremental routes: {} unreachable pairs, {} loops",
                 d["link"].as_str().unwrap_or("?"),
                 d["changed_blocks_full"],
@@ -277,7 +300,7 @@ pub fn run(args: RouteArgs) -> anyhow::Result<ExitCode> {
             );
         }
     }
-    Ok(ExitCode::SUCCESS)
+    emit(&o)
 }
 
 /// Removes one link, reroutes from scratch and incrementally, and compares both with `prev`.
@@ -338,6 +361,7 @@ fn drop_link(
 }
 
 fn analyze(a: AnalyzeArgs) -> anyhow::Result<ExitCode> {
+    let mut o = String::new();
     let topo = load_topology(&a.topology)?;
     let text = std::fs::read_to_string(&a.lfts)
         .with_context(|| format!("E_ROUTE_IO: cannot read {}", a.lfts.display()))?;
@@ -349,6 +373,20 @@ fn analyze(a: AnalyzeArgs) -> anyhow::Result<ExitCode> {
     let missing = input.num_switches() - lfts.switches.len().min(input.num_switches());
     if missing > 0 {
         eprintln!("smctl: route analyze: {missing} switch(es) of the topology are not in the dump");
+    }
+    // End ports cabled to a switch whose LIDs no dump entry names (for instance the last
+    // LFT block, which ibroute skips when the top LID is a multiple of 64).
+    let cabled_end_ports = topo
+        .nodes()
+        .filter(|(_, n)| !n.is_switch())
+        .flat_map(|(_, n)| n.ports.iter().skip(1))
+        .filter(|p| p.remote.is_some_and(|r| topo.node(r.node).is_switch()))
+        .count();
+    let without_lid = cabled_end_ports.saturating_sub(input.end_ports.len());
+    if without_lid > 0 {
+        eprintln!(
+            "smctl: route analyze: {without_lid} end port(s) have no LID in the dump and are left out of the metrics"
+        );
     }
     let t0 = Instant::now();
     let m = metrics::analyze(&input, &lfts, &MetricsOptions::default());
@@ -393,6 +431,7 @@ fn analyze(a: AnalyzeArgs) -> anyhow::Result<ExitCode> {
         let mut v = json!({
             "switches_in_dump": dump.len(),
             "switches_missing": missing,
+            "end_ports_without_lid": without_lid,
             "max_lid": input.max_lid(),
             "metrics_ms": round1(metrics_ms),
             "max_link_load": m.max_link_load,
@@ -407,47 +446,65 @@ fn analyze(a: AnalyzeArgs) -> anyhow::Result<ExitCode> {
                 "metrics": serde_json::to_value(om)?,
             });
         }
-        println!("{}", serde_json::to_string_pretty(&v)?);
+        outln!(o, "{}", serde_json::to_string_pretty(&v)?);
     } else {
-        println!(
+        outln!(
+            o,
             "dump of {} switches ({} missing), {} end ports, LIDs up to {}",
             dump.len(),
             missing,
             input.end_ports.len(),
             input.max_lid()
         );
-        print_metrics(&m);
+        print_metrics(&mut o, &m);
         if let Some((engine, entries, differ, blocks, om)) = &compare {
-            println!(
+            outln!(
+                o,
                 "ours ({engine}) on the same LIDs: {differ} of {entries} entries differ, in {blocks} 64-LID blocks"
             );
-            print_metrics(om);
+            print_metrics(&mut o, om);
         }
     }
-    Ok(ExitCode::SUCCESS)
+    emit(&o)
 }
 
-fn print_metrics(m: &Metrics) {
-    println!(
+fn print_metrics(o: &mut String, m: &Metrics) {
+    outln!(
+        o,
         "pairs: {} routed of {} ({} unreachable); hops mean {:.2}, max {}; histogram {:?}",
-        m.routed_pairs, m.ca_pairs, m.unreachable_pairs, m.mean_hops, m.max_hops, m.hop_histogram
+        m.routed_pairs,
+        m.ca_pairs,
+        m.unreachable_pairs,
+        m.mean_hops,
+        m.max_hops,
+        m.hop_histogram
     );
-    println!(
+    outln!(
+        o,
         "walks: {} checked, {} loops, {} dead ends ({} towards switch LIDs); longest {} switch hops (diameter {})",
-        m.walks, m.loops, m.dead_ends, m.dead_ends_to_switches, m.max_switch_hops, m.diameter
+        m.walks,
+        m.loops,
+        m.dead_ends,
+        m.dead_ends_to_switches,
+        m.max_switch_hops,
+        m.diameter
     );
-    println!(
+    outln!(
+        o,
         "link load all-to-all: max {}, mean {:.1}",
-        m.all_to_all.max_link_load, m.all_to_all.mean_link_load
+        m.all_to_all.max_link_load,
+        m.all_to_all.mean_link_load
     );
-    println!(
+    outln!(
+        o,
         "link load shift permutations: worst max {} over {} shifts (mean {:.2}), {} undelivered",
         m.shift.max_link_load,
         m.shift.shifts.len(),
         m.shift.mean_link_load,
         m.shift.undelivered
     );
-    println!(
+    outln!(
+        o,
         "channel dependency graph: {} channels, {} dependencies, {}",
         m.cdg.channels,
         m.cdg.dependencies,
