@@ -179,3 +179,34 @@ fn bad_attribute_and_modifier_status_codes() {
     q.method = mad::Method::SEND;
     assert_eq!(dr(&mut fab, sm, &q).unwrap().status, 0x08);
 }
+
+#[test]
+fn an_sm_on_port_2_of_a_dual_port_hca_sees_port_2() {
+    use fabric::{Guid, NodeType, PortRef, Topology};
+    let mut t = Topology::new();
+    let hca = t.add_node(NodeType::Ca, 2, Guid(0x1000), "HCA").unwrap();
+    let a = t.add_node(NodeType::Switch, 4, Guid(0x2001), "A").unwrap();
+    let b = t.add_node(NodeType::Switch, 4, Guid(0x2002), "B").unwrap();
+    t.connect(PortRef::new(hca, 1), PortRef::new(a, 3)).unwrap();
+    t.connect(PortRef::new(hca, 2), PortRef::new(b, 4)).unwrap();
+    let mut fab = sim(&t, false);
+    let sm = fab.attach(fab.port_guid(hca, 2).unwrap()).unwrap();
+    let (_, ni) = dr_get::<NodeInfo>(&mut fab, sm, &[], 0).unwrap();
+    assert_eq!(ni.local_port_num, 2);
+    assert_eq!(ni.port_guid, Guid(0x1002));
+    let (_, ni) = dr_get::<NodeInfo>(&mut fab, sm, &[2], 0).unwrap();
+    assert_eq!((ni.node_guid, ni.local_port_num), (Guid(0x2002), 4));
+    // The first hop must leave by the port the SM is attached at.
+    assert!(dr_get::<NodeInfo>(&mut fab, sm, &[1], 0).is_none());
+    // PortInfo with modifier 0 on a CA means the port the SMP arrived on.
+    let (_, pi) = dr_get::<mad::PortInfo>(&mut fab, sm, &[], 0).unwrap();
+    assert_eq!(pi.local_port_num, 2);
+    let (_, pi1) = dr_get::<mad::PortInfo>(&mut fab, sm, &[], 1).unwrap();
+    assert_eq!(
+        pi1.local_port_num, 2,
+        "LocalPortNum is the arrival port whatever the modifier"
+    );
+    assert_eq!(pi1.port_state, 2);
+    let (st, _) = dr_get::<mad::PortInfo>(&mut fab, sm, &[], 3).unwrap();
+    assert_eq!(st, 0x1C);
+}
