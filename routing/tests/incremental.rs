@@ -47,6 +47,11 @@ fn link_loss_changes_fewer_blocks_incrementally_and_stays_valid() {
             let (inc, changed) =
                 route_incremental(&after_in, e, &Sequential, 3, &before.lfts).unwrap();
             let full_changed = changed_blocks(&before.lfts, &full.lfts);
+            let (inc8, _) = route_incremental(&after_in, e, &Threads(4), 8, &before.lfts).unwrap();
+            assert_eq!(
+                inc8.lfts, inc.lfts,
+                "{what}: incremental result depends on sharding"
+            );
             assert_eq!(changed, changed_blocks(&before.lfts, &inc.lfts));
             assert!(changed > 0, "{what}: a lost link must change something");
             assert!(
