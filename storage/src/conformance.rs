@@ -18,10 +18,11 @@ pub type CheckResult = std::result::Result<(), String>;
 
 /// An entry with `index` and `term` and no data.
 pub fn entry(index: u64, term: u64) -> Entry {
-    let mut e = Entry::default();
-    e.index = index;
-    e.term = term;
-    e
+    Entry {
+        index,
+        term,
+        ..Default::default()
+    }
 }
 
 /// An entry with a payload, for size limits and overwrite checks.
@@ -42,10 +43,24 @@ pub fn snapshot(index: u64, term: u64, voters: &[u64], data: &[u8]) -> Snapshot 
 }
 
 fn conf(voters: &[u64]) -> ConfState {
-    let mut cs = ConfState::default();
-    cs.voters = voters.to_vec();
-    cs
+    ConfState {
+        voters: voters.to_vec(),
+        ..Default::default()
+    }
 }
+
+/// A hard state with `term`, `vote` and `commit`.
+pub fn hard_state(term: u64, vote: u64, commit: u64) -> HardState {
+    HardState {
+        term,
+        vote,
+        commit,
+        ..Default::default()
+    }
+}
+
+/// One `entries()` case: low, high, max_size and the expected answer.
+type EntriesCase = (u64, u64, Option<u64>, raft::Result<Vec<Entry>>);
 
 fn ctx() -> GetEntriesContext {
     GetEntriesContext::empty(false)
@@ -151,7 +166,7 @@ pub fn check_entries<L: RaftLog>(new: &mut dyn FnMut() -> L) -> CheckResult {
     ok("append 6", log.append(&[entry(6, 6)]))?;
     let e = [entry(3, 3), entry(4, 4), entry(5, 5), entry(6, 6)];
     let max = u64::MAX;
-    let cases: Vec<(u64, u64, Option<u64>, raft::Result<Vec<Entry>>)> = vec![
+    let cases: Vec<EntriesCase> = vec![
         (
             2,
             6,
@@ -339,10 +354,7 @@ pub fn check_append<L: RaftLog>(new: &mut dyn FnMut() -> L) -> CheckResult {
 /// and applied state; an older snapshot is refused; appending resumes after it.
 pub fn check_apply_snapshot<L: RaftLog>(new: &mut dyn FnMut() -> L) -> CheckResult {
     let log = seeded(new)?;
-    let mut hs = HardState::default();
-    hs.term = 9;
-    hs.vote = 2;
-    hs.commit = 4;
+    let hs = hard_state(9, 2, 4);
     ok("set_hardstate", log.set_hardstate(hs))?;
 
     let snap = snapshot(7, 6, &[1, 2, 4], b"state at 7");
@@ -457,10 +469,7 @@ pub fn check_create_snapshot<L: RaftLog>(new: &mut dyn FnMut() -> L) -> CheckRes
 /// set_hardstate()/set_conf_state() are what initial_state() returns.
 pub fn check_hard_and_conf_state<L: RaftLog>(new: &mut dyn FnMut() -> L) -> CheckResult {
     let log = new();
-    let mut hs = HardState::default();
-    hs.term = 3;
-    hs.vote = 1;
-    hs.commit = 0;
+    let hs = hard_state(3, 1, 0);
     ok("set_hardstate", log.set_hardstate(hs.clone()))?;
     let mut cs = conf(&[1, 2, 3]);
     cs.learners = vec![7];
@@ -508,10 +517,7 @@ pub fn check_reopen<L: RaftLog>(
         "append",
         log.append(&[entry_with_data(6, 6, b"six"), entry(7, 6)]),
     )?;
-    let mut hs = HardState::default();
-    hs.term = 6;
-    hs.vote = 3;
-    hs.commit = 6;
+    let hs = hard_state(6, 3, 6);
     ok("set_hardstate", log.set_hardstate(hs.clone()))?;
     let cs = conf(&[1, 2, 3, 4]);
     ok("set_conf_state", log.set_conf_state(cs.clone()))?;

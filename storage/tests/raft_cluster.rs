@@ -79,8 +79,10 @@ impl Node {
         let store = SledStorage::open(dir).unwrap();
         let st = store.initial_state().unwrap();
         if !st.initialized() {
-            let mut cs = ConfState::default();
-            cs.voters = vec![1, 2, 3];
+            let cs = ConfState {
+                voters: vec![1, 2, 3],
+                ..Default::default()
+            };
             store.initialize_with_conf_state(cs).unwrap();
             store.flush().unwrap();
         }
@@ -184,7 +186,9 @@ impl Cluster {
     fn new() -> Cluster {
         let tmp = tempfile::tempdir().unwrap();
         let dirs: Vec<PathBuf> = (1..=3).map(|i| tmp.path().join(format!("n{i}"))).collect();
-        let nodes = (1..=3).map(|i| Node::open(i, &dirs[i as usize - 1])).collect();
+        let nodes = (1..=3)
+            .map(|i| Node::open(i, &dirs[i as usize - 1]))
+            .collect();
         Cluster {
             nodes,
             dirs,
@@ -270,7 +274,8 @@ impl Cluster {
     }
 
     fn restart_all(&mut self) {
-        let snapshot_every: Vec<Option<u64>> = self.nodes.iter().map(|n| n.snapshot_every).collect();
+        let snapshot_every: Vec<Option<u64>> =
+            self.nodes.iter().map(|n| n.snapshot_every).collect();
         // Dropping RawNode and every storage handle closes sled (no explicit close).
         self.nodes.clear();
         self.queue.clear();
@@ -293,7 +298,10 @@ fn three_nodes_elect_commit_snapshot_and_recover() {
     // Election: node 1 times out first because it is ticked first.
     let (leader, rounds) = c.wait_leader(40);
     assert_eq!(leader, 1, "deterministic tick order elects node 1");
-    assert!(rounds >= 10, "no election before the timeout, got {rounds} rounds");
+    assert!(
+        rounds >= 10,
+        "no election before the timeout, got {rounds} rounds"
+    );
 
     // Commit proposals on all three.
     for i in 0..20 {
@@ -318,7 +326,11 @@ fn three_nodes_elect_commit_snapshot_and_recover() {
         "leader compacted past node 3 (first {leader_first}, node 3 last {behind})"
     );
     assert!(c.nodes[0].store.snapshot_metadata().unwrap().index > behind);
-    assert_eq!(c.nodes[2].machine.items.len(), 20, "isolated node applied nothing new");
+    assert_eq!(
+        c.nodes[2].machine.items.len(),
+        20,
+        "isolated node applied nothing new"
+    );
 
     // Heal: node 3 can only catch up through the snapshot.
     c.isolated.clear();
@@ -373,7 +385,12 @@ fn three_nodes_elect_commit_snapshot_and_recover() {
         assert_eq!(n.store.last_index().unwrap(), *last, "node {}", n.id);
         // The applied state restored from storage is the one before the restart.
         assert_eq!(&n.machine, machine, "node {} machine", n.id);
-        assert_eq!(n.raw.raft.term, terms[n.id as usize - 1], "node {} term", n.id);
+        assert_eq!(
+            n.raw.raft.term,
+            terms[n.id as usize - 1],
+            "node {} term",
+            n.id
+        );
     }
     let (_, _) = c.wait_leader(60);
     for i in 55..60 {
