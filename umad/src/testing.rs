@@ -27,6 +27,8 @@ use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
+/// Environment variable giving a re-executed client the console FIFO of its ibsim.
+pub const CONSOLE_ENV: &str = "UMAD_TEST_CONSOLE";
 /// umad2sim as Debian's libumad2sim0 installs it.
 pub const UMAD2SIM_LIB: &str = "/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so";
 /// The example fabric with two switches, two paths between them and four HCAs.
@@ -123,25 +125,60 @@ pub struct Ibsim {
     sockname: String,
     dir: PathBuf,
     netfile: PathBuf,
+    console: Option<PathBuf>,
+}
+
+fn mkfifo(path: &Path) -> io::Result<()> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(path.as_os_str().as_bytes())
+        .map_err(|_| io::Error::other("FIFO path contains NUL"))?;
+    // SAFETY: c is a valid NUL-terminated path.
+    if unsafe { libc::mkfifo(c.as_ptr(), 0o600) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
 }
 
 impl Ibsim {
     /// Starts `ibsim -s -n EXTRA... NETFILE` with a fresh socket name and scratch directory,
     /// and waits (up to 20 s) until its control and data sockets exist.
     pub fn start(netfile: &Path, extra_args: &[String]) -> io::Result<Ibsim> {
+        Ibsim::spawn(netfile, extra_args, false)
+    }
+
+    /// Like [`Ibsim::start`] but with ibsim's console on: its stdin is a FIFO
+    /// ([`Ibsim::console_path`]) that ibsim itself holds open for writing too, so it never
+    /// sees EOF; write commands with [`Ibsim::console`] or by opening the FIFO (a client
+    /// process can do that itself).
+    pub fn start_with_console(netfile: &Path, extra_args: &[String]) -> io::Result<Ibsim> {
+        Ibsim::spawn(netfile, extra_args, true)
+    }
+
+    fn spawn(netfile: &Path, extra_args: &[String], console: bool) -> io::Result<Ibsim> {
         let n = COUNTER.fetch_add(1, Ordering::Relaxed);
         let sockname = format!("qsm-umad-{}-{n}", std::process::id());
         let dir = std::env::temp_dir().join(&sockname);
         std::fs::create_dir_all(&dir)?;
         let log = std::fs::File::create(dir.join("ibsim.log"))?;
-        let child = Command::new("ibsim")
-            .arg("-s")
-            .arg("-n")
+        let mut cmd = Command::new("ibsim");
+        cmd.arg("-s");
+        let console_path = dir.join("console");
+        if console {
+            mkfifo(&console_path)?;
+            // O_RDWR on a FIFO never blocks on Linux and keeps a writer alive.
+            let fifo = std::fs::OpenOptions::new()
+                .read(true)
+                .write(true)
+                .open(&console_path)?;
+            cmd.stdin(fifo);
+        } else {
+            cmd.arg("-n").stdin(Stdio::null());
+        }
+        let child = cmd
             .args(extra_args)
             .arg(netfile)
             .env("IBSIM_SOCKNAME", &sockname)
             .current_dir(&dir)
-            .stdin(Stdio::null())
             .stdout(log.try_clone()?)
             .stderr(log)
             .spawn()?;
@@ -150,6 +187,7 @@ impl Ibsim {
             sockname,
             dir,
             netfile: netfile.to_path_buf(),
+            console: console.then_some(console_path),
         };
         sim.wait_ready(Duration::from_secs(20))?;
         Ok(sim)
@@ -238,6 +276,20 @@ impl Ibsim {
         &self.netfile
     }
 
+    /// The console FIFO, when started with [`Ibsim::start_with_console`].
+    pub fn console_path(&self) -> Option<&Path> {
+        self.console.as_deref()
+    }
+
+    /// Sends one console command (e.g. `Unlink "Switch1"[2]`, `ReLink "Switch1"[2]`).
+    pub fn console(&self, command: &str) -> io::Result<()> {
+        let path = self
+            .console
+            .as_ref()
+            .ok_or_else(|| io::Error::other("ibsim was started without a console"))?;
+        write_console(path, command)
+    }
+
     /// What ibsim printed so far.
     pub fn log(&self) -> String {
         std::fs::read_to_string(self.dir.join("ibsim.log")).unwrap_or_default()
@@ -324,6 +376,9 @@ impl Ibsim {
         c.args([test_name, "--exact", "--nocapture", "--test-threads=1"])
             .env(CHILD_ENV, test_name)
             .env("UMAD_TEST_NETFILE", &self.netfile);
+        if let Some(p) = &self.console {
+            c.env(CONSOLE_ENV, p);
+        }
         Ok(c)
     }
 
@@ -348,6 +403,13 @@ impl Drop for Ibsim {
     fn drop(&mut self) {
         self.shutdown();
     }
+}
+
+/// Writes one command line to an ibsim console FIFO (from a parent or a client).
+pub fn write_console(fifo: &Path, command: &str) -> io::Result<()> {
+    use std::io::Write;
+    let mut f = std::fs::OpenOptions::new().write(true).open(fifo)?;
+    f.write_all(format!("{command}\n").as_bytes())
 }
 
 /// Whether a test binary run passed exactly one test (guards against an exact filter

@@ -256,7 +256,15 @@ fn lid_routed_get_after_opensm() {
                 assert_eq!(pi.lid, local.sm_lid(), "MasterSMLID is OpenSM's port");
             }
             // The same node by LID routing through the LFTs OpenSM wrote.
-            let ni: NodeInfo = port.get_lid(pi.lid, 0, T).expect("LID-routed NodeInfo");
+            let req = Smp::lid_get(port.next_tid(), mad::AttributeId::NODE_INFO, 0);
+            let r = port
+                .request(&req, Dest::smp_to(pi.lid), T)
+                .expect("LID-routed NodeInfo");
+            assert_eq!(
+                r.slid, pi.lid,
+                "a LID-routed response comes from the LID asked"
+            );
+            let ni: NodeInfo = r.into_smp().unwrap().attr().unwrap();
             // A LID-routed SMP reaches a switch at its management port 0 (ibsim reports
             // LocalPortNum 0 then); a CA at the port that owns the LID.
             let via = if n.is_switch() { 0 } else { entered };
@@ -433,5 +441,70 @@ fn umad_probe_prints_local_port_and_remote_nodeinfo() {
         "{}",
         out.describe()
     );
+    sim.stop();
+}
+
+#[test]
+fn trap_128_reaches_the_sm_port_on_the_lid_routed_agent() {
+    const NAME: &str = "trap_128_reaches_the_sm_port_on_the_lid_routed_agent";
+    if child_role(NAME) {
+        let console = std::env::var(umad::testing::CONSOLE_ENV).expect("console FIFO");
+        let port = Arc::new(open_port());
+        // ibsim hands unsolicited QP0 MADs (traps, SMInfo from other SMs) only to a client
+        // that is an SM: opening issm0 makes us one.
+        port.claim_sm().expect("issm0");
+        let local = port.query_local(T).expect("local");
+        assert_eq!(local.lid(), local.sm_lid(), "OpenSM ran on this port");
+        let sw_lid = port
+            .get_dr::<PortInfo>(&[1], 0, T)
+            .expect("Switch1 PortInfo")
+            .lid;
+        let reader = Reader::spawn(Arc::clone(&port)).expect("reader");
+        umad::testing::write_console(Path::new(&console), "Unlink \"Switch1\"[2]")
+            .expect("console");
+        // Opening issm0 changed our CapabilityMask: our own port reports that with trap
+        // 144 (to itself, the master). Then Switch1 reports the unlinked port with trap 128.
+        let mut seen = Vec::new();
+        while !seen.contains(&128) {
+            assert!(seen.len() < 10, "no trap 128 among {seen:?}");
+            let r = reader.recv_timeout(T).expect("a trap").expect("read ok");
+            assert_eq!(r.status, RecvStatus::Ok);
+            let slid = r.slid;
+            let smp = r.into_smp().expect("an SMP");
+            assert_eq!(smp.class, mad::MgmtClass::SUBN_LID_ROUTED);
+            assert_eq!(smp.method, mad::Method::TRAP);
+            let notice: mad::Notice = smp.attr().expect("a Notice");
+            assert!(notice.is_generic);
+            let from = match notice.trap_number_or_device_id {
+                128 => sw_lid,
+                144 => local.lid(),
+                other => panic!("unexpected trap {other}"),
+            };
+            let trap = notice.trap_number_or_device_id;
+            assert_eq!(notice.issuer_lid, from, "IssuerLID of trap {trap}");
+            assert_eq!(slid, from, "header source LID of trap {trap}");
+            seen.push(notice.trap_number_or_device_id);
+            // Repress it, as an SM does (no response expected: sent without kernel timeout).
+            let mut repress = smp.clone();
+            repress.method = mad::Method::TRAP_REPRESS;
+            port.send(&repress, Dest::smp_to(from))
+                .expect("TrapRepress");
+        }
+        reader.stop();
+        return;
+    }
+    if skip() {
+        return;
+    }
+    if umad::testing::find_program("opensm").is_none() {
+        eprintln!("skipped: opensm is not installed");
+        return;
+    }
+    let sim = Ibsim::start_with_console(Path::new(NET_2SW2PATH4HCA), &[]).expect("ibsim");
+    let osm = sim
+        .run_opensm(Some("Hca1"), CHILD_TIMEOUT)
+        .expect("opensm ran");
+    assert!(osm.success(), "opensm -o: {}", osm.describe());
+    run_child(&sim, NAME, "Hca1");
     sim.stop();
 }
