@@ -514,9 +514,11 @@ pub fn check_reopen<L: RaftLog>(
 ) -> CheckResult {
     let log = seeded(new)?;
     ok(
-        "append",
-        log.append(&[entry_with_data(6, 6, b"six"), entry(7, 6)]),
+        "append 6..=8",
+        log.append(&[entry_with_data(6, 6, b"six"), entry(7, 6), entry(8, 6)]),
     )?;
+    // A conflicting tail: 7 is replaced and 8 must stay gone after reopening.
+    ok("append 7 (truncate 8)", log.append(&[entry(7, 6)]))?;
     let hs = hard_state(6, 3, 6);
     ok("set_hardstate", log.set_hardstate(hs.clone()))?;
     let cs = conf(&[1, 2, 3, 4]);
