@@ -50,6 +50,12 @@ pub struct Counters {
     pub traps_sent: u64,
     /// Events processed.
     pub events: u64,
+    /// GMPs (non-SMP MADs, e.g. SA) sent by attached SMs and clients.
+    pub gmps_sent: u64,
+    /// GMPs delivered to an attached SM or client.
+    pub gmps_delivered: u64,
+    /// GMPs dropped (P_Key, routing, port state, no receiver, loss).
+    pub gmps_dropped: u64,
 }
 
 /// One accepted Set, for invariant checks.

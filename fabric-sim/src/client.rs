@@ -15,6 +15,7 @@ pub struct SimClient {
     r: BufReader<UnixStream>,
     w: BufWriter<UnixStream>,
     mads: VecDeque<(VTime, Lid, Smp)>,
+    gmps: VecDeque<crate::ReceivedGmp>,
 }
 
 fn err(msg: String) -> io::Error {
@@ -29,6 +30,7 @@ impl SimClient {
             r: BufReader::new(s.try_clone()?),
             w: BufWriter::new(s),
             mads: VecDeque::new(),
+            gmps: VecDeque::new(),
         })
     }
 
@@ -38,6 +40,29 @@ impl SimClient {
         write_frame(&mut self.w, T_ATTACH, name.as_bytes())?;
         self.w.flush()?;
         self.wait_for(T_ATTACHED)
+    }
+
+    /// Attaches as a non-SM client (IsSM stays clear), e.g. an SA client.
+    pub fn attach_client(&mut self, name: &str) -> io::Result<Value> {
+        write_frame(&mut self.w, T_ATTACH_CLIENT, name.as_bytes())?;
+        self.w.flush()?;
+        self.wait_for(T_ATTACHED)
+    }
+
+    /// Sends a GMP (any non-SMP MAD) LID-routed to `dlid` with P_Key `pkey`.
+    pub fn send_gmp(&mut self, dlid: Lid, pkey: fabric::PKey, mad: &[u8; 256]) -> io::Result<()> {
+        write_frame(&mut self.w, T_GMP, &gmp_out(dlid.0, pkey.0, mad))?;
+        self.w.flush()
+    }
+
+    /// The next GMP for this client. Blocks.
+    pub fn recv_gmp(&mut self) -> io::Result<crate::ReceivedGmp> {
+        loop {
+            if let Some(g) = self.gmps.pop_front() {
+                return Ok(g);
+            }
+            self.read_one(None)?;
+        }
     }
 
     /// Queues an SMP for `dlid` (0xFFFF: directed route) without flushing.
@@ -96,6 +121,17 @@ impl SimClient {
                 let (t, slid, b) = parse_mad_in(&p).ok_or_else(|| err("bad MAD frame".into()))?;
                 let smp = Smp::decode(&b).map_err(|e| err(e.to_string()))?;
                 self.mads.push_back((t, Lid(slid), smp));
+                Ok(None)
+            }
+            T_GMP => {
+                let (time, slid, pkey, mad) =
+                    parse_gmp_in(&p).ok_or_else(|| err("bad GMP frame".into()))?;
+                self.gmps.push_back(crate::ReceivedGmp {
+                    time,
+                    slid: Lid(slid),
+                    pkey: fabric::PKey(pkey),
+                    mad,
+                });
                 Ok(None)
             }
             T_ERROR => Err(err(String::from_utf8_lossy(&p).into_owned())),

@@ -73,6 +73,10 @@ pub enum DropReason {
     },
     /// More than 64 hops: a routing loop.
     Loop,
+    /// A GMP reached its port, but no SM or client is attached there.
+    NoReceiver,
+    /// A GMP was lost by the random loss fault.
+    Lost,
 }
 
 /// Result of [`SimFabric::deliver`].
@@ -127,31 +131,45 @@ impl SimFabric {
     }
 
     fn walk(&mut self, src: Guid, dst: Lid, key: Option<PKey>) -> Delivery {
-        use DropReason::*;
         let Some(&src_port) = self.st.by_port_guid.get(&src) else {
-            return Delivery::Dropped(NoSuchSource);
+            return Delivery::Dropped(DropReason::NoSuchSource);
         };
+        match self.walk_from(src_port, dst, key) {
+            Ok((port, hops)) => Delivery::Delivered {
+                dst_port: self.st.ports[port as usize].guid,
+                hops,
+            },
+            Err(r) => Delivery::Dropped(r),
+        }
+    }
+
+    /// Walks a packet from end port index `src_port` to `dst`: Ok((receiving port index,
+    /// links crossed)) or the reason it is dropped.
+    pub(crate) fn walk_from(
+        &mut self,
+        src_port: u32,
+        dst: Lid,
+        key: Option<PKey>,
+    ) -> Result<(u32, u8), DropReason> {
+        use DropReason::*;
         let sp = &self.st.ports[src_port as usize];
         let sn = &self.st.nodes[sp.node as usize];
         if !sn.present || sp.state != PortState::Active {
-            return Delivery::Dropped(SourceNotActive);
+            return Err(SourceNotActive);
         }
         if let Some(k) = key
             && !self.st.table_contains(src_port, k)
         {
-            return Delivery::Dropped(SourcePKey);
+            return Err(SourcePKey);
         }
         if self.st.owns_lid(src_port, dst) {
-            return Delivery::Delivered {
-                dst_port: sp.guid,
-                hops: 0,
-            };
+            return Ok((src_port, 0));
         }
         let mut egress = if sn.sw != NONE {
             match self.st.switches[sn.sw as usize].route(dst) {
                 Some(o) if o != 0 && o <= sn.num_ports => sn.port_base + u32::from(o),
                 _ => {
-                    return Delivery::Dropped(NoRoute {
+                    return Err(NoRoute {
                         node: NodeId(sp.node),
                     });
                 }
@@ -164,13 +182,13 @@ impl SimFabric {
             let e = &self.st.ports[egress as usize];
             let (enode, enum_) = (NodeId(e.node), e.num);
             if !e.link_up || e.cable == NONE {
-                return Delivery::Dropped(LinkDown {
+                return Err(LinkDown {
                     node: enode,
                     port: enum_,
                 });
             }
             if e.state != PortState::Active {
-                return Delivery::Dropped(NotActive {
+                return Err(NotActive {
                     node: enode,
                     port: enum_,
                 });
@@ -180,7 +198,7 @@ impl SimFabric {
                 && !switch_key_ok(self, egress, k)
             {
                 self.bump_pkey_violation(egress);
-                return Delivery::Dropped(SwitchOutbound {
+                return Err(SwitchOutbound {
                     node: enode,
                     port: enum_,
                 });
@@ -190,26 +208,26 @@ impl SimFabric {
             let (inode, inum) = (ip.node, ip.num);
             let n = &self.st.nodes[inode as usize];
             if !n.present {
-                return Delivery::Dropped(NodeAbsent {
+                return Err(NodeAbsent {
                     node: NodeId(inode),
                 });
             }
             if ip.state != PortState::Active {
-                return Delivery::Dropped(NotActive {
+                return Err(NotActive {
                     node: NodeId(inode),
                     port: inum,
                 });
             }
             hops += 1;
             if hops > 64 {
-                return Delivery::Dropped(Loop);
+                return Err(Loop);
             }
             if n.sw != NONE {
                 if let (true, Some(k)) = (ip.info.partition_enforcement_inbound, key)
                     && !switch_key_ok(self, ing, k)
                 {
                     self.bump_pkey_violation(ing);
-                    return Delivery::Dropped(SwitchInbound {
+                    return Err(SwitchInbound {
                         node: NodeId(inode),
                         port: inum,
                     });
@@ -220,29 +238,26 @@ impl SimFabric {
                         && !self.st.table_matches(p0, k)
                     {
                         self.bump_pkey_violation(p0);
-                        return Delivery::Dropped(DestinationPKey {
+                        return Err(DestinationPKey {
                             node: NodeId(inode),
                             port: 0,
                         });
                     }
-                    return Delivery::Delivered {
-                        dst_port: self.st.ports[p0 as usize].guid,
-                        hops,
-                    };
+                    return Ok((p0, hops));
                 }
                 match self.st.switches[n.sw as usize].route(dst) {
                     Some(o) if o != 0 && o <= n.num_ports => {
                         egress = n.port_base + u32::from(o);
                     }
                     _ => {
-                        return Delivery::Dropped(NoRoute {
+                        return Err(NoRoute {
                             node: NodeId(inode),
                         });
                     }
                 }
             } else {
                 if !self.st.owns_lid(ing, dst) {
-                    return Delivery::Dropped(WrongDestination {
+                    return Err(WrongDestination {
                         node: NodeId(inode),
                         port: inum,
                     });
@@ -251,15 +266,12 @@ impl SimFabric {
                     && !self.st.table_matches(ing, k)
                 {
                     self.bump_pkey_violation(ing);
-                    return Delivery::Dropped(DestinationPKey {
+                    return Err(DestinationPKey {
                         node: NodeId(inode),
                         port: inum,
                     });
                 }
-                return Delivery::Delivered {
-                    dst_port: self.st.ports[ing as usize].guid,
-                    hops,
-                };
+                return Ok((ing, hops));
             }
         }
     }

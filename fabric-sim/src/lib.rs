@@ -42,6 +42,9 @@
 //!   enforcement (PortInfo inbound/outbound bits on a switch port) compares the
 //!   partition only, so a port facing a limited member may carry that member's keys.
 //!   SMPs are exempt.
+//! * GMPs (SA and other QP1 MADs) between attached SMs and clients are data packets:
+//!   routed and P_Key-checked like [`SimFabric::deliver`], delivered to whoever is
+//!   attached at the destination port ([`SimFabric::send_gmp`], `poll_recv_gmp`).
 //! * Stored but not acted on: MulticastForwardingTable (no multicast data delivery),
 //!   SLtoVL and VLArbitration tables, GUIDInfo entries (CAs only; entry 0 is the port
 //!   GUID and read-only).
@@ -57,6 +60,7 @@ mod deliver;
 mod error;
 mod faults;
 mod forward;
+mod gmp;
 mod mkey;
 mod portstate;
 mod sim;
@@ -73,6 +77,7 @@ pub use config::SimConfig;
 pub use deliver::{Delivery, DropReason};
 pub use error::SimError;
 pub use faults::Fault;
+pub use gmp::ReceivedGmp;
 pub use sim::{AttachId, Received, SimFabric};
 
 /// Virtual time in nanoseconds since the fabric was created.

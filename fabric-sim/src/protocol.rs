@@ -21,6 +21,68 @@ pub const T_CONTROL_RESP: u8 = 0x05;
 /// Server -> client: error (UTF-8 text); the server closes the connection after it.
 pub const T_ERROR: u8 = 0x06;
 
+/// Client -> server: attach as a non-SM client (IsSM stays clear). Payload: UTF-8 name;
+/// answered with ATTACHED.
+pub const T_ATTACH_CLIENT: u8 = 0x07;
+/// GMP (non-SMP MAD, e.g. SA). Client -> server: u16 DLID + u16 P_Key + 256 bytes.
+/// Server -> client: u64 time + u16 SLID + u16 P_Key + 256 bytes.
+pub const T_GMP: u8 = 0x08;
+
+/// Length of a client -> server GMP payload.
+pub const GMP_OUT_LEN: usize = 2 + 2 + 256;
+/// Length of a server -> client GMP payload.
+pub const GMP_IN_LEN: usize = 8 + 2 + 2 + 256;
+
+/// Client -> server GMP payload.
+pub fn gmp_out(dlid: u16, pkey: u16, mad: &[u8; 256]) -> [u8; GMP_OUT_LEN] {
+    let mut b = [0u8; GMP_OUT_LEN];
+    b[..2].copy_from_slice(&dlid.to_be_bytes());
+    b[2..4].copy_from_slice(&pkey.to_be_bytes());
+    b[4..].copy_from_slice(mad);
+    b
+}
+
+/// Parses a client -> server GMP payload: (DLID, P_Key, MAD).
+pub fn parse_gmp_out(p: &[u8]) -> Option<(u16, u16, [u8; 256])> {
+    if p.len() != GMP_OUT_LEN {
+        return None;
+    }
+    let mut m = [0u8; 256];
+    m.copy_from_slice(&p[4..]);
+    Some((
+        u16::from_be_bytes([p[0], p[1]]),
+        u16::from_be_bytes([p[2], p[3]]),
+        m,
+    ))
+}
+
+/// Server -> client GMP payload.
+pub fn gmp_in(time: u64, slid: u16, pkey: u16, mad: &[u8; 256]) -> [u8; GMP_IN_LEN] {
+    let mut b = [0u8; GMP_IN_LEN];
+    b[..8].copy_from_slice(&time.to_be_bytes());
+    b[8..10].copy_from_slice(&slid.to_be_bytes());
+    b[10..12].copy_from_slice(&pkey.to_be_bytes());
+    b[12..].copy_from_slice(mad);
+    b
+}
+
+/// Parses a server -> client GMP payload: (time, SLID, P_Key, MAD).
+pub fn parse_gmp_in(p: &[u8]) -> Option<(u64, u16, u16, [u8; 256])> {
+    if p.len() != GMP_IN_LEN {
+        return None;
+    }
+    let mut t = [0u8; 8];
+    t.copy_from_slice(&p[..8]);
+    let mut m = [0u8; 256];
+    m.copy_from_slice(&p[12..]);
+    Some((
+        u64::from_be_bytes(t),
+        u16::from_be_bytes([p[8], p[9]]),
+        u16::from_be_bytes([p[10], p[11]]),
+        m,
+    ))
+}
+
 /// Length of a client -> server MAD payload.
 pub const MAD_OUT_LEN: usize = 2 + 256;
 /// Length of a server -> client MAD payload.

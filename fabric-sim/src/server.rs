@@ -82,6 +82,10 @@ fn pump(core: &mut Core, wall: VTime) {
             while let Some((t, slid, b)) = sim.poll_recv_bytes(a) {
                 let _ = c.tx.send(frame(T_MAD, &mad_in(t, slid.0, &b)));
             }
+            while let Some(g) = sim.poll_recv_gmp(a) {
+                let _ =
+                    c.tx.send(frame(T_GMP, &gmp_in(g.time, g.slid.0, g.pkey.0, &g.mad)));
+            }
         }
     }
 }
@@ -273,7 +277,7 @@ fn client_loop(
             Err(e) => return Err(format!("SIMD-E010 malformed frame: {e}")),
         };
         match ty {
-            T_ATTACH => {
+            T_ATTACH | T_ATTACH_CLIENT => {
                 let name = std::str::from_utf8(&payload)
                     .map_err(|_| "SIMD-E011 attach name is not UTF-8".to_string())?;
                 let mut g = shared.lock();
@@ -282,10 +286,12 @@ fn client_loop(
                 }
                 let guid = control::port_guid_of(&g.sim, name)
                     .map_err(|e| format!("SIMD-E013 attach {name:?}: {e}"))?;
-                let a = g
-                    .sim
-                    .attach(guid)
-                    .map_err(|e| format!("SIMD-E014 attach {name:?}: {e}"))?;
+                let a = if ty == T_ATTACH {
+                    g.sim.attach(guid)
+                } else {
+                    g.sim.attach_client(guid)
+                }
+                .map_err(|e| format!("SIMD-E014 attach {name:?}: {e}"))?;
                 let (node, port) = g.sim.attach_point(a).unwrap_or_default();
                 let node_guid = g.sim.node_guid(node).map(|g| g.0).unwrap_or(0);
                 if let Some(c) = g.clients.get_mut(&id) {
@@ -313,6 +319,26 @@ fn client_loop(
                 g.sim
                     .send_bytes(now, a, Lid(dlid), &mad)
                     .map_err(|e| format!("SIMD-E017 {e}"))?;
+                pump(&mut g, wall);
+            }
+            T_GMP => {
+                let (dlid, pkey, mad) = parse_gmp_out(&payload).ok_or_else(|| {
+                    format!(
+                        "SIMD-E020 GMP payload must be {GMP_OUT_LEN} bytes, got {}",
+                        payload.len()
+                    )
+                })?;
+                let wall = shared.wall();
+                let mut g = shared.lock();
+                let a = g
+                    .clients
+                    .get(&id)
+                    .and_then(|c| c.attach)
+                    .ok_or("SIMD-E021 GMP before attach")?;
+                let now = wall.max(g.sim.now());
+                g.sim
+                    .send_gmp(now, a, Lid(dlid), fabric::PKey(pkey), &mad)
+                    .map_err(|e| format!("SIMD-E022 {e}"))?;
                 pump(&mut g, wall);
             }
             T_CONTROL => {

@@ -64,6 +64,8 @@ pub(crate) enum EvKind {
     LinkTrain { port: u32 },
     /// A scheduled fault.
     Fault { idx: u32 },
+    /// A GMP reaches the port it was routed to.
+    GmpArrive { slot: u32 },
 }
 
 #[derive(PartialEq, Eq, PartialOrd, Ord, Debug)]
@@ -76,6 +78,7 @@ pub(crate) struct Ev {
 pub(crate) struct AttachSt {
     pub port: u32,
     pub queue: VecDeque<Received>,
+    pub gmp_queue: VecDeque<crate::gmp::ReceivedGmp>,
     pub active: bool,
     pub origin: u32,
 }
@@ -99,6 +102,9 @@ pub struct SimFabric {
     pub(crate) sl2vl: HashMap<(u32, u32), SlToVlTable>,
     pub(crate) vlarb: HashMap<(u32, u32), VlArbitrationTable>,
     pub(crate) trap_tid: u64,
+    /// GMPs in flight: (receiving port index, the MAD), free slots are None.
+    pub(crate) gmps: Vec<Option<(u32, crate::gmp::ReceivedGmp)>>,
+    pub(crate) gmp_free: Vec<u32>,
 }
 
 impl SimFabric {
@@ -129,6 +135,8 @@ impl SimFabric {
             sl2vl: HashMap::new(),
             vlarb: HashMap::new(),
             trap_tid: 0x5A5A_0000_0000_0000,
+            gmps: Vec::new(),
+            gmp_free: Vec::new(),
         })
     }
 
@@ -145,6 +153,16 @@ impl SimFabric {
     /// Attaches an SM at a CA port (by port GUID). Sets CapabilityMask.IsSM on that port,
     /// as the kernel does when an SM opens QP0.
     pub fn attach(&mut self, port_guid: Guid) -> Result<AttachId, SimError> {
+        self.attach_as(port_guid, true)
+    }
+
+    /// Attaches a non-SM client (for example an SA client exchanging GMPs) at a CA port:
+    /// like [`SimFabric::attach`] but IsSM stays clear.
+    pub fn attach_client(&mut self, port_guid: Guid) -> Result<AttachId, SimError> {
+        self.attach_as(port_guid, false)
+    }
+
+    fn attach_as(&mut self, port_guid: Guid, is_sm: bool) -> Result<AttachId, SimError> {
         let &port = self
             .st
             .by_port_guid
@@ -162,12 +180,15 @@ impl SimFabric {
         self.attaches.push(AttachSt {
             port,
             queue: VecDeque::new(),
+            gmp_queue: VecDeque::new(),
             active: true,
             origin,
         });
         let p = &mut self.st.ports[port as usize];
         p.attach = id;
-        p.info.capability_mask |= PortInfo::CAP_IS_SM;
+        if is_sm {
+            p.info.capability_mask |= PortInfo::CAP_IS_SM;
+        }
         Ok(AttachId(id))
     }
 
@@ -176,6 +197,7 @@ impl SimFabric {
         let a = self.attach_mut(sm)?;
         a.active = false;
         a.queue.clear();
+        a.gmp_queue.clear();
         let port = a.port;
         let p = &mut self.st.ports[port as usize];
         p.attach = NONE;
@@ -483,6 +505,7 @@ impl SimFabric {
             EvKind::Depart { port, slot } => self.originate(port, slot, t),
             EvKind::LeaseCheck { port } => self.lease_check(port, t),
             EvKind::LinkTrain { port } => self.link_train(port, t),
+            EvKind::GmpArrive { slot } => self.gmp_arrive(slot, t),
             EvKind::Fault { idx } => {
                 if let Some(f) = self.scheduled.get_mut(idx as usize).and_then(Option::take) {
                     // A scheduled fault naming a bad node was validated when scheduled.

@@ -1,0 +1,116 @@
+//! General MADs (GMPs: SA and other classes on QP1) between attached SMs and clients.
+//! They are data packets for the fabric: LID-routed through the LFTs over ACTIVE ports,
+//! subject to the P_Key checks of [`SimFabric::deliver`], and handed to whoever is
+//! attached at the destination port. Their path is decided when sent (the walk of
+//! `deliver`); they arrive after one hop latency per link crossed, with the loss,
+//! duplicate and delay faults applied per link.
+
+use crate::VTime;
+use crate::deliver::{Delivery, DropReason};
+use crate::error::SimError;
+use crate::sim::{AttachId, EvKind, SimFabric};
+use crate::state::NONE;
+use fabric::{Lid, PKey};
+
+/// A GMP handed to an attached SM or client.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ReceivedGmp {
+    /// Virtual arrival time.
+    pub time: VTime,
+    /// LRH source LID (the sender's port LID).
+    pub slid: Lid,
+    /// P_Key the packet carried.
+    pub pkey: PKey,
+    /// The 256-byte MAD as sent.
+    pub mad: [u8; 256],
+}
+
+impl SimFabric {
+    /// Sends a GMP (any management class; typically SA, class 0x03) from the port of
+    /// `from` to `dlid` with P_Key `pkey` at `now`. Returns the verdict of the path (the
+    /// MAD arrives later, see [`SimFabric::poll_recv_gmp`]); a drop is counted.
+    pub fn send_gmp(
+        &mut self,
+        now: VTime,
+        from: AttachId,
+        dlid: Lid,
+        pkey: PKey,
+        mad: &[u8; 256],
+    ) -> Result<Delivery, SimError> {
+        let src = self.attach_mut(from)?.port;
+        self.run_until(now);
+        let t = self.now;
+        self.acct.counters.gmps_sent += 1;
+        let (dst, hops) = match self.walk_from(src, dlid, Some(pkey)) {
+            Ok(x) => x,
+            Err(r) => {
+                self.acct.counters.gmps_dropped += 1;
+                return Ok(Delivery::Dropped(r));
+            }
+        };
+        if self.st.ports[dst as usize].attach == NONE {
+            self.acct.counters.gmps_dropped += 1;
+            return Ok(Delivery::Dropped(DropReason::NoReceiver));
+        }
+        let mut copies = 1u32;
+        for _ in 0..hops {
+            if self.loss_prob > 0.0 && self.rng.chance(self.loss_prob) {
+                self.acct.counters.gmps_dropped += 1;
+                return Ok(Delivery::Dropped(DropReason::Lost));
+            }
+            if self.dup_prob > 0.0 && self.rng.chance(self.dup_prob) {
+                copies = copies.saturating_mul(2).min(1024);
+            }
+        }
+        let per_hop = self.cfg.hop_latency_ns + self.extra_delay_ns;
+        let arrival = t + u64::from(hops) * per_hop + self.cfg.wire_time_ns;
+        let slid = self.st.source_lid(src);
+        for c in 0..copies {
+            let g = ReceivedGmp {
+                time: 0,
+                slid,
+                pkey,
+                mad: *mad,
+            };
+            let slot = match self.gmp_free.pop() {
+                Some(s) => {
+                    self.gmps[s as usize] = Some((dst, g));
+                    s
+                }
+                None => {
+                    self.gmps.push(Some((dst, g)));
+                    (self.gmps.len() - 1) as u32
+                }
+            };
+            self.push(
+                arrival + u64::from(c) * self.cfg.wire_time_ns,
+                EvKind::GmpArrive { slot },
+            );
+        }
+        Ok(Delivery::Delivered {
+            dst_port: self.st.ports[dst as usize].guid,
+            hops,
+        })
+    }
+
+    pub(crate) fn gmp_arrive(&mut self, slot: u32, t: VTime) {
+        let Some((dst, mut g)) = self.gmps.get_mut(slot as usize).and_then(Option::take) else {
+            return;
+        };
+        self.gmp_free.push(slot);
+        let p = &self.st.ports[dst as usize];
+        let a = p.attach;
+        if a == NONE || !p.link_up || !self.st.nodes[p.node as usize].present {
+            self.acct.counters.gmps_dropped += 1;
+            return;
+        }
+        g.time = t;
+        self.acct.counters.gmps_delivered += 1;
+        self.attaches[a as usize].gmp_queue.push_back(g);
+    }
+
+    /// The next GMP delivered to this SM or client.
+    pub fn poll_recv_gmp(&mut self, sm: AttachId) -> Option<ReceivedGmp> {
+        self.attaches.get_mut(sm.0 as usize)?.gmp_queue.pop_front()
+    }
+}
