@@ -70,7 +70,7 @@ impl Default for SweeperConfig {
             window: 256,
             per_switch_window: 4,
             timeout: 20 * MS,
-            retries: 4,
+            retries: 8,
             sweep_interval: 10_000 * MS,
             partitions_conf: None,
             partition_options: partitions::Options::default(),

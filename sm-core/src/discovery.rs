@@ -15,6 +15,7 @@ use mad::{NodeDescription, NodeInfo, PortInfo, Smp, SmpAttribute, SwitchInfo};
 impl Sweeper {
     pub(crate) fn start_heavy(&mut self, reason: SweepReason) {
         self.sweep += 1;
+        self.dirty = false;
         self.act_count = self.act_count.wrapping_add(1);
         self.phase = Phase::Discovering;
         self.sweep_start = self.counters;
@@ -57,7 +58,9 @@ impl Sweeper {
     pub(crate) fn on_failure(&mut self, req: Req) {
         match req.op {
             // A probe that never returns: no usable peer on that port this sweep.
-            Op::Probe | Op::NodeDesc | Op::PortInfoGet | Op::SwitchInfoGet => {}
+            // The sweep goes on with what it has, but is not clean: no SUBNET UP from it,
+            // and the next interval brings a heavy sweep.
+            Op::Probe | Op::NodeDesc | Op::PortInfoGet | Op::SwitchInfoGet => self.dirty = true,
             Op::LightSwitchInfo => self.light_changed = true,
             Op::LftSet | Op::PKeySet | Op::PortInfoSet | Op::SwitchInfoSet => {
                 self.on_set_failed(req)

@@ -11,9 +11,10 @@ use mad::SwitchInfo;
 impl Sweeper {
     pub(crate) fn start_light(&mut self) {
         self.phase = Phase::Light;
-        // Until the subnet has come up once, every interval is a heavy sweep (the SM's own
-        // link may come up later, and no trap would say so).
-        self.light_changed = !self.subnet_up;
+        // Until the subnet has come up once, and after a sweep that could not finish cleanly,
+        // every interval is a heavy sweep (the SM's own link may come up later, and no
+        // trap would say so).
+        self.light_changed = !self.subnet_up || self.dirty;
         self.light_start = self.counters;
         let sweep = self.sweep;
         for k in 0..self.switches.len() {

@@ -76,6 +76,8 @@ pub struct Sweeper {
     pub(crate) failed_sets: u64,
     pub(crate) stage_counts: [u64; 4],
     pub(crate) first_sweep_done: bool,
+    /// The current or last heavy sweep gave up on a request or left a port not ACTIVE.
+    pub(crate) dirty: bool,
     /// LFT blocks (switch node, block) the current routing result changes.
     pub(crate) lft_todo: Vec<(u32, u16)>,
 }
@@ -129,6 +131,7 @@ impl Sweeper {
             failed_sets: 0,
             stage_counts: [0; 4],
             first_sweep_done: false,
+            dirty: false,
             lft_todo: Vec::new(),
         })
     }

@@ -146,13 +146,17 @@ pub fn run(cmd: BenchCmd) -> anyhow::Result<ExitCode> {
     let mut disc = (0usize, 0usize, 0usize, 0u64, 0u64);
     let mut lft_blocks = 0usize;
     let mut done = false;
+    let mut sim_time = std::time::Duration::ZERO;
+    let mut sim_at_up = None;
     while !done {
         while let Some(tx) = sw.poll_transmit() {
+            let t0 = Instant::now();
             let r = if tx.dlid.is_permissive() {
                 fab.send(now, sm, &tx.smp)
             } else {
                 fab.send_lid(now, sm, tx.dlid, &tx.smp)
             };
+            sim_time += t0.elapsed();
             r.map_err(|e| anyhow!("E_BENCH_SIM: {e}"))?;
         }
         let next = match (fab.next_event_time(), sw.poll_timeout()) {
@@ -162,7 +166,9 @@ pub fn run(cmd: BenchCmd) -> anyhow::Result<ExitCode> {
                 .ok_or_else(|| anyhow!("E_BENCH_STALL: nothing scheduled"))?,
         };
         now = now.max(next);
+        let t0 = Instant::now();
         fab.run_until(now);
+        sim_time += t0.elapsed();
         while let Some(r) = fab.poll_recv_full(sm) {
             sw.handle_mad(now, r.slid, r.smp);
         }
@@ -202,6 +208,7 @@ pub fn run(cmd: BenchCmd) -> anyhow::Result<ExitCode> {
                     Event::RoutingFailed(e) => return Err(anyhow!("E_BENCH_ROUTING: {e}")),
                     Event::SubnetUp { counters, .. } => {
                         t_up = Some(start.elapsed());
+                        sim_at_up = Some(sim_time);
                         up_counters = Some(counters);
                     }
                     Event::HeavySweepComplete { min_smps: m, .. } => {
@@ -219,6 +226,7 @@ pub fn run(cmd: BenchCmd) -> anyhow::Result<ExitCode> {
     let t_lids = t_lids.unwrap_or(t_disc);
     let t_rs = t_route_start.unwrap_or(t_lids);
     let t_re = t_route_end.unwrap_or(t_rs);
+    let sim_up = sim_at_up.unwrap_or(sim_time);
     let peak = sm_node::mem::peak_rss_bytes();
     let by: serde_json::Map<String, serde_json::Value> = c
         .nonzero()
@@ -240,6 +248,8 @@ pub fn run(cmd: BenchCmd) -> anyhow::Result<ExitCode> {
         "routing_ms": ms(t_re.saturating_sub(t_rs)),
         "programming_ms": ms(t_up.saturating_sub(t_re)),
         "virtual_ms": now as f64 / 1e6,
+        "sim_ms": ms(sim_up),
+        "sm_ms": ms(t_up.saturating_sub(sim_up).saturating_sub(t_re.saturating_sub(t_rs))),
         "smps_sent": c.total(),
         "smps_min": min_smps,
         "discovery_smps": disc.3,
@@ -268,6 +278,14 @@ pub fn run(cmd: BenchCmd) -> anyhow::Result<ExitCode> {
         println!(
             "fabric: {} nodes, {} switches, {} links; setup {setup_ms:.1} ms",
             disc.0, disc.1, disc.2
+        );
+        println!(
+            "time split: simulator {:.1} ms, routing {:.1} ms, SM and driver {:.1} ms",
+            ms(sim_up),
+            ms(t_re.saturating_sub(t_rs)),
+            ms(t_up
+                .saturating_sub(sim_up)
+                .saturating_sub(t_re.saturating_sub(t_rs)))
         );
         println!("SMPs: {} sent, minimum {min_smps}", c.total());
         for (a, m, n) in c.nonzero() {
