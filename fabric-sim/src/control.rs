@@ -109,6 +109,23 @@ pub enum ControlRequest {
         /// P_Key.
         pkey: u16,
     },
+    /// Many delivery checks at once: `pairs` of [src, dlid, pkey].
+    DeliverMany {
+        /// (source port name, destination LID, P_Key).
+        pairs: Vec<(String, u16, u16)>,
+    },
+    /// A switch's LFT: entries for LIDs 0..=LinearFDBTop (0xFF = unprogrammed).
+    Lft {
+        /// Switch name.
+        node: String,
+    },
+    /// A port's P_KeyTable (non-zero entries with their index).
+    Pkeys {
+        /// Node name.
+        node: String,
+        /// Port number.
+        port: u8,
+    },
 }
 
 fn node_of(sim: &SimFabric, name: &str) -> Result<NodeId, String> {
@@ -283,6 +300,31 @@ pub fn apply(sim: &mut SimFabric, now: VTime, req: &ControlRequest) -> Result<Va
             let g = port_guid_of(sim, src)?;
             let d = sim.deliver(g, Lid(*dlid), PKey(*pkey));
             json!({"ok": true, "delivery": d})
+        }
+        ControlRequest::DeliverMany { pairs } => {
+            let mut out = Vec::with_capacity(pairs.len());
+            for (src, dlid, pkey) in pairs {
+                let g = port_guid_of(sim, src)?;
+                out.push(sim.deliver(g, Lid(*dlid), PKey(*pkey)));
+            }
+            json!({"ok": true, "deliveries": out})
+        }
+        ControlRequest::Lft { node } => {
+            let n = node_of(sim, node)?;
+            let lft = sim.lft(n).map_err(|e| e.to_string())?;
+            json!({"ok": true, "lft": lft})
+        }
+        ControlRequest::Pkeys { node, port } => {
+            let n = node_of(sim, node)?;
+            let keys: Vec<(usize, u16)> = sim
+                .pkey_table(n, *port)
+                .map_err(|e| e.to_string())?
+                .into_iter()
+                .enumerate()
+                .filter(|(_, k)| k.0 != 0)
+                .map(|(i, k)| (i, k.0))
+                .collect();
+            json!({"ok": true, "pkeys": keys})
         }
         _ => return Err("unsupported request".into()),
     })

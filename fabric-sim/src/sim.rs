@@ -453,6 +453,36 @@ impl SimFabric {
         Ok(sw.lft.get(usize::from(lid.0)).copied().unwrap_or(0xFF))
     }
 
+    /// A switch's LFT for LIDs 0..=LinearFDBTop (0xFF where unprogrammed).
+    pub fn lft(&self, node: NodeId) -> Result<Vec<u8>, SimError> {
+        let n = self
+            .st
+            .nodes
+            .get(node.index())
+            .ok_or(SimError::NoSuchNode(node))?;
+        if n.sw == NONE {
+            return Err(SimError::NotASwitch(node));
+        }
+        let sw = &self.st.switches[n.sw as usize];
+        Ok((0..=usize::from(sw.lft_top))
+            .map(|l| sw.lft.get(l).copied().unwrap_or(0xFF))
+            .collect())
+    }
+
+    /// A port's whole P_KeyTable (PartitionCap entries; the power-up table is 0xFFFF then
+    /// zeros).
+    pub fn pkey_table(&self, node: NodeId, port: u8) -> Result<Vec<fabric::PKey>, SimError> {
+        let i = self.port_index(node, port)?;
+        let cap = if self.is_switch(node) {
+            self.cfg.switch_partition_cap
+        } else {
+            self.cfg.ca_partition_cap
+        };
+        Ok((0..usize::from(cap))
+            .map(|k| self.st.pkey_at(i, k))
+            .collect())
+    }
+
     /// SwitchInfo.PortStateChange of a switch.
     pub fn port_state_change(&self, node: NodeId) -> Result<bool, SimError> {
         let n = self

@@ -136,6 +136,11 @@ fn random_control_requests_never_panic() {
         r#"{"op":"set_log","take":true}"#,
         r#"[]"#,
         r#"{"op":"accounting"}"#,
+        r#"{"op":"lft","node":"S1"}"#,
+        r#"{"op":"lft","node":"H1"}"#,
+        r#"{"op":"pkeys","node":"H1","port":1}"#,
+        r#"{"op":"pkeys","node":"H1","port":0}"#,
+        r#"{"op":"deliver_many","pairs":[["H1",3,65535],["H9",1,1]]}"#,
         "\u{0}",
     ];
     let mut ok = 0;
@@ -146,7 +151,10 @@ fn random_control_requests_never_panic() {
             ok += 1;
         }
     }
-    assert_eq!(ok, 4, "port_state, deliver, set_log, accounting");
+    assert_eq!(
+        ok, 6,
+        "port_state, deliver, set_log, accounting, lft S1, pkeys H1[1]"
+    );
 }
 
 #[test]

@@ -94,6 +94,18 @@ fn two_clients_at_different_ca_ports_see_their_own_view() {
     assert!(e.to_string().contains("SIMD-E013"), "{e}");
 
     srv.with_sim(|f| assert_eq!(f.accounting().counters.delivered_to_sm, 6));
+    // Inspection requests.
+    let r = a.control(&json!({"op": "lft", "node": "S1"})).unwrap();
+    assert_eq!(r["lft"], json!([255]), "top 0, nothing programmed");
+    let r = a
+        .control(&json!({"op": "pkeys", "node": "H3", "port": 1}))
+        .unwrap();
+    assert_eq!(r["pkeys"], json!([[0, 0xFFFF]]));
+    let r = a
+        .control(&json!({"op": "deliver_many", "pairs": [["H1", 3, 0xFFFF], ["H2", 4, 0xFFFF]]}))
+        .unwrap();
+    assert_eq!(r["deliveries"].as_array().unwrap().len(), 2);
+    assert_eq!(r["deliveries"][0], json!({"Dropped": "SourceNotActive"}));
     srv.shutdown();
 }
 
