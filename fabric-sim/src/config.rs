@@ -29,6 +29,11 @@ pub struct SimConfig {
     pub ca_partition_cap: u16,
     /// SwitchInfo.PartitionEnforcementCap (P_KeyTable entries per switch port).
     pub switch_partition_cap: u16,
+    /// Repeat each trap this often until the SM sends TrapRepress with its TID
+    /// (0 = send every trap once). At most `trap_repeats` repetitions.
+    pub trap_repeat_ns: u64,
+    /// Repetitions of an unrepressed trap when `trap_repeat_ns` is set.
+    pub trap_repeats: u32,
     /// Keep the log of accepted Sets (memory grows with every accepted Set).
     pub log_sets: bool,
     /// Record every hop of every SMP (for tests; slow and memory hungry).
@@ -49,6 +54,8 @@ impl Default for SimConfig {
             multicast_fdb_cap: 1024,
             ca_partition_cap: 128,
             switch_partition_cap: 32,
+            trap_repeat_ns: 0,
+            trap_repeats: 16,
             log_sets: true,
             trace: false,
         }

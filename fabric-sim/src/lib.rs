@@ -22,7 +22,10 @@
 //! * SwitchInfo.PortStateChange is set when a port goes Down or comes up (the link state
 //!   machine, IBA 14.2.5.4), not on the SM's own ARMED/ACTIVE Sets; writing 1 clears it.
 //!   Switches send trap 128 on the same transitions; CAs send none.
-//! * Traps are sent once (no repetition); TrapRepress is accepted and consumed.
+//! * Traps go LID-routed to the MasterSMLID (nothing is sent while the port has no LID or
+//!   no MasterSMLID). They are sent once, or, with `SimConfig::trap_repeat_ns` set,
+//!   repeated until a TrapRepress with the trap's TID reaches the SMA (at most
+//!   `trap_repeats` times).
 //! * M_Key (IBA 14.2.4, as linux qib/hfi1 implement it): a zero M_Key or a matching key
 //!   passes; otherwise Get passes at protect level 0 (key shown) and 1 (key read as 0),
 //!   fails at 2 and 3; Set and TrapRepress always fail. A failure sends no response,

@@ -7,6 +7,9 @@ use crate::state::NONE;
 use fabric::{Lid, PhysState, PortState};
 use mad::{AttributeId, Method, Notice, NoticeDetails, ProducerType, Smp, SmpAttribute};
 
+/// TIDs of traps are this base plus a sequence number.
+pub(crate) const TRAP_TID_BASE: u64 = 0x5A5A_0000_0000_0000;
+
 impl SimFabric {
     /// One end of a link goes Down (logical Down; physical Polling, or Disabled when the
     /// SM disabled it).
@@ -112,6 +115,22 @@ impl SimFabric {
         self.trap_tid += 1;
         let mut smp = Smp::lid_routed(Method::TRAP, self.trap_tid, AttributeId::NOTICE, 0);
         notice.encode(&mut smp.data);
+        if self.cfg.trap_repeat_ns > 0 && self.cfg.trap_repeats > 0 {
+            let n = (self.trap_tid - TRAP_TID_BASE) as u32;
+            self.pending_traps
+                .insert(n, (mgmt, smp.clone(), self.cfg.trap_repeats));
+            self.push(t + self.cfg.trap_repeat_ns, EvKind::TrapRepeat { n });
+        }
+        self.emit_trap(mgmt, smp, t);
+    }
+
+    /// Sends a trap SMP from `mgmt` to its current MasterSMLID.
+    fn emit_trap(&mut self, mgmt: u32, smp: Smp, t: VTime) {
+        let info = &self.st.ports[mgmt as usize].info;
+        let (master, issuer) = (info.master_sm_lid, info.lid);
+        if master == Lid(0) || issuer == Lid(0) {
+            return;
+        }
         let slot = self.alloc(Packet {
             smp,
             slid: issuer,
@@ -125,6 +144,35 @@ impl SimFabric {
             t + self.cfg.sma_latency_ns,
             EvKind::Depart { port: mgmt, slot },
         );
+    }
+
+    /// Repeats trap `n` unless it was repressed or ran out of repetitions.
+    pub(crate) fn trap_repeat(&mut self, n: u32, t: VTime) {
+        let Some((mgmt, smp, left)) = self.pending_traps.get_mut(&n) else {
+            return;
+        };
+        let (mgmt, smp) = (*mgmt, smp.clone());
+        *left -= 1;
+        if *left == 0 {
+            self.pending_traps.remove(&n);
+        } else {
+            self.push(t + self.cfg.trap_repeat_ns, EvKind::TrapRepeat { n });
+        }
+        self.emit_trap(mgmt, smp, t);
+    }
+
+    /// TrapRepress with `tid` reached the SMA behind `mgmt`: stop repeating that trap.
+    pub(crate) fn repress_trap(&mut self, mgmt: u32, tid: u64) {
+        if let Some(n) = tid
+            .checked_sub(TRAP_TID_BASE)
+            .and_then(|n| u32::try_from(n).ok())
+            && self
+                .pending_traps
+                .get(&n)
+                .is_some_and(|(m, _, _)| *m == mgmt)
+        {
+            self.pending_traps.remove(&n);
+        }
     }
 
     /// Changes a CA port's CapabilityMask and sends trap 144 (capability change).

@@ -66,6 +66,8 @@ pub(crate) enum EvKind {
     Fault { idx: u32 },
     /// A GMP reaches the port it was routed to.
     GmpArrive { slot: u32 },
+    /// Repeat trap number `n` (TID = trap base + n) unless repressed.
+    TrapRepeat { n: u32 },
 }
 
 #[derive(PartialEq, Eq, PartialOrd, Ord, Debug)]
@@ -105,6 +107,8 @@ pub struct SimFabric {
     /// GMPs in flight: (receiving port index, the MAD), free slots are None.
     pub(crate) gmps: Vec<Option<(u32, crate::gmp::ReceivedGmp)>>,
     pub(crate) gmp_free: Vec<u32>,
+    /// Traps waiting for TrapRepress: n -> (management port, trap SMP, repeats left).
+    pub(crate) pending_traps: HashMap<u32, (u32, Smp, u32)>,
 }
 
 impl SimFabric {
@@ -134,9 +138,10 @@ impl SimFabric {
             scheduled: Vec::new(),
             sl2vl: HashMap::new(),
             vlarb: HashMap::new(),
-            trap_tid: 0x5A5A_0000_0000_0000,
+            trap_tid: crate::portstate::TRAP_TID_BASE,
             gmps: Vec::new(),
             gmp_free: Vec::new(),
+            pending_traps: HashMap::new(),
         })
     }
 
@@ -536,6 +541,7 @@ impl SimFabric {
             EvKind::LeaseCheck { port } => self.lease_check(port, t),
             EvKind::LinkTrain { port } => self.link_train(port, t),
             EvKind::GmpArrive { slot } => self.gmp_arrive(slot, t),
+            EvKind::TrapRepeat { n } => self.trap_repeat(n, t),
             EvKind::Fault { idx } => {
                 if let Some(f) = self.scheduled.get_mut(idx as usize).and_then(Option::take) {
                     // A scheduled fault naming a bad node was validated when scheduled.

@@ -44,7 +44,10 @@ impl SimFabric {
             return;
         }
         if method == Method::TRAP_REPRESS {
-            // Consumed; traps are sent once in this model.
+            // Stops the repetition of that trap (when repetition is on); no response.
+            let tid = self.slots[slot as usize].smp.tid;
+            let mp = self.st.mgmt_port(port);
+            self.repress_trap(mp, tid);
             self.release(slot);
             return;
         }

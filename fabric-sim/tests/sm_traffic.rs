@@ -139,3 +139,57 @@ fn mixed_mode_lid_routed_end() {
         .with_dr_lids(Lid::PERMISSIVE, Lid(3));
     assert!(dr(&mut fresh.fab, fresh.sm, &q).is_none());
 }
+
+#[test]
+fn traps_repeat_until_repressed_when_configured() {
+    let cfg = SimConfig {
+        trap_repeat_ns: 1_000_000,
+        trap_repeats: 3,
+        ..SimConfig::default()
+    };
+    // Not repressed: the first copy and 3 repetitions, same TID.
+    let mut s = small(cfg.clone());
+    s.bring_up();
+    s.fab
+        .inject(
+            s.fab.now(),
+            Fault::LinkDown {
+                node: s.s1,
+                port: 2,
+            },
+        )
+        .unwrap();
+    settle(&mut s.fab);
+    let traps: Vec<_> = others(&mut s.fab, s.sm)
+        .into_iter()
+        .filter(|r| r.smp.method == Method::TRAP)
+        .collect();
+    assert_eq!(traps.len(), 4);
+    assert!(traps.iter().all(|r| r.smp.tid == traps[0].smp.tid));
+    assert!(traps.windows(2).all(|w| w[1].time - w[0].time == 1_000_000));
+    // Repressed after the first copy: no repetition.
+    let mut s = small(cfg);
+    s.bring_up();
+    s.fab
+        .inject(
+            s.fab.now(),
+            Fault::LinkDown {
+                node: s.s1,
+                port: 2,
+            },
+        )
+        .unwrap();
+    s.fab.run_until(s.fab.now() + 100_000);
+    let first = s.fab.poll_recv_full(s.sm).expect("first trap");
+    assert_eq!(first.smp.method, Method::TRAP);
+    let mut rep = first.smp.clone();
+    rep.method = Method::TRAP_REPRESS;
+    s.fab.send_lid(s.fab.now(), s.sm, first.slid, &rep).unwrap();
+    settle(&mut s.fab);
+    assert!(
+        others(&mut s.fab, s.sm)
+            .iter()
+            .all(|r| r.smp.method != Method::TRAP),
+        "repressed: no repetition"
+    );
+}

@@ -29,6 +29,9 @@ struct Args {
     /// SMPs a switch output port holds before dropping.
     #[arg(long, default_value_t = SimConfig::default().vl15_depth)]
     vl15_depth: u32,
+    /// Repeat unrepressed traps this often (virtual ns; 0 = send once).
+    #[arg(long, default_value_t = 0)]
+    trap_repeat_ns: u64,
     /// Do not keep the accepted-Set log.
     #[arg(long)]
     no_set_log: bool,
@@ -56,6 +59,7 @@ fn main() -> Result<()> {
         sma_latency_ns: args.sma_latency_ns,
         vl15_depth: args.vl15_depth,
         log_sets: !args.no_set_log,
+        trap_repeat_ns: args.trap_repeat_ns,
         ..SimConfig::default()
     };
     let mut sim = SimFabric::new(&topo, cfg).context("SIMD-E002 building the fabric")?;
