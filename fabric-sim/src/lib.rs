@@ -13,15 +13,18 @@
 //! # The model, where IBA leaves room or the simulator simplifies
 //!
 //! * Links come up INIT / LinkUp when loaded or retrained; the SM moves ports to ARMED
-//!   (only from INIT) and ACTIVE (only from ARMED); Set PortState=INIT, ACTIVE from INIT,
-//!   ARMED from ACTIVE answer status 0x1C and change nothing. Set Down takes the link
+//!   (only from INIT) and ACTIVE (only from ARMED, and only once the other end of the link
+//!   is ARMED or ACTIVE, as ibsim checks); Set PortState=INIT, ACTIVE from INIT or with
+//!   the neighbour still in INIT, ARMED from ACTIVE answer status 0x1C and change nothing. Set Down takes the link
 //!   down at both ends; it retrains to INIT after `SimConfig::retrain_ns` (unless the SM
 //!   disabled it with PortPhysicalState=Disabled, or a fault unplugged it).
 //! * Switch port 0 is always Active and carries the switch's LID, LMC, MasterSMLID and
 //!   M_Key; external ports report port 0's values for those fields.
 //! * SwitchInfo.PortStateChange is set when a port goes Down or comes up (the link state
-//!   machine, IBA 14.2.5.4), not on the SM's own ARMED/ACTIVE Sets; writing 1 clears it.
-//!   Switches send trap 128 on the same transitions; CAs send none.
+//!   machine, IBA 14.2.5.4), not on the SM's own Sets: an ARMED/ACTIVE Set changes no
+//!   bit, a Down Set flags only the far end's switch (the link then retrains and both
+//!   ends flag the Down->INIT change); writing 1 clears it. Switches send trap 128 on the
+//!   same transitions; CAs send none.
 //! * Traps go LID-routed to the MasterSMLID (nothing is sent while the port has no LID or
 //!   no MasterSMLID). They are sent once, or, with `SimConfig::trap_repeat_ns` set,
 //!   repeated until a TrapRepress with the trap's TID reaches the SMA (at most

@@ -13,7 +13,7 @@ pub(crate) const TRAP_TID_BASE: u64 = 0x5A5A_0000_0000_0000;
 impl SimFabric {
     /// One end of a link goes Down (logical Down; physical Polling, or Disabled when the
     /// SM disabled it).
-    fn end_down(&mut self, port: u32, t: VTime) {
+    fn end_down(&mut self, port: u32, t: VTime, notify: bool) {
         let p = &mut self.st.ports[port as usize];
         if !p.link_up && p.state == PortState::Down {
             return;
@@ -26,15 +26,28 @@ impl SimFabric {
             PhysState::Polling
         };
         p.busy_until = 0;
-        self.note_state_change(port, t);
+        if notify {
+            self.note_state_change(port, t);
+        }
     }
 
-    /// Takes the link on `port` down at both ends.
+    /// Takes the link on `port` down at both ends (a fault: both ends see a link state
+    /// machine change).
     pub(crate) fn link_down(&mut self, port: u32, t: VTime) {
         let remote = self.st.ports[port as usize].cable;
-        self.end_down(port, t);
+        self.end_down(port, t, true);
         if remote != NONE {
-            self.end_down(remote, t);
+            self.end_down(remote, t, true);
+        }
+    }
+
+    /// The SM set `port` Down (or Disabled): a SubnSet does not set the local switch's
+    /// PortStateChange (IBA 14.2.5.4, as ibsim reads it), the far end sees a link change.
+    pub(crate) fn link_down_by_sm(&mut self, port: u32, t: VTime) {
+        let remote = self.st.ports[port as usize].cable;
+        self.end_down(port, t, false);
+        if remote != NONE {
+            self.end_down(remote, t, true);
         }
     }
 

@@ -499,10 +499,20 @@ impl SimFabric {
             Some(s) => s,
         };
         if !sw_port0 {
+            // The neighbour must keep up: ACTIVE only when the other end is ARMED or
+            // ACTIVE (as ibsim checks), so an SM arms both ends before activating.
+            let remote = if p.cable != NONE {
+                self.st.ports[p.cable as usize].state
+            } else {
+                PortState::Down
+            };
             let legal = match new_state {
                 PortState::NoChange | PortState::Down => true,
                 PortState::Armed => matches!(cur, PortState::Init | PortState::Armed),
-                PortState::Active => matches!(cur, PortState::Armed | PortState::Active),
+                PortState::Active => {
+                    matches!(cur, PortState::Armed | PortState::Active)
+                        && matches!(remote, PortState::Armed | PortState::Active)
+                }
                 PortState::Init => false,
             };
             if !legal {
@@ -578,7 +588,7 @@ impl SimFabric {
         match new_phys {
             Some(PhysState::Disabled) => {
                 p.disabled = true;
-                self.link_down(target, t);
+                self.link_down_by_sm(target, t);
                 self.st.ports[target as usize].phys = PhysState::Disabled;
                 return 0;
             }
@@ -592,7 +602,7 @@ impl SimFabric {
         }
         match new_state {
             PortState::Down if cur != PortState::Down => {
-                self.link_down(target, t);
+                self.link_down_by_sm(target, t);
                 self.push(t + self.cfg.retrain_ns, EvKind::LinkTrain { port: target });
             }
             PortState::Armed | PortState::Active => {

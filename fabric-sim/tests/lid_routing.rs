@@ -159,7 +159,8 @@ fn ports_not_active_forward_no_lid_routed_traffic_but_pass_dr() {
     );
     assert!(!s.fab.port_state_change(s.s2).unwrap());
     // The SM sets S2 port 1 Down: the link goes down at both ends and retrains to INIT,
-    // so LID traffic through it stops; S2 flags PortStateChange and sends trap 128.
+    // so LID traffic through it stops; the retrain makes S2 flag PortStateChange and
+    // send trap 128.
     let now = s.fab.now();
     let q = {
         let (_, mut pi) = dr_get::<PortInfo>(&mut s.fab, s.sm, S2_PATH, 1).unwrap();
@@ -176,6 +177,8 @@ fn ports_not_active_forward_no_lid_routed_traffic_but_pass_dr() {
             .deliver(s.hg(1), Lid(3), PKey::DEFAULT_FULL)
             .is_delivered()
     );
+    // The SM's own Set does not flag S2 (the far end is a CA).
+    assert!(!s.fab.port_state_change(s.s2).unwrap());
     settle(&mut s.fab);
     assert_eq!(s.fab.port_state(s.s2, 1).unwrap(), PortState::Init);
     assert_eq!(s.fab.port_state(s.h[2], 1).unwrap(), PortState::Init);
@@ -191,7 +194,11 @@ fn ports_not_active_forward_no_lid_routed_traffic_but_pass_dr() {
             traps.push(r);
         }
     }
-    assert_eq!(traps.len(), 2, "down and back up");
+    assert_eq!(
+        traps.len(),
+        1,
+        "the retrain (Down -> INIT), not the SM's own Down"
+    );
     for r in &traps {
         assert_eq!(r.slid, Lid(S2_LID));
         let n = mad::Notice::decode(&r.smp.data);
@@ -232,6 +239,10 @@ fn port_state_machine_follows_the_legal_order() {
     // INIT -> ARMED -> ACTIVE.
     assert_eq!(set_port_state(fab, sm, H_PATHS[2], 1, 3), 0);
     assert_eq!(fab.port_state(s.h[2], 1).unwrap(), PortState::Armed);
+    // ACTIVE needs the other end (S2 port 1) ARMED or ACTIVE first.
+    assert_eq!(set_port_state(fab, sm, H_PATHS[2], 1, 4), 0x1C);
+    assert_eq!(fab.port_state(s.h[2], 1).unwrap(), PortState::Armed);
+    assert_eq!(set_port_state(fab, sm, S2_PATH, 1, 3), 0);
     assert_eq!(set_port_state(fab, sm, H_PATHS[2], 1, 4), 0);
     assert_eq!(fab.port_state(s.h[2], 1).unwrap(), PortState::Active);
     // ACTIVE -> ARMED is illegal.
@@ -296,4 +307,34 @@ fn a_routing_loop_is_cut() {
     assert!(lid(&mut s.fab, s.sm, 3, &q).is_none());
     assert_eq!(s.fab.accounting().counters.dropped_loop, 1);
     assert_eq!(s.fab.next_event_time(), None);
+}
+
+#[test]
+fn a_down_set_flags_only_the_far_switch_until_the_link_retrains() {
+    let mut s = small(SimConfig::default());
+    s.bring_up();
+    let q = {
+        let (_, mut pi) = dr_get::<PortInfo>(&mut s.fab, s.sm, S1_PATH, 3).unwrap();
+        pi.port_state = 1;
+        pi.port_phys_state = 0;
+        Smp::dr_set(tid(), 3, S1_PATH, &pi).unwrap()
+    };
+    let now = s.fab.now();
+    s.fab.send(now, s.sm, &q).unwrap();
+    s.fab.run_until(now + 100_000);
+    assert_eq!(s.fab.port_state(s.s1, 3).unwrap(), PortState::Down);
+    assert_eq!(s.fab.port_state(s.s2, 3).unwrap(), PortState::Down);
+    assert!(
+        !s.fab.port_state_change(s.s1).unwrap(),
+        "SubnSet: no local flag"
+    );
+    assert!(
+        s.fab.port_state_change(s.s2).unwrap(),
+        "the far switch saw the link drop"
+    );
+    settle(&mut s.fab);
+    assert!(
+        s.fab.port_state_change(s.s1).unwrap(),
+        "retrained: Down -> INIT"
+    );
 }
