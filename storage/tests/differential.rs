@@ -132,7 +132,11 @@ fn run(seed: u64, steps: usize) {
                 let data = format!("snap {idx}").into_bytes();
                 let a = mem.create_snapshot(idx, cs.clone(), data.clone());
                 let b = sled.create_snapshot(idx, cs, data);
-                assert_eq!(a.is_ok(), b.is_ok(), "seed {seed} step {step}: {a:?} vs {b:?}");
+                assert_eq!(
+                    a.is_ok(),
+                    b.is_ok(),
+                    "seed {seed} step {step}: {a:?} vs {b:?}"
+                );
                 if let (Ok(a), Ok(b)) = (a, b) {
                     assert_eq!(a, b);
                 }
