@@ -433,6 +433,26 @@ fn umad_probe_prints_local_port_and_remote_nodeinfo() {
     );
     assert!(out.stdout.contains("nodeinfo 0,1,3,2: type CA ports 2 node_guid 0x0000000000100009 port_guid 0x000000000010000a"), "{}", out.stdout);
 
+    // Pipelined timing mode: every request answered.
+    let mut c = sim.client(probe, None);
+    c.args([
+        "--sim-host",
+        "Hca3",
+        "--repeat",
+        "500",
+        "--window",
+        "16",
+        "0,1,3",
+    ]);
+    let out = sim.run(c, CHILD_TIMEOUT).expect("probe ran");
+    assert!(out.success(), "{}", out.describe());
+    assert!(
+        out.stdout.contains("timed: 500 NodeInfo Gets, window 16,")
+            && out.stdout.contains(" 0 lost"),
+        "{}",
+        out.stdout
+    );
+
     let mut c = sim.client(probe, None);
     c.args(["--sim-host", "Hca3", "--port", "2"]);
     let out = sim.run(c, CHILD_TIMEOUT).expect("probe ran");

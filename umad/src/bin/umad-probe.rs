@@ -9,9 +9,10 @@
 use anyhow::{Context, Result, bail};
 use clap::Parser;
 use fabric::Lid;
-use mad::NodeInfo;
-use std::time::Duration;
-use umad::UmadPort;
+use mad::{AttributeId, NodeInfo, Smp};
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+use umad::{Dest, UmadPort};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -34,8 +35,63 @@ struct Args {
     /// Query this LID with a LID-routed Get instead of a directed path.
     #[arg(long)]
     lid: Option<u16>,
+    /// Time this many NodeInfo Gets of the path (or LID) instead of one, and print the rate.
+    #[arg(long)]
+    repeat: Option<u32>,
+    /// With --repeat: requests in flight at once.
+    #[arg(long, default_value_t = 1)]
+    window: u32,
     /// Directed path, comma separated, leading 0 = this node (e.g. 0,1,3).
     path: Option<String>,
+}
+
+/// Sends `count` copies of `proto` (fresh TIDs) keeping up to `window` outstanding, matching
+/// responses by the low 32 TID bits; returns (elapsed, lost).
+fn timed(
+    port: &UmadPort,
+    proto: &Smp,
+    dest: Dest,
+    count: u32,
+    window: u32,
+    timeout: Duration,
+) -> Result<(Duration, u32)> {
+    let start = Instant::now();
+    let mut outstanding: HashMap<u32, Instant> = HashMap::new();
+    let (mut sent, mut done, mut lost) = (0u32, 0u32, 0u32);
+    while done < count {
+        while sent < count && (outstanding.len() as u32) < window.max(1) {
+            let mut smp = proto.clone();
+            smp.tid = port.next_tid();
+            port.send(&smp, dest)?;
+            outstanding.insert(smp.tid as u32, Instant::now() + timeout);
+            sent += 1;
+        }
+        let next = outstanding
+            .values()
+            .min()
+            .copied()
+            .unwrap_or_else(Instant::now);
+        let wait = next.saturating_duration_since(Instant::now());
+        match port.recv(wait)? {
+            Some(r) => {
+                if let Some(k) = r.tid_key()
+                    && r.is_response()
+                    && outstanding.remove(&k).is_some()
+                {
+                    done += 1;
+                }
+            }
+            None => {
+                let now = Instant::now();
+                let before = outstanding.len();
+                outstanding.retain(|_, d| *d > now);
+                let n = (before - outstanding.len()) as u32;
+                lost += n;
+                done += n;
+            }
+        }
+    }
+    Ok((start.elapsed(), lost))
 }
 
 fn parse_path(s: &str) -> Result<Vec<u8>> {
@@ -108,6 +164,29 @@ fn main() -> Result<()> {
         ),
         Some(Err(e)) => println!("sysfs: unavailable ({e})"),
         None => println!("sysfs: device name has no umadN index"),
+    }
+    if let Some(count) = args.repeat {
+        let (proto, dest) = match (args.lid, &args.path) {
+            (Some(lid), _) => (
+                Smp::lid_get(0, AttributeId::NODE_INFO, 0),
+                Dest::smp_to(Lid(lid)),
+            ),
+            (None, Some(p)) => (
+                Smp::dr_get(0, AttributeId::NODE_INFO, 0, &parse_path(p)?)?,
+                Dest::directed(),
+            ),
+            (None, None) => bail!("--repeat needs a path or --lid"),
+        };
+        let (elapsed, lost) = timed(&port, &proto, dest, count, args.window, timeout)?;
+        let secs = elapsed.as_secs_f64();
+        println!(
+            "timed: {count} NodeInfo Gets, window {}, {:.3} s, {:.0} SMPs/s, {:.1} us each, {lost} lost",
+            args.window,
+            secs,
+            f64::from(count) / secs,
+            secs * 1e6 / f64::from(count)
+        );
+        return Ok(());
     }
     if let Some(lid) = args.lid {
         let n: NodeInfo = port.get_lid(Lid(lid), 0, timeout)?;
