@@ -506,6 +506,70 @@ pub fn check_applied<L: RaftLog>(new: &mut dyn FnMut() -> L) -> CheckResult {
     Ok(())
 }
 
+/// recovery_state(): the newer of applied state and snapshot; refused when the log was
+/// compacted past both.
+pub fn check_recovery_state<L: RaftLog>(new: &mut dyn FnMut() -> L) -> CheckResult {
+    let log = new();
+    ensure_eq!(
+        "recovery of a new log",
+        ok("recovery_state", log.recovery_state())?,
+        None
+    );
+    ensure_eq!(
+        "no snapshot in a new log",
+        ok("load_snapshot", log.load_snapshot())?,
+        None
+    );
+    let log = seeded(new)?;
+    let at = |index: u64, data: &[u8]| {
+        Some(AppliedState {
+            index,
+            data: data.to_vec(),
+        })
+    };
+    ensure_eq!(
+        "recovery after a received snapshot",
+        ok("recovery_state", log.recovery_state())?,
+        at(2, b"s2")
+    );
+    ok("save_applied(4)", log.save_applied(4, b"a4"))?;
+    ensure_eq!(
+        "recovery from applied",
+        ok("recovery_state", log.recovery_state())?,
+        at(4, b"a4")
+    );
+    let snap = ok(
+        "create_snapshot(5)",
+        log.create_snapshot(5, conf(&[1]), b"s5".to_vec()),
+    )?;
+    ensure_eq!(
+        "load_snapshot",
+        ok("load_snapshot", log.load_snapshot())?,
+        Some(snap)
+    );
+    ensure_eq!(
+        "recovery from the newer snapshot",
+        ok("recovery_state", log.recovery_state())?,
+        at(5, b"s5")
+    );
+    ok("compact(5)", log.compact(5))?;
+    ensure_eq!(
+        "recovery after compaction up to the snapshot",
+        ok("recovery_state", log.recovery_state())?,
+        at(5, b"s5")
+    );
+    let log = seeded(new)?;
+    ok("compact(5) past applied and snapshot", log.compact(5))?;
+    match log.recovery_state() {
+        Err(Error::Unrecoverable {
+            index: 2,
+            first_index: 5,
+        }) => {}
+        other => return Err(format!("recovery after over-compaction: got {other:?}")),
+    }
+    Ok(())
+}
+
 /// For durable logs: everything written and flushed is exactly back after `reopen`
 /// (which drops the log it is given and opens the same place again).
 pub fn check_reopen<L: RaftLog>(
@@ -601,6 +665,10 @@ macro_rules! raft_log_conformance {
             #[test]
             fn applied_state() {
                 c::check_applied(&mut $new).unwrap();
+            }
+            #[test]
+            fn recovery_state() {
+                c::check_recovery_state(&mut $new).unwrap();
             }
         }
     };

@@ -153,6 +153,18 @@ pub enum Error {
     #[error("STORAGE-E017 raft: {0}")]
     Raft(#[from] raft::Error),
 
+    /// The applied state and snapshot are both older than the log's start: the entries
+    /// needed to rebuild the state machine were compacted away.
+    #[error(
+        "STORAGE-E019 cannot recover: state machine saved at {index} but the log starts at {first_index}"
+    )]
+    Unrecoverable {
+        /// Index of the newest applied state or snapshot.
+        index: u64,
+        /// Current first index.
+        first_index: u64,
+    },
+
     /// A lock was poisoned by a panic in another thread.
     #[error("STORAGE-E018 internal lock poisoned")]
     Poisoned,

@@ -15,6 +15,51 @@
 //! of its own (sled runs its own flusher thread), or panic on what it reads from disk
 //! (corruption is an [`Error`]).
 
+//! # The Ready loop
+//!
+//! In raft-rs's order; `flush` comes before anything that acknowledges persisted state:
+//!
+//! ```no_run
+//! use raft::{RawNode, eraftpb::{Entry, Message}};
+//! use storage::{RaftLog, SledStorage};
+//!
+//! fn on_ready(
+//!     raw: &mut RawNode<SledStorage>,
+//!     store: &SledStorage,
+//!     send: &mut impl FnMut(Vec<Message>),
+//!     apply: &mut impl FnMut(Vec<Entry>),
+//! ) -> storage::Result<()> {
+//!     if !raw.has_ready() {
+//!         return Ok(());
+//!     }
+//!     let mut rd = raw.ready();
+//!     send(rd.take_messages());
+//!     if !rd.snapshot().is_empty() {
+//!         store.apply_snapshot(rd.snapshot().clone())?; // also sets the applied state
+//!     }
+//!     apply(rd.take_committed_entries()); // then store.save_applied(..)
+//!     store.append(rd.entries())?;
+//!     if let Some(hs) = rd.hs() {
+//!         store.set_hardstate(hs.clone())?;
+//!     }
+//!     store.flush()?;
+//!     send(rd.take_persisted_messages());
+//!     let mut light = raw.advance(rd);
+//!     if let Some(commit) = light.commit_index() {
+//!         let mut hs = raft::Storage::initial_state(store)?.hard_state;
+//!         hs.commit = commit;
+//!         store.set_hardstate(hs)?;
+//!     }
+//!     send(light.take_messages());
+//!     apply(light.take_committed_entries());
+//!     raw.advance_apply();
+//!     Ok(())
+//! }
+//! ```
+//!
+//! Recovery: open the storage, take [`RaftLog::recovery_state`] as the state machine, set
+//! raft-rs's `Config::applied` to its index, and raft replays the committed entries after it.
+
 pub mod codec;
 pub mod conformance;
 pub mod error;

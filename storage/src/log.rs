@@ -68,6 +68,41 @@ pub trait RaftLog: raft::Storage {
     /// committed entries after its index.
     fn load_applied(&self) -> Result<Option<AppliedState>>;
 
+    /// The stored snapshot, if any, read without side effects (unlike
+    /// `raft::Storage::snapshot`, which may record a request for a newer one).
+    fn load_snapshot(&self) -> Result<Option<Snapshot>>;
+
     /// Makes everything written so far durable (see the implementation's caveats).
     fn flush(&self) -> Result<()>;
+
+    /// Where a restarting replica resumes: the newer of the saved applied state and the
+    /// stored snapshot's data (same format), or `None` for a replica that never applied
+    /// anything. The replica then replays the committed entries after its index (raft-rs
+    /// does so when its `Config::applied` is set to that index).
+    ///
+    /// `save_applied` need not run after every entry: replay covers the rest, as long as
+    /// the log is never compacted past the newer of the applied index and the snapshot.
+    ///
+    /// Errors: [`crate::Error::Unrecoverable`] when the log was compacted past that index
+    /// (the entries needed to replay are gone).
+    fn recovery_state(&self) -> Result<Option<AppliedState>> {
+        let applied = self.load_applied()?;
+        let snap = self.load_snapshot()?.map(|s| AppliedState {
+            index: s.get_metadata().index,
+            data: s.data.to_vec(),
+        });
+        let best = match (applied, snap) {
+            (Some(a), Some(s)) => Some(if s.index > a.index { s } else { a }),
+            (a, s) => a.or(s),
+        };
+        let first_index = self.first_index()?;
+        let resume = best.as_ref().map_or(0, |b| b.index);
+        if resume + 1 < first_index {
+            return Err(crate::Error::Unrecoverable {
+                index: resume,
+                first_index,
+            });
+        }
+        Ok(best)
+    }
 }

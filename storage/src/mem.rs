@@ -226,6 +226,11 @@ impl RaftLog for MemRaftLog {
         Ok(self.extra_read()?.applied.clone())
     }
 
+    fn load_snapshot(&self) -> Result<Option<Snapshot>> {
+        let extra = self.extra_read()?;
+        Ok((extra.snapshot.get_metadata().index != 0).then(|| extra.snapshot.clone()))
+    }
+
     fn flush(&self) -> Result<()> {
         Ok(())
     }

@@ -541,6 +541,14 @@ impl RaftLog for SledStorage {
         }
     }
 
+    fn load_snapshot(&self) -> Result<Option<Snapshot>> {
+        let _cache = self.read()?;
+        match self.inner.meta.get(KEY_SNAPSHOT)? {
+            None => Ok(None),
+            Some(v) => Ok(Some(decode("snapshot", || KEY_SNAPSHOT.to_string(), &v)?)),
+        }
+    }
+
     fn flush(&self) -> Result<()> {
         SledStorage::flush(self)
     }

@@ -86,7 +86,7 @@ impl Node {
             store.initialize_with_conf_state(cs).unwrap();
             store.flush().unwrap();
         }
-        let (applied, machine) = match store.load_applied().unwrap() {
+        let (applied, machine) = match store.recovery_state().unwrap() {
             Some(a) => (a.index, Machine::decode(&a.data)),
             None => (0, Machine::default()),
         };
