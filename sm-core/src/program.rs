@@ -519,10 +519,10 @@ impl Sweeper {
                 let s = &self.switches[n.sw as usize];
                 let t = &self.lfts.as_ref()?.switches[s.lft_idx as usize];
                 let mut lft = LinearForwardingTable::default();
-                let lo = usize::from(req.arg) * 64;
-                for (k, e) in lft.ports.iter_mut().enumerate() {
-                    *e = t.ports.get(lo + k).copied().unwrap_or(NO_ROUTE);
-                }
+                let lo = (usize::from(req.arg) * 64).min(t.ports.len());
+                let hi = (lo + 64).min(t.ports.len());
+                lft.ports[..hi - lo].copy_from_slice(&t.ports[lo..hi]);
+                lft.ports[hi - lo..].fill(NO_ROUTE);
                 lft.encode(data);
             }
             Op::PKeySet => {

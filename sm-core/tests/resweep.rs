@@ -69,6 +69,23 @@ fn second_sweeps_with_nothing_changed_send_no_set() {
 }
 
 #[test]
+fn quiet_heavy_sweeps_on_torus_and_random_send_no_set() {
+    for spec in ["torus:4x4x2:hosts=2", "random:20:seed=9:radix=10:links=5:hosts=2"] {
+        let t = topo(spec);
+        let mut h = Harness::new(&t, SweeperConfig::default(), 14);
+        h.subnet_up();
+        h.heavy_done();
+        h.fab.take_set_log();
+        for _ in 0..2 {
+            h.sw.request_sweep(h.now, true);
+            assert!(h.heavy_done());
+        }
+        assert!(h.fab.take_set_log().is_empty(), "{spec}: quiet heavy sweeps wrote");
+        h.check_programmed(&t);
+    }
+}
+
+#[test]
 fn guid2lid_keeps_every_lid_across_a_restart() {
     let t = topo("random:12:seed=3:radix=8:links=4:hosts=3");
     let mut h = Harness::new(&t, SweeperConfig::default(), 12);
