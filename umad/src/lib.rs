@@ -32,5 +32,5 @@ pub use abi::{MethodMask, UmadHeader};
 pub use error::{Result, UmadError};
 pub use local::{LocalPort, SysfsPort, parse_guid_groups, read_text, sysfs_port, umad_index};
 pub use port::{Dest, GSI_QKEY, PortCounters, UmadPort};
-pub use reader::{READER_POLL, Reader};
+pub use reader::{READER_POLL, Reader, ReaderThread};
 pub use received::{RawMad, Received, ReceivedMad, RecvStatus};

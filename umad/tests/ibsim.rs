@@ -528,3 +528,61 @@ fn trap_128_reaches_the_sm_port_on_the_lid_routed_agent() {
     run_child(&sim, NAME, "Hca1");
     sim.stop();
 }
+
+#[test]
+fn torus_every_node_pipelined_through_a_batching_reader_thread() {
+    const NAME: &str = "torus_every_node_pipelined_through_a_batching_reader_thread";
+    const WINDOW: usize = 32;
+    let topo = "torus:4x4x2"
+        .parse::<GenSpec>()
+        .unwrap()
+        .generate()
+        .unwrap();
+    let host = topo.cas().next().map(|(_, n)| node_id(n)).unwrap();
+    if child_role(NAME) {
+        let t = env_topology();
+        let me = node_by_name(&t, &host);
+        let port = Arc::new(open_port());
+        let (tx, rx) = std::sync::mpsc::channel();
+        let reader = umad::ReaderThread::spawn(Arc::clone(&port), 16, move |b| tx.send(b).is_ok())
+            .expect("reader thread");
+        let paths: Vec<_> = dr_paths(&t, me).into_iter().collect();
+        assert_eq!(paths.len(), t.len());
+        let mut pending: HashMap<u32, (NodeId, u8)> = HashMap::new();
+        let (mut next, mut done, mut batches) = (0usize, 0usize, 0usize);
+        while done < paths.len() {
+            while next < paths.len() && pending.len() < WINDOW {
+                let (id, (path, entered)) = &paths[next];
+                // High TID bits that neither the kernel nor umad2sim keep.
+                let tid = (0xFEED_u64 << 48) | (0x1000 + next as u64);
+                let smp = Smp::dr_get(tid, mad::AttributeId::NODE_INFO, 0, path).unwrap();
+                port.send(&smp, Dest::directed()).expect("send");
+                pending.insert(tid as u32, (*id, *entered));
+                next += 1;
+            }
+            let batch = rx
+                .recv_timeout(T)
+                .expect("a batch in time")
+                .expect("read ok");
+            assert!(!batch.is_empty() && batch.len() <= 16);
+            batches += 1;
+            for r in batch {
+                let (id, entered) = pending
+                    .remove(&r.tid_key().unwrap())
+                    .expect("one answer per TID");
+                let ni: NodeInfo = r.into_smp().unwrap().attr().unwrap();
+                assert_node(&t, id, entered, &ni, "pipelined");
+                done += 1;
+            }
+        }
+        assert!(batches <= done);
+        reader.stop();
+        return;
+    }
+    if skip() {
+        return;
+    }
+    let sim = Ibsim::start_topology(&topo).expect("ibsim");
+    run_child(&sim, NAME, &host);
+    sim.stop();
+}
