@@ -2,6 +2,8 @@
 
 use crate::VTime;
 use crate::guid2lid::Guid2Lid;
+use routing::Lfts;
+use std::sync::Arc;
 
 /// One millisecond of virtual time.
 pub const MS: VTime = 1_000_000;
@@ -50,6 +52,10 @@ pub struct SweeperConfig {
     /// Ports found without a LID (never configured since reset) are taken to hold the IBA
     /// default P_KeyTable (0xFFFF at index 0), so blocks equal to it are not written.
     pub assume_default_pkeys: bool,
+    /// Forwarding tables the switches are known to hold (a new master taking over with the
+    /// replicated state): a switch found with a matching LinearFDBTop is not rewritten
+    /// where its table already says the right thing.
+    pub known_lfts: Option<Arc<Lfts>>,
     /// Upper 32 bits of every transaction id (e.g. a per-process agent id).
     pub tid_high: u32,
 }
@@ -77,6 +83,7 @@ impl Default for SweeperConfig {
             guid2lid: Guid2Lid::default(),
             lid_routed_programming: true,
             assume_default_pkeys: true,
+            known_lfts: None,
             tid_high: 0,
         }
     }

@@ -83,12 +83,19 @@ impl Sweeper {
                 p.guid = info.port_guid;
             }
         }
+        // A table handed in as known (failover) counts as programmed until SwitchInfo
+        // says otherwise (LinearFDBTop mismatch).
+        let known_top = self
+            .lfts
+            .as_ref()
+            .and_then(|l| l.by_guid(info.node_guid))
+            .map(|t| t.ports.len().saturating_sub(1) as u16);
         let sw = if is_switch {
             self.switches.push(Switch {
                 node: idx,
                 info: SwitchInfo::default(),
-                lft_valid: false,
-                fdb_top: 0,
+                lft_valid: known_top.is_some(),
+                fdb_top: known_top.unwrap_or(0),
                 lft_idx: NONE,
                 psc_seen: false,
                 ports_changed: false,

@@ -94,6 +94,11 @@ impl Sweeper {
                 "lmc must be 0..=7, sm_priority 0..=15, per_switch_window >= 1".into(),
             ));
         }
+        let known = cfg.known_lfts.clone();
+        let known_top = known
+            .as_ref()
+            .and_then(|l| l.switches.iter().map(|s| s.ports.len()).max())
+            .map_or(0, |n| n.saturating_sub(1) as u16);
         Ok(Sweeper {
             policy_text: cfg.partitions_conf.clone(),
             win: Window::new(cfg.window),
@@ -115,8 +120,8 @@ impl Sweeper {
             sm_lid: Lid(0),
             state: SmState::Discovering,
             act_count: 0,
-            lfts: None,
-            max_lid: 0,
+            lfts: known,
+            max_lid: known_top,
             lid_ok: false,
             all_active: false,
             subnet_up: false,

@@ -70,7 +70,10 @@ fn second_sweeps_with_nothing_changed_send_no_set() {
 
 #[test]
 fn quiet_heavy_sweeps_on_torus_and_random_send_no_set() {
-    for spec in ["torus:4x4x2:hosts=2", "random:20:seed=9:radix=10:links=5:hosts=2"] {
+    for spec in [
+        "torus:4x4x2:hosts=2",
+        "random:20:seed=9:radix=10:links=5:hosts=2",
+    ] {
         let t = topo(spec);
         let mut h = Harness::new(&t, SweeperConfig::default(), 14);
         h.subnet_up();
@@ -80,7 +83,10 @@ fn quiet_heavy_sweeps_on_torus_and_random_send_no_set() {
             h.sw.request_sweep(h.now, true);
             assert!(h.heavy_done());
         }
-        assert!(h.fab.take_set_log().is_empty(), "{spec}: quiet heavy sweeps wrote");
+        assert!(
+            h.fab.take_set_log().is_empty(),
+            "{spec}: quiet heavy sweeps wrote"
+        );
         h.check_programmed(&t);
     }
 }
@@ -107,8 +113,9 @@ fn guid2lid_keeps_every_lid_across_a_restart() {
     // Restart on the running fabric: LIDs kept, no LID changes.
     let mut fab = h.fab;
     fab.detach(h.sm).unwrap();
+    let known = h.sw.lfts().cloned().map(std::sync::Arc::new);
     let cfg = SweeperConfig {
-        guid2lid: map,
+        guid2lid: map.clone(),
         ..SweeperConfig::default()
     };
     let mut h3 = Harness::with_fabric(fab, &t, cfg);
@@ -130,4 +137,30 @@ fn guid2lid_keeps_every_lid_across_a_restart() {
         Event::ProgrammingDone { failed: 0, lft_blocks, .. } if *lft_blocks > 0
     )));
     h3.check_programmed(&t);
+
+    // A takeover that knows the programmed tables (replicated state) rewrites no LFT block.
+    let mut fab = h3.fab;
+    fab.detach(h3.sm).unwrap();
+    let cfg = SweeperConfig {
+        guid2lid: map,
+        known_lfts: known,
+        ..SweeperConfig::default()
+    };
+    let mut h4 = Harness::with_fabric(fab, &t, cfg);
+    h4.now = h3.now;
+    h4.fab.take_set_log();
+    h4.subnet_up();
+    assert!(
+        h4.events
+            .iter()
+            .any(|e| matches!(e, Event::RoutingDone { lft_blocks: 0, .. }))
+    );
+    let log = h4.fab.take_set_log();
+    assert!(
+        !log.iter()
+            .any(|r| r.attr == mad::AttributeId::LINEAR_FORWARDING_TABLE.0),
+        "takeover rewrote LFT blocks"
+    );
+    assert_eq!(all_lids(&h4, &t), lids);
+    h4.check_programmed(&t);
 }
