@@ -150,7 +150,6 @@ impl MasterActor {
     fn on_event(&mut self, ev: Event, ctx: &mut Context<Self>) {
         match &ev {
             Event::RoutingNeeded(_) => tracing::debug!("{ev}"),
-            Event::LightSweepComplete { changed: false, .. } => tracing::debug!("{ev}"),
             Event::RoutingFailed(_) => tracing::error!("E_NODE_ROUTING: {ev}"),
             Event::SubnetUp { counters, .. } => tracing::info!(
                 "SUBNET UP after {:.1} ms: {} SMPs ({} Sets, {} directed, {} LID-routed, {} timeouts)",

@@ -217,3 +217,40 @@ fn a_bad_partitions_file_refuses_to_start() {
     assert!(e.contains("partitions.conf:2:"), "{e}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn light_sweeps_on_the_timer_and_a_requested_heavy_sweep_send_no_set() {
+    let (h, t) = sim("ft2:8", 9);
+    let mut cfg = cfg("sim:ft2:8", 2);
+    cfg.sweep_interval_ms = 20;
+    actix_rt::System::new().block_on(async {
+        let attached = h.attach(ca_ports(&t)[0].2, Pace::Fast).unwrap();
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let master = daemon::start_master(&cfg, attached, vec![tx]).unwrap();
+        wait_subnet_up(&mut rx).await;
+        let sets = master.send(GetStatus).await.unwrap().counters.sets();
+        // The sweeper's timer (run on the daemon's clock) starts light sweeps by itself.
+        for _ in 0..2 {
+            wait_for(&mut rx, "LIGHT SWEEP", |k| {
+                matches!(k, MilestoneKind::LightSweepComplete { changed: false, .. })
+            })
+            .await;
+        }
+        // A requested heavy sweep re-routes on the pool (incremental) and writes nothing.
+        master
+            .send(sm_node::master::RequestSweep { heavy: true })
+            .await
+            .unwrap();
+        let seen = wait_for(&mut rx, "second HEAVY SWEEP COMPLETE", |k| {
+            matches!(k, MilestoneKind::HeavySweepComplete { sweep: 2, .. })
+        })
+        .await;
+        assert!(
+            seen.iter()
+                .any(|m| matches!(m.kind, MilestoneKind::RoutingDone { lft_blocks: 0, .. }))
+        );
+        assert_eq!(master.send(GetStatus).await.unwrap().counters.sets(), sets);
+        master.send(Shutdown).await.unwrap();
+    });
+    check_programmed(&h, &t);
+}

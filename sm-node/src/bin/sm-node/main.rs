@@ -117,7 +117,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
 
 async fn serve(cfg: NodeConfig, exit_after: bool) -> anyhow::Result<ExitCode> {
     let t_attach = std::time::Instant::now();
-    let (attached, _sim) = daemon::attach(&cfg)?;
+    let (attached, sim) = daemon::attach(&cfg)?;
     tracing::info!(
         "attached in {:.1} ms ({} routing workers)",
         t_attach.elapsed().as_secs_f64() * 1e3,
@@ -165,7 +165,26 @@ async fn serve(cfg: NodeConfig, exit_after: bool) -> anyhow::Result<ExitCode> {
             }
         }
     }
-    println!("{}", sum.render(&cfg));
+    print!("{}", sum.render(&cfg));
+    if let Some(h) = &sim {
+        let c = h.with(|s| s.accounting().counters.clone());
+        println!(
+            "  simulator     {} SMPs in, {} to the SM, dropped: {} VL15 overflow, {} not active, {} DR, {} other",
+            c.sent,
+            c.delivered_to_sm,
+            c.dropped_vl15,
+            c.dropped_not_active,
+            c.dropped_dr,
+            c.dropped_loss
+                + c.dropped_link_down
+                + c.dropped_no_route
+                + c.dropped_bad_dlid
+                + c.dropped_no_sm
+                + c.dropped_m_key
+                + c.dropped_loop
+                + c.dropped_other
+        );
+    }
     actix_rt::System::current().stop();
     // A master that stopped on its own lost its fabric; a signal or the exit flag is a
     // normal end.
