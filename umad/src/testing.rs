@@ -66,7 +66,7 @@ pub fn missing_ibsim() -> Option<String> {
     None
 }
 
-/// The role of this process: `Some` when it was re-executed as the client of the test
+/// True when this process was re-executed as the client of the test
 /// named `test_name` (see [`Ibsim::self_client`]).
 pub fn child_role(test_name: &str) -> bool {
     std::env::var(CHILD_ENV).is_ok_and(|v| v == test_name)
