@@ -2,8 +2,13 @@
 
 use crate::VTime;
 use crate::guid2lid::Guid2Lid;
+use fabric::Guid;
 use routing::Lfts;
+use std::collections::BTreeMap;
 use std::sync::Arc;
+
+/// P_KeyTables by (node GUID, port number), entries in index order.
+pub type PKeyTables = BTreeMap<(Guid, u8), Vec<u16>>;
 
 /// One millisecond of virtual time.
 pub const MS: VTime = 1_000_000;
@@ -56,6 +61,13 @@ pub struct SweeperConfig {
     /// replicated state): a switch found with a matching LinearFDBTop is not rewritten
     /// where its table already says the right thing.
     pub known_lfts: Option<Arc<Lfts>>,
+    /// P_KeyTables the ports are known to hold (takeover with the replicated state; see
+    /// [`crate::Sweeper::pkey_tables`]): blocks equal to them are not rewritten.
+    pub known_pkeys: Option<Arc<PKeyTables>>,
+    /// Set ClientReregister on end ports the first time this SM writes them (OpenSM does,
+    /// so clients re-register with a new SM). A takeover whose SA state is replicated can
+    /// turn it off.
+    pub reregister_on_takeover: bool,
     /// Upper 32 bits of every transaction id (e.g. a per-process agent id).
     pub tid_high: u32,
 }
@@ -84,6 +96,8 @@ impl Default for SweeperConfig {
             lid_routed_programming: true,
             assume_default_pkeys: true,
             known_lfts: None,
+            known_pkeys: None,
+            reregister_on_takeover: true,
             tid_high: 0,
         }
     }

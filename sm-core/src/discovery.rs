@@ -76,11 +76,19 @@ impl Sweeper {
             self.ports.len() + info.num_ports as usize + 1,
             Port::default,
         );
-        for p in &mut self.ports[first_port as usize..] {
+        let known = self.cfg.known_pkeys.clone();
+        for (k, p) in self.ports[first_port as usize..].iter_mut().enumerate() {
             p.remote = NONE;
             p.via = NONE;
             if is_switch {
                 p.guid = info.port_guid;
+            }
+            if let Some(t) = known
+                .as_ref()
+                .and_then(|m| m.get(&(info.node_guid, k as u8)))
+            {
+                p.pkey_known.clone_from(t);
+                p.pkey_known_valid = true;
             }
         }
         // A table handed in as known (failover) counts as programmed until SwitchInfo

@@ -53,7 +53,7 @@ mod program;
 mod state;
 mod sweeper;
 
-pub use config::{MS, SweeperConfig};
+pub use config::{MS, PKeyTables, SweeperConfig};
 pub use counters::{ATTRS, Counters, METHODS};
 pub use error::SmError;
 pub use events::{Event, RoutingJob, RoutingOutcome, SweepReason, route_inline};

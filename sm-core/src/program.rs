@@ -494,8 +494,8 @@ impl Sweeper {
             // ClientReregister where the port is new to this SM or its LID changes, with the
             // Set that writes its fields (stage 1, or stage 3 for a port still in INIT).
             let writes_fields = stage == 1 || (stage == 3 && p.info.port_state == INIT);
-            if writes_fields && !n.is_switch && rereg_cap && (!p.programmed || p.info.lid != p.lid)
-            {
+            let new_to_us = !p.programmed && self.cfg.reregister_on_takeover;
+            if writes_fields && !n.is_switch && rereg_cap && (new_to_us || p.info.lid != p.lid) {
                 pi.client_reregister = true;
             }
         }

@@ -181,6 +181,22 @@ impl Sweeper {
         self.lfts.as_deref()
     }
 
+    /// The P_KeyTables this SM knows the ports hold (what it wrote or was told), by
+    /// (node GUID, port): what a replicated state keeps for a takeover
+    /// ([`SweeperConfig::known_pkeys`]).
+    pub fn pkey_tables(&self) -> crate::PKeyTables {
+        let mut m = crate::PKeyTables::new();
+        for n in &self.nodes {
+            for p in 0..=n.nports {
+                let port = &self.ports[n.port_index(p)];
+                if port.pkey_known_valid && !port.pkey_known.is_empty() {
+                    m.insert((n.guid, p), port.pkey_known.clone());
+                }
+            }
+        }
+        m
+    }
+
     /// Number of the current (or last) heavy sweep.
     pub fn sweep_number(&self) -> u64 {
         self.sweep
