@@ -30,6 +30,12 @@ pub struct SweepArgs {
     /// Routing worker threads (default: available cores).
     #[arg(long)]
     workers: Option<usize>,
+    /// Fabric-wide limit of outstanding SMPs.
+    #[arg(long, default_value_t = 256)]
+    window: usize,
+    /// Outstanding SMPs per switch (VL15).
+    #[arg(long, default_value_t = 4)]
+    per_switch: u8,
     /// Simulator seed.
     #[arg(long, default_value_t = 1)]
     seed: u64,
@@ -127,6 +133,8 @@ pub fn run(cmd: BenchCmd) -> anyhow::Result<ExitCode> {
         .map_err(|e| anyhow!("E_BENCH_SIM: {e}"))?;
     let mut cfg = SweeperConfig {
         routing_shards: if workers > 1 { workers * 2 } else { 1 },
+        window: a.window,
+        per_switch_window: a.per_switch,
         ..SweeperConfig::default()
     };
     if let Some(e) = &a.engine {
