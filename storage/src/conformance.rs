@@ -463,6 +463,24 @@ pub fn check_create_snapshot<L: RaftLog>(new: &mut dyn FnMut() -> L) -> CheckRes
         log.snapshot(5, 2),
         Ok(snap5)
     );
+    // After a conf change the stored snapshot is stale: a new member would refuse it.
+    ok("set_conf_state", log.set_conf_state(conf(&[1, 2, 3, 4])))?;
+    ensure_eq!(
+        "snapshot with an old conf state",
+        log.snapshot(0, 4),
+        Err(raft::Error::Store(
+            StorageError::SnapshotTemporarilyUnavailable
+        ))
+    );
+    let snap5b = ok(
+        "create_snapshot(5) with the new conf state",
+        log.create_snapshot(5, conf(&[1, 2, 3, 4]), b"applied 5".to_vec()),
+    )?;
+    ensure_eq!(
+        "snapshot after re-creating it",
+        log.snapshot(0, 4),
+        Ok(snap5b)
+    );
     Ok(())
 }
 

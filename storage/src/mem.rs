@@ -6,8 +6,8 @@
 //! (append with a gap or over compacted entries, compact past the log); this wrapper checks
 //! those preconditions first and returns the same errors as `SledStorage`. MemStorage has no
 //! stored snapshot with data nor an applied state: the wrapper keeps both beside it, and its
-//! `snapshot()` returns the stored one (MemStorage's own synthesizes an empty one at the
-//! commit index).
+//! `snapshot()` returns the stored one under the same rules as `SledStorage` (MemStorage's
+//! own synthesizes an empty one at the commit index).
 
 use std::sync::{Arc, RwLock};
 
@@ -89,7 +89,11 @@ impl Storage for MemRaftLog {
     fn snapshot(&self, request_index: u64, _to: u64) -> raft::Result<Snapshot> {
         let extra = self.extra_read()?;
         let index = extra.snapshot.get_metadata().index;
-        if index == 0 || index < request_index {
+        let current_conf = self.store.initial_state()?.conf_state;
+        if index == 0
+            || index < request_index
+            || extra.snapshot.get_metadata().get_conf_state() != &current_conf
+        {
             return Err(raft::Error::Store(
                 StorageError::SnapshotTemporarilyUnavailable,
             ));

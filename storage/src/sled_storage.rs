@@ -320,12 +320,17 @@ impl raft::Storage for SledStorage {
         Ok(self.read()?.last_index)
     }
 
-    /// The stored snapshot when its index is at least `request_index`; otherwise
-    /// `SnapshotTemporarilyUnavailable` (raft retries later) and the request is recorded
-    /// for [`SledStorage::take_snapshot_request`].
+    /// The stored snapshot when its index is at least `request_index` and its conf state
+    /// is the current one; otherwise `SnapshotTemporarilyUnavailable` (raft retries on a
+    /// later heartbeat) and the request is recorded for
+    /// [`SledStorage::take_snapshot_request`]. A snapshot from before the latest conf
+    /// change would not list a newly added replica, which refuses such a snapshot.
     fn snapshot(&self, request_index: u64, _to: u64) -> raft::Result<Snapshot> {
         let cache = self.read()?;
-        if cache.snapshot.index == 0 || cache.snapshot.index < request_index {
+        if cache.snapshot.index == 0
+            || cache.snapshot.index < request_index
+            || cache.snapshot.get_conf_state() != &cache.conf_state
+        {
             self.inner
                 .snapshot_wanted_index
                 .fetch_max(request_index, Ordering::AcqRel);

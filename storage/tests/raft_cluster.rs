@@ -6,7 +6,8 @@
 use std::collections::{BTreeSet, VecDeque};
 use std::path::{Path, PathBuf};
 
-use raft::eraftpb::{ConfState, Entry, EntryType, Message};
+use protobuf::Message as _;
+use raft::eraftpb::{ConfChange, ConfChangeType, ConfState, Entry, EntryType, Message};
 use raft::{Config, RawNode, StateRole, Storage};
 use storage::{RaftLog, SledStorage};
 
@@ -50,6 +51,8 @@ struct Node {
     applied: u64,
     /// Create a snapshot and compact when this many entries were applied since the last.
     snapshot_every: Option<u64>,
+    /// Snapshots made because raft asked for one.
+    snapshots_on_request: usize,
 }
 
 fn logger() -> slog::Logger {
@@ -76,9 +79,15 @@ impl Node {
     /// Opens the node's storage in `dir`; a new storage is initialized with voters 1 2 3.
     /// Recovery: applied state from the storage, then raft replays entries after it.
     fn open(id: u64, dir: &Path) -> Node {
+        Self::open_with(id, dir, true)
+    }
+
+    /// `bootstrap`: a member of the initial cluster (voters 1 2 3); a replica added later
+    /// starts empty and learns everything from the leader's snapshot.
+    fn open_with(id: u64, dir: &Path, bootstrap: bool) -> Node {
         let store = SledStorage::open(dir).unwrap();
         let st = store.initial_state().unwrap();
-        if !st.initialized() {
+        if bootstrap && !st.initialized() {
             let cs = ConfState {
                 voters: vec![1, 2, 3],
                 ..Default::default()
@@ -98,6 +107,7 @@ impl Node {
             machine,
             applied,
             snapshot_every: None,
+            snapshots_on_request: 0,
         }
     }
 
@@ -111,6 +121,11 @@ impl Node {
                     if !e.data.is_empty() {
                         self.machine.items.push(e.data.to_vec());
                     }
+                }
+                EntryType::EntryConfChange => {
+                    let cc = ConfChange::parse_from_bytes(&e.data).unwrap();
+                    let cs = self.raw.apply_conf_change(&cc).unwrap();
+                    self.store.set_conf_state(cs).unwrap();
                 }
                 other => panic!("node {}: unexpected entry type {other:?}", self.id),
             }
@@ -133,6 +148,15 @@ impl Node {
 
     /// One Ready in raft-rs's example order. Returns false when there was none.
     fn on_ready(&mut self, out: &mut Vec<Message>) -> bool {
+        // raft asked for a snapshot the storage did not have (none, or from before the
+        // latest conf change): make one at the applied index; raft retries on its own.
+        if self.store.take_snapshot_request().is_some() {
+            let cs = self.store.initial_state().unwrap().conf_state;
+            self.store
+                .create_snapshot(self.applied, cs, self.machine.encode())
+                .unwrap();
+            self.snapshots_on_request += 1;
+        }
         if !self.raw.has_ready() {
             return false;
         }
@@ -273,6 +297,17 @@ impl Cluster {
         self.drain();
     }
 
+    fn conf_change(&mut self, change_type: ConfChangeType, node_id: u64) {
+        let l = self.leader().expect("a leader");
+        let cc = ConfChange {
+            change_type,
+            node_id,
+            ..Default::default()
+        };
+        self.node(l).raw.propose_conf_change(vec![], cc).unwrap();
+        self.drain();
+    }
+
     fn restart_all(&mut self) {
         let snapshot_every: Vec<Option<u64>> =
             self.nodes.iter().map(|n| n.snapshot_every).collect();
@@ -280,7 +315,7 @@ impl Cluster {
         self.nodes.clear();
         self.queue.clear();
         for (i, every) in snapshot_every.into_iter().enumerate() {
-            let mut n = Node::open(i as u64 + 1, &self.dirs[i]);
+            let mut n = Node::open_with(i as u64 + 1, &self.dirs[i], i < 3);
             n.snapshot_every = every;
             self.nodes.push(n);
         }
@@ -399,5 +434,88 @@ fn three_nodes_elect_commit_snapshot_and_recover() {
     let want: Vec<Vec<u8>> = (0..60).map(payload).collect();
     for n in &c.nodes {
         assert_eq!(n.machine.items, want, "node {} after restart", n.id);
+    }
+}
+
+fn voters(n: &Node) -> Vec<u64> {
+    let mut v = n.store.initial_state().unwrap().conf_state.voters;
+    v.sort();
+    v
+}
+
+#[test]
+fn membership_change_adds_and_removes_a_voter_and_persists_conf_state() {
+    let mut c = Cluster::new();
+    let (leader, _) = c.wait_leader(40);
+    assert_eq!(leader, 1);
+    for i in 0..12 {
+        c.propose(&payload(i));
+    }
+    // Node 4 starts empty; the leader's log no longer starts at 1, so it joins through a
+    // snapshot carrying voters 1 2 3.
+    c.node(1).snapshot_every = Some(5);
+    c.propose(&payload(12));
+    assert!(c.nodes[0].store.first_index().unwrap() > 1);
+
+    let dir4 = c._tmp.path().join("n4");
+    c.dirs.push(dir4.clone());
+    c.nodes.push(Node::open_with(4, &dir4, false));
+    assert!(!c.nodes[3].store.initial_state().unwrap().initialized());
+    c.conf_change(ConfChangeType::AddNode, 4);
+    for _ in 0..5 {
+        c.tick_round();
+    }
+    for n in &c.nodes {
+        assert_eq!(voters(n), vec![1, 2, 3, 4], "node {} voters", n.id);
+    }
+    let want: Vec<Vec<u8>> = (0..13).map(payload).collect();
+    assert_eq!(
+        c.nodes[3].machine.items, want,
+        "node 4 caught up via snapshot"
+    );
+    assert!(
+        c.nodes[3].store.snapshot_metadata().unwrap().index > 0,
+        "node 4 received a snapshot"
+    );
+    assert!(
+        c.nodes[0].snapshots_on_request > 0,
+        "the leader re-made its snapshot to include node 4"
+    );
+
+    // Remove node 2; the other three keep committing.
+    c.conf_change(ConfChangeType::RemoveNode, 2);
+    for _ in 0..3 {
+        c.tick_round();
+    }
+    c.isolated.insert(2);
+    for i in 13..18 {
+        c.propose(&payload(i));
+    }
+    let want: Vec<Vec<u8>> = (0..18).map(payload).collect();
+    for id in [1, 3, 4] {
+        let n = &c.nodes[id as usize - 1];
+        assert_eq!(voters(n), vec![1, 3, 4], "node {id} voters");
+        assert_eq!(n.machine.items, want, "node {id} state");
+    }
+
+    // The conf state comes back from sled on every replica.
+    c.restart_all();
+    for id in [1, 3, 4] {
+        assert_eq!(
+            voters(&c.nodes[id as usize - 1]),
+            vec![1, 3, 4],
+            "node {id} after restart"
+        );
+    }
+    let (leader, _) = c.wait_leader(60);
+    assert_ne!(leader, 2);
+    c.propose(&payload(18));
+    let want: Vec<Vec<u8>> = (0..19).map(payload).collect();
+    for id in [1, 3, 4] {
+        assert_eq!(
+            c.nodes[id as usize - 1].machine.items,
+            want,
+            "node {id} after restart"
+        );
     }
 }
