@@ -87,6 +87,8 @@ pub struct FileConfig {
     pub sim_pace: Option<String>,
     /// In-process simulator seed.
     pub sim_seed: Option<u64>,
+    /// Time to wait for an SMP's response before resending, in ms (default 20).
+    pub smp_timeout_ms: Option<u64>,
 }
 
 impl FileConfig {
@@ -111,6 +113,7 @@ impl FileConfig {
             routing_workers: over.routing_workers.or(self.routing_workers),
             sim_pace: over.sim_pace.or(self.sim_pace),
             sim_seed: over.sim_seed.or(self.sim_seed),
+            smp_timeout_ms: over.smp_timeout_ms.or(self.smp_timeout_ms),
         }
     }
 }
@@ -138,6 +141,8 @@ pub struct NodeConfig {
     pub pace: Pace,
     /// In-process simulator seed.
     pub seed: u64,
+    /// SMP response timeout in ms.
+    pub smp_timeout_ms: u64,
 }
 
 impl TryFrom<FileConfig> for NodeConfig {
@@ -200,6 +205,11 @@ impl TryFrom<FileConfig> for NodeConfig {
                 .max(1),
             pace,
             seed: f.sim_seed.unwrap_or(1),
+            smp_timeout_ms: match f.smp_timeout_ms {
+                Some(0) => return Err(NodeError::Config("smp timeout must be >= 1 ms".into())),
+                Some(t) => t,
+                None => SweeperConfig::default().timeout / MS,
+            },
         })
     }
 }
@@ -259,6 +269,7 @@ impl NodeConfig {
             },
             partitions_conf,
             guid2lid,
+            timeout: self.smp_timeout_ms * MS,
             ..SweeperConfig::default()
         };
         Ok((cfg, store))

@@ -10,9 +10,11 @@
 use crate::milestone::{Milestone, MilestoneKind};
 use crate::pool::RoutingPool;
 use crate::store::Guid2LidStore;
-use crate::transport::{Attached, Inbound, Transport};
+use crate::transport::{Attached, Inbound, InboundRx, Transport};
 use actix::prelude::*;
 use sm_core::{Counters, Event, Phase, Sweeper, VTime};
+use std::cell::RefCell;
+use std::rc::Rc;
 use std::time::{Duration, Instant};
 use tokio::sync::mpsc::UnboundedSender;
 
@@ -60,7 +62,9 @@ pub struct MasterActor {
     sweeper: Sweeper,
     /// None once stopped (dropping it detaches from the fabric).
     transport: Option<Box<dyn Transport>>,
-    inbound: Option<crate::transport::InboundRx>,
+    /// Received MADs; shared with the stream that wakes the actor, so that the timer can
+    /// take what already arrived before it declares requests timed out.
+    inbound: Rc<RefCell<InboundRx>>,
     pool: RoutingPool,
     store: Option<Guid2LidStore>,
     observers: Vec<UnboundedSender<Milestone>>,
@@ -77,7 +81,7 @@ impl MasterActor {
         MasterActor {
             sweeper: parts.sweeper,
             transport: Some(parts.attached.transport),
-            inbound: Some(parts.attached.inbound),
+            inbound: Rc::new(RefCell::new(parts.attached.inbound)),
             pool: parts.pool,
             store: parts.store,
             observers: parts.observers,
@@ -142,6 +146,8 @@ impl MasterActor {
         let wait = Duration::from_nanos(deadline.saturating_sub(self.clock.now()));
         let h = ctx.run_later(wait, |act, ctx| {
             act.timer = None;
+            // Responses that arrived while this thread was busy are not timeouts.
+            act.drain_inbound();
             act.pump(ctx);
         });
         self.timer = Some((deadline, h));
@@ -216,6 +222,19 @@ impl MasterActor {
         }
     }
 
+    /// Hands every MAD already received to the sweeper.
+    fn drain_inbound(&mut self) {
+        let now = self.clock.now();
+        loop {
+            let Ok(batch) = self.inbound.borrow_mut().try_recv() else {
+                break;
+            };
+            for m in batch {
+                self.sweeper.handle_mad(now, m.slid, m.smp);
+            }
+        }
+    }
+
     fn fail(&mut self, ctx: &mut Context<Self>, reason: String) {
         tracing::error!("E_NODE_TRANSPORT: {reason}; master stops");
         self.stop_reason = Some(reason);
@@ -237,10 +256,10 @@ impl Actor for MasterActor {
             self.sweeper.config().sm_priority,
         );
         self.notify(MilestoneKind::EnteredMaster);
-        if let Some(mut rx) = self.inbound.take() {
-            let s = futures_util::stream::poll_fn(move |cx| rx.poll_recv(cx));
-            ctx.add_stream(s);
-        }
+        let rx = self.inbound.clone();
+        ctx.add_stream(futures_util::stream::poll_fn(move |cx| {
+            rx.borrow_mut().poll_recv(cx)
+        }));
         self.pump(ctx);
     }
 

@@ -20,7 +20,7 @@ use std::process::ExitCode;
 struct Cli {
     /// TOML configuration file (keys as the long flags: fabric, priority, routing-engine,
     /// sweep-interval, partitions, guid2lid, data-dir, lmc, routing-workers, sim-pace,
-    /// sim-seed); flags override it.
+    /// sim-seed, smp-timeout-ms); flags override it.
     #[arg(long)]
     config: Option<PathBuf>,
     /// Fabric: `sim:SPEC[@PORT]` (in-process simulator; SPEC a generator spec such as
@@ -59,6 +59,9 @@ struct Cli {
     /// In-process simulator seed (default 1).
     #[arg(long)]
     sim_seed: Option<u64>,
+    /// Time to wait for an SMP's response before resending, in ms (default 20).
+    #[arg(long)]
+    smp_timeout_ms: Option<u64>,
     /// Exit once the first heavy sweep (the one that reaches SUBNET UP) completes.
     #[arg(long)]
     exit_after_subnet_up: bool,
@@ -78,6 +81,7 @@ impl Cli {
             routing_workers: self.routing_workers,
             sim_pace: self.sim_pace.clone(),
             sim_seed: self.sim_seed,
+            smp_timeout_ms: self.smp_timeout_ms,
         }
     }
 }
