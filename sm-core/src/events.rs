@@ -38,6 +38,12 @@ pub struct RoutingOutcome {
 }
 
 impl RoutingJob {
+    /// The shard plan: contiguous switch ranges, the same for both phases (what
+    /// [`routing::split`] gives for [`RoutingJob::shards`]).
+    pub fn shard_plan(&self) -> Vec<routing::Shard> {
+        routing::split(&self.input, self.shards)
+    }
+
     /// Runs the engine chain with `exec` running the shards of each phase.
     pub fn run<X: Executor>(&self, exec: &X) -> Result<RoutingOutcome, SmError> {
         let names: Vec<&str> = self.engines.iter().map(String::as_str).collect();
