@@ -103,7 +103,16 @@ fn two_tenants(t: &fabric::Topology) -> (String, Vec<fabric::Guid>, Vec<fabric::
 
 #[test]
 fn ft2_two_tenants_deliver_inside_and_never_across() {
-    let t = topo("ft2:8");
+    two_tenant_check("ft2:8", 1);
+}
+
+#[test]
+fn ft2_radix36_two_tenants_deliver_inside_and_never_across() {
+    two_tenant_check("ft2:36", 53);
+}
+
+fn two_tenant_check(spec: &str, stride: usize) {
+    let t = topo(spec);
     let (conf, a, b) = two_tenants(&t);
     let sm_port = ca_ports(&t)[0].2;
     let cfg = SweeperConfig {
@@ -133,8 +142,8 @@ fn ft2_two_tenants_deliver_inside_and_never_across() {
             None
         }
     };
-    let (ok, blocked) = h.check_delivery(&t, 1, allowed, PKey(0x8001));
-    let (_, blocked2) = h.check_delivery(&t, 1, allowed, PKey(0x7FFF));
+    let (ok, blocked) = h.check_delivery(&t, stride, allowed, PKey(0x8001));
+    let (_, blocked2) = h.check_delivery(&t, stride, allowed, PKey(0x7FFF));
     assert!(ok > 0 && blocked > 0 && blocked == blocked2);
     // Limited members of Default cannot use it between themselves.
     let cas = ca_ports(&t);
