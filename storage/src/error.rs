@@ -165,6 +165,15 @@ pub enum Error {
         first_index: u64,
     },
 
+    /// sled's exclusive file lock stayed held (another process uses this directory).
+    #[error("STORAGE-E020 storage at {path} is locked by another user (waited {waited:?})")]
+    Locked {
+        /// The database directory.
+        path: String,
+        /// How long opening waited.
+        waited: std::time::Duration,
+    },
+
     /// A lock was poisoned by a panic in another thread.
     #[error("STORAGE-E018 internal lock poisoned")]
     Poisoned,

@@ -14,6 +14,7 @@
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::time::{Duration, Instant};
 
 use raft::eraftpb::{ConfState, Entry, HardState, Snapshot, SnapshotMetadata};
 use raft::util::NO_LIMIT;
@@ -28,6 +29,11 @@ use crate::codec::{
 };
 use crate::error::{Error, Result};
 use crate::log::{AppliedState, RaftLog};
+
+/// How long [`SledStorage::open`] waits for sled's file lock.
+pub const LOCK_WAIT: Duration = Duration::from_secs(3);
+/// Pause between two attempts to take sled's file lock.
+const LOCK_RETRY: Duration = Duration::from_millis(5);
 
 /// What is cached in memory; always equal to what is in sled (updated after sled accepts).
 #[derive(Debug, Clone, Default)]
@@ -71,10 +77,38 @@ impl std::fmt::Debug for SledStorage {
 }
 
 impl SledStorage {
-    /// Opens (or creates) the storage in the sled database at `path`.
+    /// Opens (or creates) the storage in the sled database at `path`, waiting up to
+    /// [`LOCK_WAIT`] for sled's file lock (see [`SledStorage::open_with_lock_wait`]).
     pub fn open(path: impl AsRef<std::path::Path>) -> Result<Self> {
-        let db = sled::Config::new().path(path).open()?;
-        Self::from_db(db)
+        Self::open_with_lock_wait(path, LOCK_WAIT)
+    }
+
+    /// Opens (or creates) the storage at `path`, retrying while sled's exclusive file lock
+    /// is held, for at most `wait`.
+    ///
+    /// sled 0.34 takes the lock with `try_lock_exclusive` and releases it only when its
+    /// last internal handle is dropped, which its background IO threads may do a moment
+    /// after the `Db` itself is dropped: reopening in the same process right after a drop
+    /// can fail spuriously with "could not acquire lock". A lock held by another live
+    /// process stays held and ends in [`Error::Locked`].
+    pub fn open_with_lock_wait(path: impl AsRef<std::path::Path>, wait: Duration) -> Result<Self> {
+        let path = path.as_ref();
+        let start = Instant::now();
+        loop {
+            match sled::Config::new().path(path).open() {
+                Ok(db) => return Self::from_db(db),
+                Err(sled::Error::Io(e)) if e.to_string().contains("could not acquire lock") => {
+                    if start.elapsed() >= wait {
+                        return Err(Error::Locked {
+                            path: path.display().to_string(),
+                            waited: start.elapsed(),
+                        });
+                    }
+                    std::thread::sleep(LOCK_RETRY);
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
     }
 
     /// A storage in a temporary sled database, removed when the last handle is dropped

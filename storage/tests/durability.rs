@@ -338,3 +338,18 @@ fn sigkill_while_writing_keeps_flushed_state_and_a_consistent_log() {
     log.flush().unwrap();
     assert_eq!(log.last_index(), Ok(last + 1));
 }
+
+#[test]
+fn a_second_open_of_a_live_storage_is_refused_as_locked() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("db");
+    let first = SledStorage::open(&path).unwrap();
+    match SledStorage::open_with_lock_wait(&path, std::time::Duration::from_millis(20)) {
+        Err(Error::Locked { .. }) => {}
+        other => panic!("second open while the first is alive: {other:?}"),
+    }
+    drop(first);
+    // Once the first handle is gone the lock comes free (open waits out sled's threads).
+    let again = SledStorage::open(&path).unwrap();
+    assert_eq!(again.last_index(), Ok(0));
+}
