@@ -11,7 +11,16 @@ const BIN: &str = env!("CARGO_BIN_EXE_sm-node");
 
 #[test]
 fn sigint_after_subnet_up_stops_cleanly_and_flushes_guid2lid() {
-    let dir = temp_dir("bin-sigint");
+    signal_after_subnet_up("INT");
+}
+
+#[test]
+fn sigterm_after_subnet_up_stops_cleanly_and_flushes_guid2lid() {
+    signal_after_subnet_up("TERM");
+}
+
+fn signal_after_subnet_up(sig: &str) {
+    let dir = temp_dir(&format!("bin-sig{sig}"));
     let mut child = Command::new(BIN)
         .args([
             "--fabric",
@@ -40,7 +49,7 @@ fn sigint_after_subnet_up_stops_cleanly_and_flushes_guid2lid() {
     assert!(log.contains("entering MASTER state"), "{log}");
     assert!(log.contains("SUBNET UP"), "{log}");
     let st = Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
+        .args([&format!("-{sig}"), &child.id().to_string()])
         .status()
         .unwrap();
     assert!(st.success());
@@ -50,7 +59,7 @@ fn sigint_after_subnet_up_stops_cleanly_and_flushes_guid2lid() {
     }
     let out = child.wait_with_output().unwrap();
     assert!(out.status.success(), "{:?}\n{log}", out.status);
-    assert!(log.contains("stopping (SIGINT)"), "{log}");
+    assert!(log.contains(&format!("stopping (SIG{sig})")), "{log}");
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("SUBNET UP"), "{stdout}");
     // ft2 radix 8: 32 hosts and 12 switches, one LID each.

@@ -254,3 +254,18 @@ fn light_sweeps_on_the_timer_and_a_requested_heavy_sweep_send_no_set() {
     });
     check_programmed(&h, &t);
 }
+
+#[test]
+fn realtime_pace_also_reaches_subnet_up() {
+    let (h, t) = sim("ft2:4", 4);
+    let cfg = cfg("sim:ft2:4", 1);
+    actix_rt::System::new().block_on(async {
+        let attached = h.attach(ca_ports(&t)[1].2, Pace::RealTime).unwrap();
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let master = daemon::start_master(&cfg, attached, vec![tx]).unwrap();
+        wait_subnet_up(&mut rx).await;
+        master.send(Shutdown).await.unwrap();
+    });
+    check_programmed(&h, &t);
+    check_delivery(&h, &t, all_full, PKey(0xFFFF));
+}

@@ -65,6 +65,29 @@ fn daemon_over_the_socket_brings_ft2_up() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+#[test]
+fn master_stops_when_fabric_simd_goes_away() {
+    let dir = temp_dir("simd-gone");
+    let t = daemon::load_topology("ft2:4").unwrap();
+    let sim = SimFabric::new(&t, SimConfig::default()).unwrap();
+    let server = fabric_sim::server::spawn(sim, &dir.join("simd.sock")).unwrap();
+    let port = format!("0x{:016x}", ca_ports(&t)[0].2.0);
+    let cfg = cfg(&format!("simd:{}@{port}", server.path().display()), 1);
+    actix_rt::System::new().block_on(async {
+        let (attached, _) = daemon::attach(&cfg).unwrap();
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let _master = daemon::start_master(&cfg, attached, vec![tx]).unwrap();
+        wait_subnet_up(&mut rx).await;
+        server.shutdown();
+        // The master notices the closed socket by itself and stops, saying why.
+        wait_for(&mut rx, "Stopped (transport closed)", |k| {
+            matches!(k, MilestoneKind::Stopped { reason } if reason.contains("transport closed"))
+        })
+        .await;
+    });
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 /// `fabric-simd` next to this test's executable (target/<profile>/), if built.
 fn simd_binary() -> Option<PathBuf> {
     let exe = std::env::current_exe().ok()?;
