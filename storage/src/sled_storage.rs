@@ -7,10 +7,10 @@
 //! each operation is all-or-nothing on disk.
 //!
 //! Durability: nothing is durable before [`SledStorage::flush`] returns. sled 0.34's flush
-//! writes its log and calls `sync_file_range`, so flushed data survives the death of the
-//! process (it is in the kernel's page cache and on its way to the disk), but it is not a
-//! full `fsync` of file metadata: after a power loss or kernel crash recently flushed data
-//! may be missing (sled issues 654 and 1452).
+//! writes its log with `pwrite` and calls `sync_file_range` on the written range, so flushed
+//! data survives the death of the process, but it is not a full `fsync` of the file and its
+//! metadata (sled's background flusher does `sync_all` every 500 ms): after a power loss or
+//! kernel crash recently flushed data may be missing (sled issues 654 and 1452).
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
