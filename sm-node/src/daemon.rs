@@ -66,15 +66,26 @@ pub fn attach(cfg: &NodeConfig) -> Result<(Attached, Option<SimHandle>), NodeErr
 }
 
 /// Builds the sweeper from the configuration and starts the master over `attached` with a
-/// fresh routing pool of `cfg.workers` threads.
+/// fresh routing pool of `cfg.workers` threads (stopped with the master).
 pub fn start_master(
     cfg: &NodeConfig,
     attached: Attached,
     observers: Vec<UnboundedSender<Milestone>>,
 ) -> Result<Addr<MasterActor>, NodeError> {
+    start_master_on(cfg, attached, RoutingPool::start(cfg.workers), observers)
+}
+
+/// Like [`start_master`] on an existing pool (a replica that gains and loses the master
+/// role keeps one pool for its lifetime). The guid2lid file and the partitions file are
+/// read again, so a master started later starts from what the last one saved.
+pub fn start_master_on(
+    cfg: &NodeConfig,
+    attached: Attached,
+    pool: RoutingPool,
+    observers: Vec<UnboundedSender<Milestone>>,
+) -> Result<Addr<MasterActor>, NodeError> {
     let (scfg, store) = cfg.sweeper_config()?;
     let sweeper = Sweeper::new(scfg)?;
-    let pool = RoutingPool::start(cfg.workers);
     Ok(MasterActor::new(MasterParts {
         sweeper,
         attached,

@@ -112,6 +112,7 @@ fn a_bad_partitions_file_refuses_to_start_with_line_and_column() {
         .arg("--config")
         .arg(&cfg)
         .arg("--exit-after-subnet-up")
+        .env("RUST_LOG", "info")
         .output()
         .unwrap();
     assert!(!out.status.success());

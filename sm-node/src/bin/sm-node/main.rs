@@ -37,7 +37,8 @@ struct Cli {
     /// Seconds between light sweeps (default 10; 0 disables them).
     #[arg(long)]
     sweep_interval: Option<f64>,
-    /// OpenSM partitions.conf; a file with syntax errors is refused (with line:col).
+    /// OpenSM partitions.conf, read once at start; a file with syntax errors is refused
+    /// (every error with file:line:col) and sm-node does not start. There is no reload yet.
     #[arg(long)]
     partitions: Option<PathBuf>,
     /// guid2lid file (default DATA_DIR/guid2lid).
@@ -97,7 +98,6 @@ fn main() -> ExitCode {
         Ok(code) => code,
         Err(e) => {
             tracing::error!("{e:#}");
-            eprintln!("sm-node: {e:#}");
             ExitCode::FAILURE
         }
     }
