@@ -108,7 +108,7 @@ fn child(spec: &str, engine: &str, workers: usize) {
     let ms = best;
     match last.expect("three runs") {
         Ok(_) => println!(
-            "| {spec} | {} | {} | {engine} | {workers} | {ms:.0} | {best_cpu:.0} | {:.0} |",
+            "| {spec} | {} | {} | {engine} | {workers} | {ms:.1} | {best_cpu:.0} | {:.0} |",
             input.end_ports.len(),
             input.num_switches(),
             peak_rss_mb(),
