@@ -1,5 +1,18 @@
 //! The daemon's configuration: a TOML file ([`FileConfig`]) overlaid by command-line flags
 //! (same fields), resolved into a [`NodeConfig`], then into the sweeper's configuration.
+//!
+//! ```toml
+//! fabric = "sim:ft2:36"          # or "sim:FILE@H1", "simd:/run/simd.sock@H1"
+//! priority = 8                   # SMInfo priority 0..=15
+//! routing-engine = "ftree,updn,minhop"
+//! sweep-interval = 10            # seconds between light sweeps; 0 = none
+//! partitions = "/etc/quorum-sm/partitions.conf"   # read once; a bad file refuses start
+//! data-dir = "/var/lib/quorum-sm"                 # guid2lid lives here
+//! lmc = 0
+//! routing-workers = 2            # default: available cores
+//! sim-pace = "fast"              # or "realtime" (in-process simulator only)
+//! smp-timeout-ms = 20
+//! ```
 
 use crate::error::NodeError;
 use crate::store::Guid2LidStore;
@@ -307,6 +320,25 @@ mod tests {
             let e = bad.parse::<FabricSpec>().unwrap_err().to_string();
             assert!(e.starts_with("E_NODE_CONFIG"), "{bad}: {e}");
         }
+    }
+
+    #[test]
+    fn the_documented_example_parses() {
+        let doc = include_str!("config.rs");
+        let example: String = doc
+            .lines()
+            .skip_while(|l| !l.starts_with("//! ```toml"))
+            .skip(1)
+            .take_while(|l| !l.starts_with("//! ```"))
+            .map(|l| format!("{}\n", l.trim_start_matches("//!").trim_start()))
+            .collect();
+        let c = NodeConfig::try_from(toml::from_str::<FileConfig>(&example).unwrap()).unwrap();
+        assert_eq!(c.priority, 8);
+        assert_eq!(c.workers, 2);
+        assert_eq!(
+            c.guid2lid.as_deref(),
+            Some(Path::new("/var/lib/quorum-sm/guid2lid"))
+        );
     }
 
     #[test]
