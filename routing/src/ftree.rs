@@ -46,6 +46,14 @@ pub fn levels(input: &RoutingInput) -> Result<(Vec<u8>, u8), RoutingError> {
     if leaves.is_empty() {
         return Err(nf("no switch has end ports".into()));
     }
+    let from0 = crate::updn::bfs_from(input, &[0]);
+    let unreachable = from0.iter().filter(|&&d| d == NONE).count();
+    if unreachable > 0 {
+        return Err(RoutingError::Disconnected {
+            unreachable,
+            from: input.switches[0].guid,
+        });
+    }
     let dist = crate::updn::bfs_from(input, &leaves);
     let unreachable = dist.iter().filter(|&&d| d == NONE).count();
     if unreachable > 0 {
