@@ -1,6 +1,7 @@
 //! Linear forwarding tables: the routing output.
 
 use fabric::{Guid, Lid};
+use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 
 /// The LFT value for "no route" (IBA and OpenSM use port 255 for an invalid entry).
@@ -10,7 +11,7 @@ pub const NO_ROUTE: u8 = 0xFF;
 pub const BLOCK_LIDS: usize = 64;
 
 /// One switch's LFT.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SwitchLft {
     /// The switch's node GUID.
     pub guid: Guid,
@@ -33,7 +34,7 @@ impl SwitchLft {
 }
 
 /// Every switch's LFT, in the switch order of the [`crate::RoutingInput`] they came from.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Lfts {
     /// One table per switch.
     pub switches: Vec<SwitchLft>,

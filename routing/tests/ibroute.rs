@@ -88,3 +88,37 @@ fn ftree_dump_has_the_same_contention_free_metrics() {
     let inp2 = RoutingInput::new(&topo, &lids, None).unwrap();
     assert_eq!(metrics_of(&inp2, &lfts).max_link_load, 1);
 }
+
+#[test]
+fn random_text_never_panics_the_parser() {
+    let tokens = [
+        "Unicast lids [0x0-0x6] of switch Lid ",
+        " guid 0x",
+        "0x",
+        " : (Channel Adapter portguid 0x",
+        ": 'x')",
+        "(Switch portguid ",
+        "\n",
+        " ",
+        "ffffffffffffffffff",
+        "65536",
+        "255",
+        "-1",
+        "\u{fffd}",
+        "valid lids dumped",
+    ];
+    let topo = fabric_of("ft2:4");
+    let mut rng = fabric::rng::SplitMix64::new(7);
+    for _ in 0..3000 {
+        let mut text = String::new();
+        for _ in 0..rng.below(40) {
+            text.push_str(tokens[rng.below(tokens.len() as u64) as usize]);
+            if rng.chance(0.3) {
+                text.push_str(&format!("{:x}", rng.next_u64() >> rng.below(64)));
+            }
+        }
+        if let Ok(d) = parse_ibroute(&text) {
+            let _ = lfts_from_dump(&topo, &d);
+        }
+    }
+}
