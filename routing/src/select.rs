@@ -276,21 +276,17 @@ pub(crate) fn compute_lfts(
                 }
                 continue;
             }
-            if let Some(&pp) = prev.and_then(|p| p.get(lid))
-                && pp != NO_ROUTE
-                && has_port(mask, pp)
-            {
-                lft[lid] = pp;
-                counters[pp as usize] += 1;
+            let kept = prev.and_then(|p| p.get(lid)).copied().unwrap_or(NO_ROUTE);
+            if kept != NO_ROUTE && has_port(mask, kept) {
+                lft[lid] = kept;
+                counters[kept as usize] += 1;
                 continue;
             }
             // Engine preferences narrow the set; the least-loaded port of it wins.
             let mut narrowed = false;
             let lmc = any_lmc && d.end != NONE && input.end_ports[d.end as usize].lids.lmc > 0;
-            if let Some(f) = ft
-                && d.end != NONE
-                && f.lid_root[lid] != NONE
-            {
+            let ft_dest = ft.filter(|f| d.end != NONE && f.lid_root[lid] != NONE);
+            if let Some(f) = ft_dest {
                 let want: &[u64] = if row_s[t] & DOWN_ONLY != 0 {
                     // Down along the destination's chosen path.
                     let lvl = f.level[s].saturating_sub(1) as usize;
