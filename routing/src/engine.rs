@@ -27,8 +27,9 @@ pub trait Engine: Send + Sync {
 }
 
 /// Min-hop: every shortest path is allowed; among equal-hop output ports a switch takes the
-/// one that carries the fewest destinations so far (lowest port on a tie), destinations in
-/// LID order. With LMC > 0 the LIDs of one port prefer different next switches.
+/// one that carries the fewest end-port destinations so far (lowest port on a tie),
+/// destinations in OpenSM's order (port GUID, then LID; see [`RoutingInput::routing_order`]).
+/// With LMC > 0 the LIDs of one port prefer different next switches.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct MinHop;
 

@@ -197,6 +197,9 @@ pub struct RoutingInput {
     nbrs: Vec<u32>,
     /// Indexed by LID, `0..=max_lid`.
     lid_dest: Vec<Dest>,
+    /// Used LIDs in OpenSM's routing order: by port GUID (a switch's is its node GUID),
+    /// then LID.
+    dest_order: Vec<u16>,
     /// The SM's own port, when known. Carried for engines and callers that need it; the
     /// three engines here route every end port alike, the SM's included.
     pub sm_port: Option<PortRef>,
@@ -342,6 +345,19 @@ impl RoutingInput {
                 owner[lid] = Some(p);
             }
         }
+        let mut dest_order: Vec<u16> = (1..lid_dest.len())
+            .filter(|&l| lid_dest[l].is_used())
+            .map(|l| l as u16)
+            .collect();
+        dest_order.sort_by_key(|&l| {
+            let d = lid_dest[l as usize];
+            let guid = if d.end == NONE {
+                switches[d.switch as usize].guid
+            } else {
+                end_ports[d.end as usize].guid
+            };
+            (guid, l)
+        });
         Ok(RoutingInput {
             switches,
             end_ports,
@@ -350,6 +366,7 @@ impl RoutingInput {
             nbr_start,
             nbrs,
             lid_dest,
+            dest_order,
             sm_port,
         })
     }
@@ -362,6 +379,12 @@ impl RoutingInput {
     /// The highest LID in use (0 when none); LFTs have `max_lid + 1` entries.
     pub fn max_lid(&self) -> u16 {
         (self.lid_dest.len() - 1) as u16
+    }
+
+    /// Every used LID in the order engines route them, as OpenSM does: by the port GUID
+    /// that owns the LID (a switch's LIDs by its node GUID), then by LID.
+    pub fn routing_order(&self) -> &[u16] {
+        &self.dest_order
     }
 
     /// Where a LID leads.

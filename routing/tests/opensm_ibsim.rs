@@ -43,7 +43,11 @@ fn client(dir: &Path, sock: &str, prog: &str) -> Command {
 
 /// Runs OpenSM with each engine on one ibsim instance of `spec`; returns, per engine, the
 /// metrics of OpenSM's tables (read back with ibroute) and of ours.
-fn opensm_metrics(spec: &str, engines: &[&str]) -> Option<Vec<(Metrics, Metrics)>> {
+/// Per engine: OpenSM's metrics, ours (on our own LIDs), and how many of the entries
+/// OpenSM programmed our engine sets differently on OpenSM's LIDs (and of how many).
+type Compared = (Metrics, Metrics, usize, usize);
+
+fn opensm_metrics(spec: &str, engines: &[&str]) -> Option<Vec<Compared>> {
     if let Some(missing) = TOOLS.iter().find(|t| !Path::new(t).exists()) {
         println!(
             "skipped: {missing} is not installed (needs ibsim-utils, opensm, infiniband-diags)"
@@ -123,9 +127,22 @@ fn opensm_metrics(spec: &str, engines: &[&str]) -> Option<Vec<(Metrics, Metrics)
         let ours_in = input(&topo, 0);
         let e = routing::engine_by_name(engine, &Default::default()).unwrap();
         let ours = metrics::analyze(&ours_in, &route(&ours_in, e.as_ref()).unwrap().lfts, &opts);
+        // Our engine on OpenSM's own LIDs, entry by entry.
+        let same_lids = route(&inp, e.as_ref()).unwrap().lfts;
+        let (mut programmed, mut differ) = (0, 0);
+        for t in &lfts.switches {
+            let o = same_lids.by_guid(t.guid).unwrap();
+            for (lid, &p) in t.ports.iter().enumerate() {
+                if p != routing::NO_ROUTE {
+                    programmed += 1;
+                    differ += usize::from(o.port(lid as u16) != p);
+                }
+            }
+        }
         println!("{spec} OpenSM {engine}: {theirs:?}");
         println!("{spec} ours {engine}: {ours:?}");
-        results.push((theirs, ours));
+        println!("{spec} {engine}: {differ} of {programmed} OpenSM entries differ from ours");
+        results.push((theirs, ours, differ, programmed));
     }
     drop(sim);
     let _ = std::fs::remove_dir_all(&dir);
@@ -138,7 +155,15 @@ fn opensm_routes_measure_like_ours() {
     let Some(results) = opensm_metrics("ft3:4", &engines) else {
         return;
     };
-    for (engine, (theirs, ours)) in engines.iter().zip(results) {
+    for (engine, (theirs, ours, differ, programmed)) in engines.iter().zip(results) {
+        assert!(programmed > 0);
+        if *engine != "ftree" {
+            // Same counters, same order, same tie-break: identical tables.
+            assert_eq!(
+                differ, 0,
+                "{engine}: {differ} of {programmed} entries differ from OpenSM"
+            );
+        }
         assert_eq!(theirs.end_ports, ours.end_ports, "{engine}");
         assert_eq!(
             theirs.unreachable_pairs, 0,

@@ -404,14 +404,20 @@ fn analyze(a: AnalyzeArgs) -> anyhow::Result<ExitCode> {
                 None,
             )
             .map_err(|e| anyhow!("E_ROUTE_ENGINE: {e}"))?;
-            let mut entries = 0u64;
-            let mut differ = 0u64;
+            // Entries the dump programs, how many of them ours sets differently, and the
+            // used LIDs the dump leaves without a route.
+            let (mut entries, mut differ, mut unrouted) = (0u64, 0u64, 0u64);
             for t in &lfts.switches {
                 let Some(o) = ours.routing.lfts.by_guid(t.guid) else {
                     continue;
                 };
                 for lid in 1..=input.max_lid() {
-                    if input.dest(lid).is_used() {
+                    if !input.dest(lid).is_used() {
+                        continue;
+                    }
+                    if t.port(lid) == routing::NO_ROUTE {
+                        unrouted += 1;
+                    } else {
                         entries += 1;
                         differ += u64::from(t.port(lid) != o.port(lid));
                     }
@@ -422,6 +428,7 @@ fn analyze(a: AnalyzeArgs) -> anyhow::Result<ExitCode> {
                 ours.routing.engine,
                 entries,
                 differ,
+                unrouted,
                 routing::changed_blocks(&lfts, &ours.routing.lfts),
                 om,
             ))
@@ -437,11 +444,12 @@ fn analyze(a: AnalyzeArgs) -> anyhow::Result<ExitCode> {
             "max_link_load": m.max_link_load,
             "metrics": serde_json::to_value(&m)?,
         });
-        if let Some((engine, entries, differ, blocks, om)) = &compare {
+        if let Some((engine, entries, differ, unrouted, blocks, om)) = &compare {
             v["compare"] = json!({
                 "engine": engine,
                 "entries": entries,
                 "entries_differing": differ,
+                "entries_unrouted_in_dump": unrouted,
                 "blocks_differing": blocks,
                 "metrics": serde_json::to_value(om)?,
             });
@@ -457,10 +465,10 @@ fn analyze(a: AnalyzeArgs) -> anyhow::Result<ExitCode> {
             input.max_lid()
         );
         print_metrics(&mut o, &m);
-        if let Some((engine, entries, differ, blocks, om)) = &compare {
+        if let Some((engine, entries, differ, unrouted, blocks, om)) = &compare {
             outln!(
                 o,
-                "ours ({engine}) on the same LIDs: {differ} of {entries} entries differ, in {blocks} 64-LID blocks"
+                "ours ({engine}) on the same LIDs: {differ} of the dump's {entries} entries differ ({unrouted} used LIDs have no route in the dump); {blocks} 64-LID blocks differ"
             );
             print_metrics(&mut o, om);
         }
