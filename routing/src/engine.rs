@@ -3,10 +3,10 @@
 //! Routing runs in two sharded phases over a [`Plan`] the engine builds:
 //! 1. hop tables: [`Plan::compute_hops`] per shard of *destination* switches (one BFS each),
 //!    merged by [`Plan::merge_hops`];
-//! 2. forwarding tables: [`Plan::compute`] per shard of *source* switches. Each switch's LFT is
-//!    computed on its own, destinations in LID order, with that switch's own per-port
-//!    counters (as OpenSM's per-switch counters do), so the merged result ([`merge`]) is the
-//!    same bit for bit whatever the number of shards or workers.
+//! 2. forwarding tables: [`Plan::compute`] per shard of *source* switches. Each switch's LFT
+//!    is computed on its own, destinations in OpenSM's order (port GUID, then LID), with that
+//!    switch's own per-port counters (as OpenSM's per-switch counters do), so the merged
+//!    result ([`merge`]) is the same bit for bit whatever the number of shards or workers.
 
 use crate::error::{Refusal, RoutingError};
 use crate::ftree::{self, FtreePlan};
