@@ -300,16 +300,21 @@ pub(crate) fn validate_contents(c: &IntentContents) -> Result<(), ApplyError> {
     Ok(())
 }
 
-/// Default bound on one command's encoded size (leaves room under a 4 MB gRPC / Raft limit).
-pub const DEFAULT_MAX_COMMAND_BYTES: usize = 3 * 1024 * 1024;
+/// Default bound on one command's encoded size: 1 MiB, so that a Raft append message with
+/// raft-rs `max_size_per_msg` of 1 MiB carries about one such entry and a batch of a few
+/// messages stays under tonic's default 4 MiB message limit.
+pub const DEFAULT_MAX_COMMAND_BYTES: usize = 1024 * 1024;
 
 fn flush(cur: &mut IntentContents, size: &mut usize, chunks: &mut Vec<IntentContents>) {
     chunks.push(std::mem::take(cur));
     *size = 0;
 }
 
-/// Slack per item for the tags and lengths of the enclosing messages.
-const ITEM_OVERHEAD: usize = 24;
+/// Bytes per item for its tag and length in the enclosing message (a length varint of up to
+/// 3 bytes covers items below 2 MiB; larger single items are not split anyway).
+const ITEM_OVERHEAD: usize = 4;
+/// Bytes per switch or port entry opened in a chunk (tag, length, GUID, port).
+const ENTRY_OVERHEAD: usize = 24;
 
 /// Cuts an intent into `BeginIntent`, `IntentChunk`s and a final `SealIntent`, each command's
 /// encoding at most about `max_bytes` (a single LFT block, P_Key block or PortInfo change is
@@ -330,14 +335,14 @@ pub fn split_intent(
         let mut open: Option<SwitchLft> = None;
         for b in sw.blocks {
             let cost = b.encoded_len() + ITEM_OVERHEAD;
-            if size + cost + ITEM_OVERHEAD > budget && size > 0 {
+            if size + cost + ENTRY_OVERHEAD > budget && size > 0 {
                 if let Some(s) = open.take() {
                     cur.lfts.push(s);
                 }
                 flush(&mut cur, &mut size, &mut chunks);
             }
             let s = open.get_or_insert_with(|| {
-                size += ITEM_OVERHEAD;
+                size += ENTRY_OVERHEAD;
                 SwitchLft {
                     switch_guid: sw.switch_guid,
                     blocks: Vec::new(),
@@ -354,14 +359,14 @@ pub fn split_intent(
         let mut open: Option<PortPKeys> = None;
         for b in pp.blocks {
             let cost = PKeyBlock::encoded_len(&b) + ITEM_OVERHEAD;
-            if size + cost + ITEM_OVERHEAD > budget && size > 0 {
+            if size + cost + ENTRY_OVERHEAD > budget && size > 0 {
                 if let Some(p) = open.take() {
                     cur.pkeys.push(p);
                 }
                 flush(&mut cur, &mut size, &mut chunks);
             }
             let p = open.get_or_insert_with(|| {
-                size += ITEM_OVERHEAD;
+                size += ENTRY_OVERHEAD;
                 PortPKeys {
                     node_guid: pp.node_guid,
                     port: pp.port,
@@ -376,7 +381,7 @@ pub fn split_intent(
         }
     }
     for pi in contents.port_infos {
-        let cost = pi.encoded_len() + ITEM_OVERHEAD;
+        let cost = pi.encoded_len() + ENTRY_OVERHEAD;
         if size + cost > budget && size > 0 {
             flush(&mut cur, &mut size, &mut chunks);
         }
