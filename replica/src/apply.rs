@@ -90,6 +90,8 @@ pub struct ApplyOutcome {
     pub index: u64,
     /// Raft term of the entry.
     pub term: u64,
+    /// The command's request id (0 = none), for matching the outcome to its proposal.
+    pub request_id: u64,
     /// The policy version in force after this entry.
     pub policy_version: u64,
     /// What it did, or why it was refused.
@@ -107,6 +109,7 @@ impl ApplyOutcome {
         let mut r = ApplyResult {
             index: self.index,
             term: self.term,
+            request_id: self.request_id,
             policy_version: self.policy_version,
             ..ApplyResult::default()
         };
@@ -136,6 +139,7 @@ impl ReplicatedState {
             return ApplyOutcome {
                 index,
                 term,
+                request_id: cmd.request_id,
                 policy_version: self.policy.version,
                 result: Err(ApplyError::AlreadyApplied {
                     index,
@@ -157,6 +161,7 @@ impl ReplicatedState {
         ApplyOutcome {
             index,
             term,
+            request_id: cmd.request_id,
             policy_version: self.policy.version,
             result,
         }
