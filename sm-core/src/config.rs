@@ -2,6 +2,7 @@
 
 use crate::VTime;
 use crate::guid2lid::Guid2Lid;
+use crate::intent::Intent;
 use fabric::Guid;
 use routing::Lfts;
 use std::collections::BTreeMap;
@@ -70,6 +71,38 @@ pub struct SweeperConfig {
     pub reregister_on_takeover: bool,
     /// Upper 32 bits of every transaction id (e.g. a per-process agent id).
     pub tid_high: u32,
+    /// Master (sweeps and programs) or standby (answers SMInfo only, sends nothing else).
+    pub role: Role,
+    /// This SM's port GUID, for SMInfo answers before (or without) discovery; a standby
+    /// must be given it. None: the GUID discovery finds (0 until then).
+    pub sm_port_guid: Option<Guid>,
+    /// Intent first: after planning a heavy sweep's programming, emit
+    /// [`crate::IntentEvent::Program`] and send no Set until
+    /// [`crate::Sweeper::handle_intent_committed`]; emit [`crate::IntentEvent::Done`] when
+    /// every Set of it was answered. Off (default): program at once, emit no intent.
+    pub gate_programming: bool,
+    /// Intent ids are `intent_id_base + 1, + 2, ...` (a cluster passes `term << 32` so ids
+    /// never repeat across terms).
+    pub intent_id_base: u64,
+    /// A sealed intent a previous master did not finish: re-programmed (exactly its LFT and
+    /// P_Key blocks) right after the first discovery, before LIDs and routing; then
+    /// [`crate::IntentEvent::Done`] with its id.
+    pub pending_intent: Option<Intent>,
+    /// M_Keys the ports may still hold (previous terms, most recent first). When non-empty,
+    /// the first heavy sweep rotates every configured port to [`SweeperConfig::m_key`]
+    /// (PortInfo Set carrying the key in force, before any other Set); until a port is
+    /// rotated its SMPs carry the key it holds.
+    pub m_key_prev: Vec<u64>,
+}
+
+/// What this SM does.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Role {
+    /// Sweeps and programs the fabric.
+    #[default]
+    Master,
+    /// Answers SMInfo (state STANDBY) and sends nothing else.
+    Standby,
 }
 
 impl Default for SweeperConfig {
@@ -99,6 +132,12 @@ impl Default for SweeperConfig {
             known_pkeys: None,
             reregister_on_takeover: true,
             tid_high: 0,
+            role: Role::Master,
+            sm_port_guid: None,
+            gate_programming: false,
+            intent_id_base: 0,
+            pending_intent: None,
+            m_key_prev: Vec::new(),
         }
     }
 }

@@ -26,6 +26,7 @@ impl Sweeper {
         self.planned_sets = 0;
         self.failed_sets = 0;
         self.stage_counts = [0; 4];
+        self.failed_ports.clear();
         for s in &mut self.switches {
             s.psc_seen = false;
             s.ports_changed = false;
@@ -45,10 +46,14 @@ impl Sweeper {
             Op::NodeDesc => {
                 self.nodes[req.node as usize].desc = NodeDescription::decode(&smp.data);
             }
-            Op::PortInfoGet => self.on_port_info(req, PortInfo::decode(&smp.data)),
+            Op::PortInfoGet => {
+                let info = PortInfo::decode(&smp.data);
+                self.note_key(&req, &info);
+                self.on_port_info(req, info)
+            }
             Op::SwitchInfoGet => self.on_switch_info(req, SwitchInfo::decode(&smp.data)),
             Op::LightSwitchInfo => self.on_light_switch_info(req, SwitchInfo::decode(&smp.data)),
-            Op::LftSet | Op::PKeySet | Op::PortInfoSet | Op::SwitchInfoSet => {
+            Op::LftSet | Op::PKeySet | Op::PortInfoSet | Op::SwitchInfoSet | Op::RekeySet => {
                 self.on_set_done(req, smp)
             }
         }
@@ -62,7 +67,7 @@ impl Sweeper {
             // and the next interval brings a heavy sweep.
             Op::Probe | Op::NodeDesc | Op::PortInfoGet | Op::SwitchInfoGet => self.dirty = true,
             Op::LightSwitchInfo => self.light_changed = true,
-            Op::LftSet | Op::PKeySet | Op::PortInfoSet | Op::SwitchInfoSet => {
+            Op::LftSet | Op::PKeySet | Op::PortInfoSet | Op::SwitchInfoSet | Op::RekeySet => {
                 self.on_set_failed(req)
             }
         }
@@ -97,7 +102,7 @@ impl Sweeper {
             .lfts
             .as_ref()
             .and_then(|l| l.by_guid(info.node_guid))
-            .map(|t| t.ports.len().saturating_sub(1) as u16);
+            .map(crate::intent::routed_top);
         let sw = if is_switch {
             self.switches.push(Switch {
                 node: idx,
@@ -301,9 +306,7 @@ impl Sweeper {
             self.finish_heavy();
             return;
         }
-        // LIDs, partitions and the routing input are prepared on the next timeout (due at
-        // once), so a driver sees discovery end before that work starts.
-        self.phase = Phase::Lids;
+        self.pre_routing(Phase::Discovering);
     }
 }
 

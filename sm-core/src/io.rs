@@ -33,6 +33,8 @@ pub(crate) enum Op {
     SwitchInfoSet,
     /// Light sweep poll.
     LightSwitchInfo,
+    /// M_Key rotation: PortInfo as read, with this term's key settings.
+    RekeySet,
 }
 
 /// A request waiting for or occupying a window slot.
@@ -44,6 +46,8 @@ pub(crate) struct Req {
     pub arg: u16,
     pub tries: u8,
     pub lid_routed: bool,
+    /// Index of the candidate M_Key the last transmission carried.
+    pub key: u8,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -161,6 +165,29 @@ impl Window {
         self.take_slot(slot)
     }
 
+    /// Records the M_Key candidate a sent request carries.
+    pub fn set_key(&mut self, slot: u16, key: u8) {
+        if let Some(Some(s)) = self.slots.get_mut(slot as usize) {
+            s.req.key = key;
+        }
+    }
+
+    /// Drops every queued and outstanding request (transaction ids keep increasing, so
+    /// late responses are stale).
+    pub fn clear(&mut self) {
+        let n = self.slots.len();
+        self.slots.iter_mut().for_each(|s| *s = None);
+        self.free = (0..n as u16).rev().collect();
+        self.gate_q.iter_mut().for_each(VecDeque::clear);
+        self.gate_out.iter_mut().for_each(|c| *c = 0);
+        self.in_run.iter_mut().for_each(|r| *r = false);
+        self.runnable.clear();
+        self.ungated.clear();
+        self.timeouts.clear();
+        self.pending = 0;
+        self.outstanding = 0;
+    }
+
     /// Arms the timeout of a sent request.
     pub fn arm(&mut self, deadline: VTime, slot: u16, tid: u32) {
         self.timeouts.push_back((deadline, slot, tid));
@@ -240,6 +267,7 @@ mod tests {
             arg: 0,
             tries: 0,
             lid_routed: false,
+            key: 0,
         }
     }
 

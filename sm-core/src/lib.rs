@@ -40,12 +40,14 @@
 //! On a fresh fabric every SMP is directed: ports that are not ACTIVE do not forward
 //! LID-routed packets.
 
+mod cluster;
 mod config;
 mod counters;
 mod discovery;
 mod error;
 mod events;
 mod guid2lid;
+mod intent;
 mod io;
 pub mod lids;
 mod light;
@@ -53,11 +55,12 @@ mod program;
 mod state;
 mod sweeper;
 
-pub use config::{MS, PKeyTables, SweeperConfig};
+pub use config::{MS, PKeyTables, Role, SweeperConfig};
 pub use counters::{ATTRS, Counters, METHODS};
 pub use error::SmError;
 pub use events::{Event, RoutingJob, RoutingOutcome, SweepReason, route_inline};
 pub use guid2lid::Guid2Lid;
+pub use intent::{Intent, IntentEvent, LftBlockWrite, PKeyBlockWrite, PortChange};
 pub use io::Transmit;
 pub use sweeper::{Phase, Sweeper};
 

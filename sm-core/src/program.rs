@@ -261,8 +261,56 @@ impl Sweeper {
         });
         self.lfts = Some(Arc::new(r.lfts));
         drop(old);
+        self.plan_pkeys();
+        if self.gate() {
+            return;
+        }
         self.phase = Phase::Programming(0);
         self.next_stage(0);
+    }
+
+    /// Decides the P_KeyTable blocks this sweep writes (`pkey_todo`); what is known of each
+    /// port becomes what it is about to hold (a failed Set marks it unknown again).
+    fn plan_pkeys(&mut self) {
+        let sweep = self.sweep;
+        self.pkey_todo.clear();
+        for i in 0..self.nodes.len() {
+            if self.nodes[i].seen != sweep {
+                continue;
+            }
+            for p in 0..=self.nodes[i].nports {
+                let pi = self.nodes[i].port_index(p);
+                let port = &mut self.ports[pi];
+                if port.pkey_want.is_empty() {
+                    continue;
+                }
+                let blocks = port.pkey_want.len().div_ceil(32);
+                if !port.pkey_known_valid && port.fresh && self.cfg.assume_default_pkeys {
+                    // A port never configured since reset holds the IBA default
+                    // table: 0xFFFF at index 0, the rest invalid.
+                    port.pkey_known.clear();
+                    port.pkey_known.resize(port.pkey_want.len(), 0);
+                    if let Some(k) = port.pkey_known.first_mut() {
+                        *k = 0xFFFF;
+                    }
+                    port.pkey_known_valid = true;
+                }
+                let all = !port.pkey_known_valid;
+                let mut todo = [false; 64];
+                for (b, t) in todo.iter_mut().enumerate().take(blocks.min(64)) {
+                    let lo = b * 32;
+                    let hi = (lo + 32).min(port.pkey_want.len());
+                    *t = all || port.pkey_known[lo..hi] != port.pkey_want[lo..hi];
+                }
+                port.pkey_known.clone_from(&port.pkey_want);
+                port.pkey_known_valid = true;
+                for (b, t) in todo.iter().enumerate().take(blocks.min(64)) {
+                    if *t {
+                        self.pkey_todo.push((i as u32, p, b as u16));
+                    }
+                }
+            }
+        }
     }
 
     /// Plans stages after `done` until one has work; after stage 5 the sweep completes.
@@ -343,44 +391,12 @@ impl Sweeper {
                         self.queue_set(Op::SwitchInfoSet, node, 0, 0);
                     }
                 }
-                for i in 0..n_nodes {
-                    if self.nodes[i].seen != sweep {
-                        continue;
-                    }
-                    for p in 0..=self.nodes[i].nports {
-                        let pi = self.nodes[i].port_index(p);
-                        let port = &mut self.ports[pi];
-                        if port.pkey_want.is_empty() {
-                            continue;
-                        }
-                        let blocks = port.pkey_want.len().div_ceil(32);
-                        if !port.pkey_known_valid && port.fresh && self.cfg.assume_default_pkeys {
-                            // A port never configured since reset holds the IBA default
-                            // table: 0xFFFF at index 0, the rest invalid.
-                            port.pkey_known.clear();
-                            port.pkey_known.resize(port.pkey_want.len(), 0);
-                            if let Some(k) = port.pkey_known.first_mut() {
-                                *k = 0xFFFF;
-                            }
-                            port.pkey_known_valid = true;
-                        }
-                        let all = !port.pkey_known_valid;
-                        let mut todo = [false; 64];
-                        for (b, t) in todo.iter_mut().enumerate().take(blocks.min(64)) {
-                            let lo = b * 32;
-                            let hi = (lo + 32).min(port.pkey_want.len());
-                            *t = all || port.pkey_known[lo..hi] != port.pkey_want[lo..hi];
-                        }
-                        port.pkey_known.clone_from(&port.pkey_want);
-                        port.pkey_known_valid = true;
-                        for (b, t) in todo.iter().enumerate().take(blocks.min(64)) {
-                            if *t {
-                                self.stage_counts[1] += 1;
-                                self.queue_set(Op::PKeySet, i as u32, p, b as u16);
-                            }
-                        }
-                    }
+                let todo = std::mem::take(&mut self.pkey_todo);
+                for &(node, p, b) in &todo {
+                    self.stage_counts[1] += 1;
+                    self.queue_set(Op::PKeySet, node, p, b);
                 }
+                self.pkey_todo = todo;
             }
             3 | 4 => {
                 for i in 0..n_nodes {
@@ -441,6 +457,7 @@ impl Sweeper {
             switch_sets,
             failed: self.failed_sets,
         });
+        self.intent_finished();
         let sweep = self.sweep;
         let mut inactive = 0usize;
         for n in self.nodes.iter().filter(|n| n.seen == sweep) {
@@ -537,6 +554,7 @@ impl Sweeper {
             Op::PortInfoSet => {
                 self.desired(req.node, req.port, req.arg as u8).encode(data);
             }
+            Op::RekeySet => self.rekey_info(req.node, req.port).encode(data),
             Op::SwitchInfoSet => {
                 let s = &self.switches[n.sw as usize];
                 let mut si: SwitchInfo = s.info;
@@ -552,12 +570,15 @@ impl Sweeper {
     pub(crate) fn on_set_done(&mut self, req: Req, smp: &Smp) {
         let n = &self.nodes[req.node as usize];
         match req.op {
-            Op::PortInfoSet => {
+            Op::PortInfoSet | Op::RekeySet => {
+                let info = PortInfo::decode(&smp.data);
+                self.note_key(&req, &info);
+                let n = &self.nodes[req.node as usize];
                 let pi = n.port_index(req.port);
                 let is_switch = n.is_switch;
                 let sw = n.sw;
                 let p = &mut self.ports[pi];
-                p.info = PortInfo::decode(&smp.data);
+                p.info = info;
                 p.programmed = true;
                 if req.arg >= 3 && is_switch {
                     self.switches[sw as usize].ports_changed = true;
@@ -584,13 +605,15 @@ impl Sweeper {
             Op::PKeySet => {
                 let pi = n.port_index(req.port);
                 self.ports[pi].pkey_known_valid = false;
+                self.failed_ports.push((n.guid, req.port));
             }
+            Op::PortInfoSet | Op::RekeySet => self.failed_ports.push((n.guid, req.port)),
             _ => {}
         }
     }
 }
 
-fn fields_differ(have: &PortInfo, want: &PortInfo) -> bool {
+pub(crate) fn fields_differ(have: &PortInfo, want: &PortInfo) -> bool {
     have.lid != want.lid
         || have.lmc != want.lmc
         || have.master_sm_lid != want.master_sm_lid

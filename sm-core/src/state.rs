@@ -60,6 +60,8 @@ pub(crate) struct Port {
     pub fresh: bool,
     /// This sweeper has written the port's PortInfo at least once.
     pub programmed: bool,
+    /// Management ports: index of the candidate M_Key believed in force.
+    pub key_idx: u8,
 }
 
 /// Per-switch state.

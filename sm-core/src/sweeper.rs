@@ -1,9 +1,11 @@
 //! The sweeper: the SM's state machine, driven by responses and timeouts, read through
 //! `poll_transmit` / `poll_event` / `poll_timeout`.
 
+use crate::config::Role;
 use crate::config::SweeperConfig;
 use crate::counters::Counters;
 use crate::events::{Event, RoutingOutcome, SweepReason};
+use crate::intent::IntentEvent;
 use crate::io::{Op, Req, Transmit, Window};
 use crate::state::{NONE, Node, Port, Switch};
 use crate::{SmError, VTime};
@@ -30,6 +32,14 @@ pub enum Phase {
     Programming(u8),
     /// Light sweep running.
     Light,
+    /// Heavy sweep: rotating ports to this term's M_Key (after discovery, before any other
+    /// Set).
+    Rekey,
+    /// Heavy sweep: re-programming a previous master's unfinished intent.
+    Reapply,
+    /// Heavy sweep: programming planned, waiting for the driver to commit the intent
+    /// ([`Sweeper::handle_intent_committed`]).
+    AwaitIntent,
 }
 
 /// The SM's sans-IO brain. See the crate documentation for the driver loop.
@@ -80,6 +90,24 @@ pub struct Sweeper {
     pub(crate) dirty: bool,
     /// LFT blocks (switch node, block) the current routing result changes.
     pub(crate) lft_todo: Vec<(u32, u16)>,
+    /// P_KeyTable blocks (node, port, block) the current sweep writes.
+    pub(crate) pkey_todo: Vec<(u32, u8, u16)>,
+    /// No Set may leave (not leader of the current term with a valid lease).
+    pub(crate) fenced: bool,
+    /// Candidate M_Keys: `m_key_prev` then `m_key` (ports index into it).
+    pub(crate) keys: Vec<u64>,
+    /// Intent counter, the intent waiting for its commit, and the one being programmed.
+    pub(crate) intent_seq: u64,
+    pub(crate) awaiting_intent: Option<u64>,
+    pub(crate) current_intent: Option<u64>,
+    /// The previous master's intent being re-applied, blocks re-applied (LFT, P_Key) and
+    /// targets not reached.
+    pub(crate) reapply_id: Option<u64>,
+    pub(crate) reapplied: [u64; 2],
+    pub(crate) reapply_unreached: (Vec<Guid>, Vec<(Guid, u8)>),
+    pub(crate) intent_events: VecDeque<IntentEvent>,
+    /// Ports (node GUID, port) a P_Key or PortInfo Set failed on in this sweep.
+    pub(crate) failed_ports: Vec<(Guid, u8)>,
 }
 
 impl Sweeper {
@@ -97,8 +125,16 @@ impl Sweeper {
         let known = cfg.known_lfts.clone();
         let known_top = known
             .as_ref()
-            .and_then(|l| l.switches.iter().map(|s| s.ports.len()).max())
-            .map_or(0, |n| n.saturating_sub(1) as u16);
+            .and_then(|l| l.switches.iter().map(crate::intent::routed_top).max())
+            .unwrap_or(0);
+        let mut keys: Vec<u64> = Vec::new();
+        for &k in cfg.m_key_prev.iter().chain(std::iter::once(&cfg.m_key)) {
+            if !keys.contains(&k) {
+                keys.push(k);
+            }
+        }
+        keys.truncate(255);
+        let standby = cfg.role == Role::Standby;
         Ok(Sweeper {
             policy_text: cfg.partitions_conf.clone(),
             win: Window::new(cfg.window),
@@ -118,15 +154,19 @@ impl Sweeper {
             local: NONE,
             local_port: 0,
             sm_lid: Lid(0),
-            state: SmState::Discovering,
+            state: if standby {
+                SmState::Standby
+            } else {
+                SmState::Discovering
+            },
             act_count: 0,
             lfts: known,
             max_lid: known_top,
             lid_ok: false,
             all_active: false,
             subnet_up: false,
-            heavy_pending: Some(SweepReason::Initial),
-            next_light: Some(0),
+            heavy_pending: (!standby).then_some(SweepReason::Initial),
+            next_light: (!standby).then_some(0),
             light_changed: false,
             light_start: Counters::default(),
             disc_links: 0,
@@ -138,6 +178,17 @@ impl Sweeper {
             first_sweep_done: false,
             dirty: false,
             lft_todo: Vec::new(),
+            pkey_todo: Vec::new(),
+            fenced: false,
+            keys,
+            intent_seq: 0,
+            awaiting_intent: None,
+            current_intent: None,
+            reapply_id: None,
+            reapplied: [0; 2],
+            reapply_unreached: (Vec::new(), Vec::new()),
+            intent_events: VecDeque::new(),
+            failed_ports: Vec::new(),
         })
     }
 
@@ -207,6 +258,9 @@ impl Sweeper {
     /// sweep, a light one is dropped (a sweep is already running).
     pub fn request_sweep(&mut self, now: VTime, heavy: bool) {
         self.now = self.now.max(now);
+        if self.cfg.role == Role::Standby {
+            return;
+        }
         if heavy {
             self.heavy_pending.get_or_insert(SweepReason::Requested);
         }
@@ -224,11 +278,16 @@ impl Sweeper {
         if let Some(t) = self.out.pop_front() {
             return Some(t);
         }
+        if !self.may_transmit() {
+            return None;
+        }
         loop {
             let (slot, tid, _gate, req) = self.win.next(self.cfg.per_switch_window)?;
             let full_tid = (u64::from(self.cfg.tid_high) << 32) | u64::from(tid);
             match self.build(&req, full_tid) {
                 Some(t) => {
+                    let (_, key) = self.key_for(&req);
+                    self.win.set_key(slot, key);
                     self.win.arm(self.now + self.cfg.timeout, slot, tid);
                     self.counters
                         .record(t.smp.attr_id, t.smp.method, t.smp.is_directed());
@@ -269,6 +328,7 @@ impl Sweeper {
         self.now = self.now.max(now);
         while let Some((gate, mut req)) = self.win.expired(now) {
             self.counters.timeouts += 1;
+            self.key_timed_out(&req);
             if req.lid_routed {
                 // One LID-routed try: the route may cross a link that just went away.
                 self.counters.dr_fallbacks += 1;
@@ -311,7 +371,9 @@ impl Sweeper {
             return;
         }
         if smp.method == Method::TRAP {
-            self.on_trap(smp);
+            if self.cfg.role == Role::Master {
+                self.on_trap(smp);
+            }
         } else if !smp.is_response() {
             self.on_request(slid, smp);
         } else {
@@ -360,7 +422,10 @@ impl Sweeper {
         {
             return;
         }
-        let guid = self.sm_port_guid().unwrap_or(Guid(0));
+        let guid = self
+            .sm_port_guid()
+            .or(self.cfg.sm_port_guid)
+            .unwrap_or(Guid(0));
         let mut r = smp.make_response();
         let info = SmInfo {
             guid,
@@ -471,6 +536,7 @@ impl Sweeper {
             arg,
             tries: 0,
             lid_routed,
+            key: 0,
         };
         let g = self.gate_of(&req);
         self.win.push(g, req);
@@ -506,7 +572,9 @@ impl Sweeper {
                 AttributeId::P_KEY_TABLE,
                 mad::PKeyTable::modifier(req.port, req.arg),
             ),
-            Op::PortInfoSet => (Method::SET, AttributeId::PORT_INFO, u32::from(req.port)),
+            Op::PortInfoSet | Op::RekeySet => {
+                (Method::SET, AttributeId::PORT_INFO, u32::from(req.port))
+            }
             Op::SwitchInfoSet => (Method::SET, AttributeId::SWITCH_INFO, 0),
         };
         let (mut smp, dlid) = if req.lid_routed {
@@ -523,7 +591,7 @@ impl Sweeper {
                 Lid::PERMISSIVE,
             )
         };
-        smp.m_key = self.cfg.m_key;
+        smp.m_key = self.key_for(req).0;
         if method == Method::SET {
             self.fill_set(req, &mut smp.data)?;
         }
@@ -566,12 +634,16 @@ impl Sweeper {
                 Phase::Discovering => self.finish_discovery(),
                 Phase::Programming(s) => self.next_stage(s),
                 Phase::Light => self.finish_light(),
-                Phase::Idle | Phase::Routing | Phase::Lids => return,
+                Phase::Rekey | Phase::Reapply => self.pre_routing(self.phase),
+                Phase::Idle | Phase::Routing | Phase::Lids | Phase::AwaitIntent => return,
             }
             if !self.win.idle() {
                 return;
             }
-            if matches!(self.phase, Phase::Idle | Phase::Routing | Phase::Lids) {
+            if matches!(
+                self.phase,
+                Phase::Idle | Phase::Routing | Phase::Lids | Phase::AwaitIntent
+            ) {
                 return;
             }
         }
