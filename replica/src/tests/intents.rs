@@ -410,3 +410,23 @@ fn empty_intent_splits_into_begin_and_seal() {
         Some(Kind::SealIntent(SealIntent { chunks: 1, .. }))
     ));
 }
+
+#[test]
+fn ft3_r36_sized_intent_fits_the_default_bound() {
+    // Every LFT block of 1,620 switches over 13,284 LIDs (208 blocks): ~24 MB in one intent.
+    let big = contents(1620, 208, 0);
+    assert!(big.encoded_len() > 20_000_000);
+    let cmds = split_intent(1, 1, big, crate::DEFAULT_MAX_COMMAND_BYTES);
+    assert!(
+        cmds.iter()
+            .all(|c| c.encoded_len() <= crate::DEFAULT_MAX_COMMAND_BYTES)
+    );
+    let mut s = ReplicatedState::new();
+    let n = cmds.len() as u64;
+    for (i, c) in cmds.iter().enumerate() {
+        assert!(s.apply(i as u64 + 1, 1, c).is_accepted());
+    }
+    assert!(s.apply(n + 1, 1, &cmd(0, done(1))).is_accepted());
+    assert_eq!(s.lfts().count(), 1620);
+    assert!(s.lfts().all(|(_, t)| t.len() == 208 * LFT_BLOCK));
+}
