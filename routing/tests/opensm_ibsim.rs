@@ -47,7 +47,7 @@ fn client(dir: &Path, sock: &str, prog: &str) -> Command {
 /// OpenSM programmed our engine sets differently on OpenSM's LIDs (and of how many).
 type Compared = (Metrics, Metrics, usize, usize);
 
-fn opensm_metrics(spec: &str, engines: &[&str]) -> Option<Vec<Compared>> {
+fn opensm_metrics(spec: &str, engines: &[&str], roots: &[fabric::Guid]) -> Option<Vec<Compared>> {
     if let Some(missing) = TOOLS.iter().find(|t| !Path::new(t).exists()) {
         println!(
             "skipped: {missing} is not installed (needs ibsim-utils, opensm, infiniband-diags)"
@@ -55,7 +55,12 @@ fn opensm_metrics(spec: &str, engines: &[&str]) -> Option<Vec<Compared>> {
         return None;
     }
     let topo = fabric_of(spec);
-    let tag = format!("routing-test-{}", std::process::id());
+    // One socket and directory per call: the tests of this file run in parallel.
+    let tag = format!(
+        "routing-test-{}-{}",
+        std::process::id(),
+        spec.replace([':', '='], "_")
+    );
     let dir: PathBuf = std::env::temp_dir().join(&tag);
     std::fs::create_dir_all(&dir).unwrap();
     let net = dir.join("net");
@@ -79,7 +84,15 @@ fn opensm_metrics(spec: &str, engines: &[&str]) -> Option<Vec<Compared>> {
     std::thread::spawn(move || for _ in lines {}); // keep draining its output
 
     let mut results = Vec::new();
+    let root_file = dir.join("roots");
+    let roots_text: String = roots.iter().map(|g| format!("{g}\n")).collect();
+    std::fs::write(&root_file, roots_text).unwrap();
     for engine in engines {
+        let mut root_args: Vec<std::ffi::OsString> = Vec::new();
+        if !roots.is_empty() {
+            root_args.push("-a".into());
+            root_args.push(root_file.clone().into_os_string());
+        }
         let log = dir.join(format!("osm-{engine}.log"));
         let st = client(&dir, &tag, "/usr/bin/timeout")
             .args([
@@ -91,8 +104,9 @@ fn opensm_metrics(spec: &str, engines: &[&str]) -> Option<Vec<Compared>> {
                 "-o",
                 "-R",
                 engine,
-                "-f",
             ])
+            .args(&root_args)
+            .arg("-f")
             .arg(&log)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -125,7 +139,10 @@ fn opensm_metrics(spec: &str, engines: &[&str]) -> Option<Vec<Compared>> {
         };
         let theirs = metrics::analyze(&inp, &lfts, &opts);
         let ours_in = input(&topo, 0);
-        let e = routing::engine_by_name(engine, &Default::default()).unwrap();
+        let eopts = routing::EngineOptions {
+            updn_roots: roots.to_vec(),
+        };
+        let e = routing::engine_by_name(engine, &eopts).unwrap();
         let ours = metrics::analyze(&ours_in, &route(&ours_in, e.as_ref()).unwrap().lfts, &opts);
         // Our engine on OpenSM's own LIDs, entry by entry.
         let same_lids = route(&inp, e.as_ref()).unwrap().lfts;
@@ -152,7 +169,7 @@ fn opensm_metrics(spec: &str, engines: &[&str]) -> Option<Vec<Compared>> {
 #[test]
 fn opensm_routes_measure_like_ours() {
     let engines = ["ftree", "minhop", "updn"];
-    let Some(results) = opensm_metrics("ft3:4", &engines) else {
+    let Some(results) = opensm_metrics("ft3:4", &engines, &[]) else {
         return;
     };
     for (engine, (theirs, ours, differ, programmed)) in engines.iter().zip(results) {
@@ -178,4 +195,19 @@ fn opensm_routes_measure_like_ours() {
             assert!(ours.max_link_load <= theirs.max_link_load);
         }
     }
+}
+
+#[test]
+fn opensm_updn_on_a_torus_matches_ours_given_the_same_root() {
+    let root = fabric::Guid(0x2004_0000_0000_0000); // torus switch 0,0
+    let Some(results) = opensm_metrics("torus:5x4:hosts=2", &["updn"], &[root]) else {
+        return;
+    };
+    let (theirs, ours, differ, programmed) = &results[0];
+    assert_eq!(
+        *differ, 0,
+        "{differ} of {programmed} entries differ from OpenSM"
+    );
+    assert_eq!(theirs.hop_histogram, ours.hop_histogram);
+    assert!(!ours.cdg.has_cycle);
 }
