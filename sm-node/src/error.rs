@@ -31,6 +31,9 @@ pub enum NodeError {
     /// The sweeper refused its configuration.
     #[error("E_NODE_SWEEPER: {0}")]
     Sweeper(#[from] sm_core::SmError),
+    /// The cluster side failed (storage, threads, gRPC); the message starts with its code.
+    #[error("{0}")]
+    Cluster(String),
     /// An actor is gone (its mailbox closed).
     #[error("E_NODE_ACTOR: {0}")]
     Actor(String),

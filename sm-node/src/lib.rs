@@ -10,6 +10,7 @@
 //! [`pool::RoutingWorker`]s computing routing shards. Transports: the in-process simulator
 //! ([`transport::sim`]) and the `fabric-simd` socket ([`transport::simd`]).
 
+pub mod cluster;
 pub mod config;
 pub mod daemon;
 pub mod error;

@@ -355,3 +355,19 @@ impl Handler<Shutdown> for MasterActor {
         ctx.stop();
     }
 }
+
+/// Reads the master's tables (guid2lid, LFTs, P_Key tables) to record them in the log.
+#[derive(Message)]
+#[rtype(result = "crate::cluster::seed::SweepTables")]
+pub struct GetTables;
+
+impl Handler<GetTables> for MasterActor {
+    type Result = MessageResult<GetTables>;
+    fn handle(&mut self, _: GetTables, _: &mut Context<Self>) -> Self::Result {
+        MessageResult(crate::cluster::seed::SweepTables {
+            guid2lid: self.sweeper.guid2lid().clone(),
+            lfts: self.sweeper.lfts().cloned(),
+            pkeys: self.sweeper.pkey_tables(),
+        })
+    }
+}

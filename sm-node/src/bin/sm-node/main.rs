@@ -3,6 +3,8 @@
 //! SIGTERM (or, with `--exit-after-subnet-up`, until the first sweep completes), then
 //! flushes guid2lid and prints a summary of what it did.
 
+mod cluster_cli;
+mod demo;
 mod summary;
 
 use anyhow::{Context, anyhow};
@@ -16,8 +18,27 @@ use std::process::ExitCode;
 
 /// Quorum SM daemon (single replica).
 #[derive(Parser, Debug)]
-#[command(name = "sm-node", version)]
+#[command(name = "sm-node", version, args_conflicts_with_subcommands = true)]
 struct Cli {
+    /// `demo` (fabric + three replicas in one command) or `status` (ask a replica).
+    #[command(subcommand)]
+    command: Option<cluster_cli::Sub>,
+    /// Cluster mode: this replica's Raft id (with --peers and --data-dir).
+    #[arg(long)]
+    id: Option<u64>,
+    /// Cluster mode: every replica as ID=IP:PORT, comma separated (this one included);
+    /// Peer and SmAdmin gRPC are served there (plain HTTP/2, no TLS yet).
+    #[arg(long)]
+    peers: Option<String>,
+    /// Cluster mode: listen address (default: this replica's address in --peers).
+    #[arg(long)]
+    listen: Option<std::net::SocketAddr>,
+    /// Cluster mode: Raft tick in ms.
+    #[arg(long, default_value_t = 50)]
+    tick_ms: u64,
+    /// Cluster mode: election timeout in ticks (randomised up to twice that).
+    #[arg(long, default_value_t = 10)]
+    election_ticks: usize,
     /// TOML configuration file (keys as the long flags: fabric, priority, routing-engine,
     /// sweep-interval, partitions, guid2lid, data-dir, lmc, routing-workers, sim-pace,
     /// sim-seed, smp-timeout-ms); flags override it.
@@ -94,13 +115,47 @@ fn main() -> ExitCode {
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
         .init();
-    match run(Cli::parse()) {
+    let cli = Cli::parse();
+    let result = match &cli.command {
+        Some(sub) => cluster_cli::run_sub(sub),
+        None if cli.id.is_some() => run_cluster(cli),
+        None => run(cli),
+    };
+    match result {
         Ok(code) => code,
         Err(e) => {
             tracing::error!("{e:#}");
             ExitCode::FAILURE
         }
     }
+}
+
+fn run_cluster(cli: Cli) -> anyhow::Result<ExitCode> {
+    let file = match &cli.config {
+        Some(p) => FileConfig::load(p)?,
+        None => FileConfig::default(),
+    };
+    let mut cfg = NodeConfig::try_from(file.overlay(cli.overlay()))?;
+    cfg.sweeper_config()?;
+    cfg.guid2lid = None; // LIDs are replicated through Raft
+    let id = cli.id.unwrap_or(0);
+    let peers = cli
+        .peers
+        .as_deref()
+        .ok_or_else(|| anyhow!("E_NODE_CONFIG: --id needs --peers"))?;
+    let data_dir = cli
+        .data_dir
+        .clone()
+        .ok_or_else(|| anyhow!("E_NODE_CONFIG: --id needs --data-dir"))?;
+    cluster_cli::run_replica(cluster_cli::ReplicaArgs {
+        id,
+        peers: peers.to_string(),
+        listen: cli.listen,
+        data_dir,
+        tick_ms: cli.tick_ms,
+        election_ticks: cli.election_ticks,
+        node: cfg,
+    })
 }
 
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {

@@ -1,0 +1,178 @@
+//! Cluster mode of the binary: one replica (`--id`), and the `demo` / `status` subcommands.
+
+use anyhow::{Context, anyhow};
+use sm_node::cluster::raft_actor::GracefulStop;
+use sm_node::cluster::{self, ClusterConfig, seed};
+use sm_node::config::{FabricSpec, NodeConfig};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+/// Subcommands.
+#[derive(clap::Subcommand, Debug)]
+pub enum Sub {
+    /// Starts a simulated fabric (fabric-simd's server, in this process) and N sm-node
+    /// replica processes on loopback, waits for SUBNET UP, prints the cluster; Ctrl-C stops
+    /// everything.
+    Demo(crate::demo::DemoArgs),
+    /// Prints a replica's view of the cluster.
+    Status {
+        /// Replica address (IP:PORT).
+        #[arg(long, default_value = "127.0.0.1:7101")]
+        addr: String,
+    },
+}
+
+/// Runs a subcommand.
+pub fn run_sub(sub: &Sub) -> anyhow::Result<ExitCode> {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    match sub {
+        Sub::Demo(a) => rt.block_on(crate::demo::run(a)),
+        Sub::Status { addr } => rt.block_on(async {
+            let st = status(addr).await?;
+            print!("{}", render(&st));
+            Ok(ExitCode::SUCCESS)
+        }),
+    }
+}
+
+/// Asks `addr` for its ClusterStatus.
+pub async fn status(addr: &str) -> anyhow::Result<proto::admin::ClusterStatusReply> {
+    let ch = cluster::net::channel(addr)?;
+    let mut c = proto::admin::sm_admin_client::SmAdminClient::new(ch);
+    Ok(
+        c.cluster_status(proto::admin::ClusterStatusRequest::default())
+            .await
+            .map_err(|e| anyhow!("E_NODE_STATUS: {addr}: {}", e.message()))?
+            .into_inner(),
+    )
+}
+
+fn ms_to_utc(ms: u64) -> String {
+    if ms == 0 {
+        return "-".into();
+    }
+    let s = ms / 1000;
+    format!(
+        "{:02}:{:02}:{:02}.{:03} UTC",
+        (s / 3600) % 24,
+        (s / 60) % 60,
+        s % 60,
+        ms % 1000
+    )
+}
+
+/// A cluster status as a small table.
+pub fn render(st: &proto::admin::ClusterStatusReply) -> String {
+    use std::fmt::Write as _;
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        "cluster (as seen by replica {}): term {}, leader {}, commit index {}, applied {}",
+        st.self_id, st.term, st.leader_id, st.commit_index, st.applied_index
+    );
+    for r in &st.replicas {
+        let role = proto::admin::Role::try_from(r.role)
+            .map(|x| x.as_str_name().trim_start_matches("ROLE_").to_lowercase())
+            .unwrap_or_default();
+        let _ = writeln!(
+            o,
+            "  replica {} at {:<16} {:<12} match {:>6} lag {}",
+            r.id, r.peer_address, role, r.match_index, r.lag
+        );
+    }
+    if let Some(m) = &st.master {
+        let _ = writeln!(
+            o,
+            "  master: replica {} (term {}, port 0x{:016x})",
+            m.replica_id, m.term, m.sm_port_guid
+        );
+    }
+    let _ = writeln!(
+        o,
+        "  SUBNET UP at {}, last sweep at {}, policy version {}, intent pending: {}",
+        ms_to_utc(st.subnet_up_unix_ms),
+        ms_to_utc(st.last_sweep_unix_ms),
+        st.policy_version,
+        st.intent_pending
+    );
+    o
+}
+
+/// One replica's settings.
+pub struct ReplicaArgs {
+    pub id: u64,
+    pub peers: String,
+    pub listen: Option<std::net::SocketAddr>,
+    pub data_dir: PathBuf,
+    pub tick_ms: u64,
+    pub election_ticks: usize,
+    pub node: NodeConfig,
+}
+
+/// Runs one replica until SIGINT/SIGTERM (graceful: a master hands leadership over first).
+pub fn run_replica(a: ReplicaArgs) -> anyhow::Result<ExitCode> {
+    let peers = cluster::parse_peers(&a.peers)?;
+    let own = peers
+        .get(&a.id)
+        .ok_or_else(|| anyhow!("E_NODE_CONFIG: --id {} is not in --peers", a.id))?;
+    let listen = match a.listen {
+        Some(l) => l,
+        None => own.parse().context("E_NODE_CONFIG: own peer address")?,
+    };
+    let port_guid = match &a.node.fabric {
+        FabricSpec::Simd { port, .. } => seed::guid_of_port_name(port),
+        FabricSpec::Sim { port, .. } => {
+            seed::guid_of_port_name(port.as_deref().unwrap_or_default())
+        }
+        _ => fabric::Guid(0),
+    };
+    let ccfg = ClusterConfig {
+        id: a.id,
+        peers: peers.clone(),
+        listen,
+        data_dir: a.data_dir,
+        tick: Duration::from_millis(a.tick_ms.max(1)),
+        election_ticks: a.election_ticks.max(3),
+        heartbeat_ticks: 2,
+        port_guid,
+    };
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    rt.block_on(async move {
+        let tx = cluster::net::spawn_senders(a.id, &peers);
+        let replica = cluster::start_replica(ccfg, a.node, tx, Vec::new())?;
+        tracing::info!("replica {} serving Peer and SmAdmin on {listen}", a.id);
+        let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+        let mut server = tokio::spawn(cluster::serve_grpc(
+            a.id,
+            listen,
+            replica.raft.clone(),
+            async move {
+                let _ = stop_rx.await;
+            },
+        ));
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+            .context("E_NODE_SIGNAL: cannot install the SIGTERM handler")?;
+        let reason = tokio::select! {
+            _ = tokio::signal::ctrl_c() => "SIGINT".to_string(),
+            _ = term.recv() => "SIGTERM".to_string(),
+            r = &mut server => format!("gRPC server ended: {r:?}"),
+        };
+        tracing::info!("replica {} stopping ({reason})", a.id);
+        if let Ok(rx) = replica.raft.send(GracefulStop).await {
+            let _ = tokio::time::timeout(Duration::from_secs(5), rx).await;
+        }
+        replica.system.stop();
+        let _ = stop_tx.send(());
+        let _ = tokio::time::timeout(Duration::from_secs(2), server).await;
+        let _ = tokio::task::spawn_blocking(move || replica.thread.join()).await;
+        tracing::info!("replica {} stopped", a.id);
+        Ok(ExitCode::SUCCESS)
+    })
+}

@@ -1,0 +1,229 @@
+//! Peer transport: the tonic `Peer` service (incoming Raft messages and forwarded writes)
+//! and one sending task per peer with a lazily (re)connecting client.
+
+use super::PeerTx;
+use super::raft_actor::{Propose, ProposeError, RaftActor, Step};
+use actix::Addr;
+use proto::peer::peer_client::PeerClient;
+use proto::peer::peer_server::{Peer, PeerServer};
+use proto::peer::{
+    Ack, NotLeader, ProposeReply, ProposeRequest, RaftBatch, RaftChunk, propose_reply,
+};
+use std::collections::BTreeMap;
+use std::time::Duration;
+use tokio::sync::mpsc;
+use tonic::transport::{Channel, Endpoint};
+use tonic::{Request, Response, Status};
+
+/// Largest gRPC message accepted or sent.
+pub const MAX_MESSAGE: usize = 64 * 1024 * 1024;
+/// Messages larger than this go through `SendLarge` in chunks.
+const LARGE: usize = 3 * 1024 * 1024;
+/// Chunk size of `SendLarge`.
+const CHUNK: usize = 1024 * 1024;
+/// How long a forwarded or local proposal may take before the caller gives up.
+pub const PROPOSE_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// A lazily connecting client to `addr` (reconnects by itself after failures).
+pub fn channel(addr: &str) -> Result<Channel, tonic::transport::Error> {
+    Ok(Endpoint::from_shared(format!("http://{addr}"))?
+        .connect_timeout(Duration::from_millis(300))
+        .timeout(Duration::from_secs(2))
+        .tcp_nodelay(true)
+        .connect_lazy())
+}
+
+/// Starts one sending task per peer (other than `self_id`) on the current tokio runtime.
+pub fn spawn_senders(self_id: u64, peers: &BTreeMap<u64, String>) -> PeerTx {
+    let mut tx = PeerTx::default();
+    for (&id, addr) in peers {
+        if id == self_id {
+            continue;
+        }
+        let (q, mut rx) = mpsc::unbounded_channel::<Vec<u8>>();
+        tx.queues.insert(id, q);
+        let addr = addr.clone();
+        tokio::spawn(async move {
+            let ch = match channel(&addr) {
+                Ok(c) => c,
+                Err(e) => {
+                    tracing::error!("E_NODE_PEER: peer {id} at {addr}: {e}");
+                    return;
+                }
+            };
+            let mut client = PeerClient::new(ch)
+                .max_decoding_message_size(MAX_MESSAGE)
+                .max_encoding_message_size(MAX_MESSAGE);
+            let mut failing = false;
+            let mut next_large = 0u64;
+            while let Some(first) = rx.recv().await {
+                let mut batch = vec![first];
+                let mut size = batch[0].len();
+                while size < LARGE {
+                    match rx.try_recv() {
+                        Ok(m) => {
+                            size += m.len();
+                            batch.push(m);
+                        }
+                        Err(_) => break,
+                    }
+                }
+                let (large, small): (Vec<_>, Vec<_>) =
+                    batch.into_iter().partition(|m| m.len() > LARGE);
+                let mut res = Ok(());
+                if !small.is_empty() {
+                    res = client
+                        .send(RaftBatch {
+                            from: self_id,
+                            to: id,
+                            messages: small,
+                        })
+                        .await
+                        .map(|_| ());
+                }
+                for m in large {
+                    next_large += 1;
+                    let chunks: Vec<RaftChunk> = m
+                        .chunks(CHUNK)
+                        .enumerate()
+                        .map(|(i, c)| RaftChunk {
+                            from: self_id,
+                            to: id,
+                            message_id: next_large,
+                            seq: i as u32,
+                            last: (i + 1) * CHUNK >= m.len(),
+                            data: c.to_vec(),
+                        })
+                        .collect();
+                    let r = client
+                        .send_large(tokio_stream_iter(chunks))
+                        .await
+                        .map(|_| ());
+                    if r.is_err() {
+                        res = r;
+                    }
+                }
+                match res {
+                    Ok(()) if failing => {
+                        tracing::info!("peer {id} at {addr} reachable again");
+                        failing = false;
+                    }
+                    Err(e) if !failing => {
+                        tracing::warn!("E_NODE_PEER: peer {id} at {addr}: {}", e.message());
+                        failing = true;
+                    }
+                    _ => {}
+                }
+            }
+        });
+    }
+    tx
+}
+
+fn tokio_stream_iter(v: Vec<RaftChunk>) -> impl futures_util::Stream<Item = RaftChunk> + Send {
+    futures_util::stream::iter(v)
+}
+
+/// The `Peer` service of one replica.
+pub struct PeerService {
+    /// This replica's id.
+    pub id: u64,
+    /// Its RaftActor.
+    pub raft: Addr<RaftActor>,
+}
+
+/// Proposes `cmd` here and waits for its apply result.
+pub async fn propose_local(
+    raft: &Addr<RaftActor>,
+    cmd: proto::state::Command,
+) -> Result<proto::state::ApplyResult, ProposeError> {
+    let rx = raft
+        .send(Propose(cmd))
+        .await
+        .map_err(|e| ProposeError::Failed(format!("raft actor: {e}")))??;
+    match tokio::time::timeout(PROPOSE_TIMEOUT, rx).await {
+        Ok(Ok(r)) => Ok(r),
+        Ok(Err(_)) => Err(ProposeError::Failed(
+            "the proposal was dropped (leadership changed?)".into(),
+        )),
+        Err(_) => Err(ProposeError::Failed(format!(
+            "not committed within {PROPOSE_TIMEOUT:?} (no quorum?)"
+        ))),
+    }
+}
+
+#[tonic::async_trait]
+impl Peer for PeerService {
+    async fn send(&self, req: Request<RaftBatch>) -> Result<Response<Ack>, Status> {
+        let b = req.into_inner();
+        if b.to != self.id {
+            return Err(Status::invalid_argument(format!(
+                "E_NODE_PEER: batch for replica {} reached replica {}",
+                b.to, self.id
+            )));
+        }
+        let n = b.messages.len() as u32;
+        self.raft
+            .try_send(Step(b.messages))
+            .map_err(|e| Status::unavailable(format!("raft actor: {e}")))?;
+        Ok(Response::new(Ack { received: n }))
+    }
+
+    async fn send_large(
+        &self,
+        req: Request<tonic::Streaming<RaftChunk>>,
+    ) -> Result<Response<Ack>, Status> {
+        let mut s = req.into_inner();
+        let mut buf = Vec::new();
+        let mut want = 0u32;
+        let mut id = None;
+        while let Some(c) = s.message().await? {
+            if c.to != self.id || c.seq != want || id.is_some_and(|i| i != c.message_id) {
+                return Err(Status::invalid_argument("E_NODE_PEER: chunk out of order"));
+            }
+            id = Some(c.message_id);
+            want += 1;
+            buf.extend_from_slice(&c.data);
+            if c.last {
+                self.raft
+                    .try_send(Step(vec![std::mem::take(&mut buf)]))
+                    .map_err(|e| Status::unavailable(format!("raft actor: {e}")))?;
+                return Ok(Response::new(Ack { received: 1 }));
+            }
+        }
+        Err(Status::invalid_argument(
+            "E_NODE_PEER: stream ended before the last chunk",
+        ))
+    }
+
+    async fn forward(
+        &self,
+        req: Request<ProposeRequest>,
+    ) -> Result<Response<ProposeReply>, Status> {
+        let r = req.into_inner();
+        let cmd = r
+            .command
+            .ok_or_else(|| Status::invalid_argument("forward without a command"))?;
+        let result = match propose_local(&self.raft, cmd).await {
+            Ok(a) => propose_reply::Result::Applied(a),
+            Err(ProposeError::NotLeader {
+                leader_id,
+                leader_address,
+            }) => propose_reply::Result::NotLeader(NotLeader {
+                leader_id,
+                leader_address,
+            }),
+            Err(ProposeError::Failed(m)) => propose_reply::Result::Failed(m),
+        };
+        Ok(Response::new(ProposeReply {
+            result: Some(result),
+        }))
+    }
+}
+
+/// The `Peer` server for `svc`, with the raised message limit.
+pub fn peer_server(svc: PeerService) -> PeerServer<PeerService> {
+    PeerServer::new(svc)
+        .max_decoding_message_size(MAX_MESSAGE)
+        .max_encoding_message_size(MAX_MESSAGE)
+}

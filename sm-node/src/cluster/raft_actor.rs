@@ -1,0 +1,965 @@
+//! [`RaftActor`]: owns raft-rs's `RawNode` over the sled storage and the replicated state;
+//! ticks, handles Ready in raft-rs's order (send; apply snapshot; apply committed; append;
+//! hard state; FLUSH; send persisted messages; advance), answers proposals matched by the
+//! request id in the entry, keeps the write lease, and holds the master role: it starts a
+//! [`MasterActor`] once it leads and has applied its term's first entry, records the
+//! master's sweep results through Raft, and stops the master the moment it steps down.
+
+use super::lease::Lease;
+use super::seed::{self, SweepTables};
+use super::{ClusterConfig, PeerTx};
+use crate::config::NodeConfig;
+use crate::daemon;
+use crate::master::{GetTables, MasterActor, MasterParts, RequestSweep, Shutdown};
+use crate::milestone::{Milestone, MilestoneKind};
+use crate::pool::RoutingPool;
+use actix::prelude::*;
+use prost::Message as _;
+use proto::admin::{ClusterStatusReply, GetPolicyReply, MasterInfo, ReplicaStatus, Role};
+use proto::state::{ApplyResult, Command, MasterRecord, Noop, command::Kind};
+use protobuf::Message as _;
+use raft::eraftpb::{
+    ConfChange, ConfChangeType, ConfChangeV2, Entry, EntryType, Message as RaftMessage,
+    MessageType, Snapshot,
+};
+use raft::{RawNode, StateRole, Storage as _};
+use replica::ReplicatedState;
+use sm_core::Sweeper;
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use storage::{RaftLog, SledStorage};
+use tokio::sync::{mpsc, oneshot};
+
+/// Entries applied between two snapshots (log compaction).
+const SNAPSHOT_EVERY: u64 = 1_000;
+/// Entries applied between two saves of the applied state.
+const SAVE_APPLIED_EVERY: u64 = 64;
+/// A proposal not answered within this is dropped (the caller times out first).
+const PROPOSAL_TTL: Duration = Duration::from_secs(30);
+
+/// Why a proposal was not taken.
+#[derive(Clone, Debug)]
+pub enum ProposeError {
+    /// This replica is not the leader; the leader it knows of (0 = none) and its address.
+    NotLeader {
+        /// Raft id.
+        leader_id: u64,
+        /// Peer/admin address ("" when unknown).
+        leader_address: String,
+    },
+    /// raft-rs refused it.
+    Failed(String),
+}
+
+/// The RaftActor.
+pub struct RaftActor {
+    cfg: ClusterConfig,
+    node_cfg: NodeConfig,
+    raw: RawNode<SledStorage>,
+    store: SledStorage,
+    state: ReplicatedState,
+    peers: PeerTx,
+    pending: HashMap<u64, (Instant, oneshot::Sender<ApplyResult>)>,
+    answers: Vec<(oneshot::Sender<ApplyResult>, ApplyResult)>,
+    next_request: u64,
+    lease: Arc<Lease>,
+    last_ack: HashMap<u64, Instant>,
+    /// Term of the leadership being held, and the index its first entry has.
+    leading: Option<(u64, u64)>,
+    master: Option<(u64, Addr<MasterActor>)>,
+    /// Master generation counter (milestones of a stopped master are told apart).
+    master_gen: u64,
+    /// Restart the master once the current one reports Stopped (policy changed).
+    restart_master: bool,
+    pool: RoutingPool,
+    observers: Vec<mpsc::UnboundedSender<Milestone>>,
+    fence_dropped: Arc<AtomicU64>,
+    last_saved: u64,
+    last_snapshot: u64,
+    subnet_up_unix_ms: u64,
+    last_sweep_unix_ms: u64,
+    stop_waiters: Vec<oneshot::Sender<()>>,
+    stopping: Option<Instant>,
+    recording: bool,
+    intent_seq: u64,
+}
+
+fn unix_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+fn logger() -> slog::Logger {
+    slog::Logger::root(slog::Discard, slog::o!())
+}
+
+impl RaftActor {
+    /// Opens the storage in `cfg.data_dir` (initialising it with the configured voters on
+    /// first start), recovers the applied state and builds the RawNode.
+    pub fn new(
+        cfg: ClusterConfig,
+        node_cfg: NodeConfig,
+        peers: PeerTx,
+        observers: Vec<mpsc::UnboundedSender<Milestone>>,
+    ) -> Result<RaftActor, crate::NodeError> {
+        let err = |e: String| crate::NodeError::Cluster(format!("E_NODE_RAFT: {e}"));
+        std::fs::create_dir_all(&cfg.data_dir)
+            .map_err(|e| err(format!("{}: {e}", cfg.data_dir.display())))?;
+        let store =
+            SledStorage::open_with_lock_wait(cfg.data_dir.join("raft"), Duration::from_secs(5))
+                .map_err(|e| err(e.to_string()))?;
+        let st = store.initial_state().map_err(|e| err(e.to_string()))?;
+        if !st.initialized() {
+            let cs = raft::eraftpb::ConfState {
+                voters: cfg.peers.keys().copied().collect(),
+                ..Default::default()
+            };
+            store
+                .initialize_with_conf_state(cs)
+                .and_then(|_| store.flush())
+                .map_err(|e| err(e.to_string()))?;
+        }
+        let (applied, state) = match store.recovery_state().map_err(|e| err(e.to_string()))? {
+            Some(a) => (
+                a.index,
+                ReplicatedState::restore(&a.data).map_err(|e| err(e.to_string()))?,
+            ),
+            None => (0, ReplicatedState::new()),
+        };
+        let rc = raft::Config {
+            id: cfg.id,
+            election_tick: cfg.election_ticks,
+            heartbeat_tick: cfg.heartbeat_ticks,
+            min_election_tick: cfg.election_ticks,
+            max_election_tick: cfg.election_ticks * 2,
+            check_quorum: true,
+            pre_vote: true,
+            applied,
+            max_size_per_msg: 1024 * 1024,
+            max_inflight_msgs: 256,
+            ..raft::Config::default()
+        };
+        let raw = RawNode::new(&rc, store.clone(), &logger()).map_err(|e| err(e.to_string()))?;
+        let snap_index = store.snapshot_metadata().map(|m| m.index).unwrap_or(0);
+        tracing::info!(
+            "replica {} recovered: applied index {applied}, policy version {}, {} LIDs, {} LFTs",
+            cfg.id,
+            state.policy().version,
+            state.guid2lid().len(),
+            state.lfts().count()
+        );
+        let nanos = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64);
+        Ok(RaftActor {
+            next_request: (cfg.id << 56) | (nanos & ((1 << 56) - 1)),
+            pool: RoutingPool::start(node_cfg.workers),
+            cfg,
+            node_cfg,
+            raw,
+            store,
+            state,
+            peers,
+            pending: HashMap::new(),
+            answers: Vec::new(),
+            lease: Lease::new(),
+            last_ack: HashMap::new(),
+            leading: None,
+            master: None,
+            master_gen: 0,
+            restart_master: false,
+            observers,
+            fence_dropped: Arc::new(AtomicU64::new(0)),
+            last_saved: applied,
+            last_snapshot: snap_index,
+            subnet_up_unix_ms: 0,
+            last_sweep_unix_ms: 0,
+            stop_waiters: Vec::new(),
+            stopping: None,
+            recording: false,
+            intent_seq: 0,
+        })
+    }
+
+    /// The lease (shared with the fenced transport).
+    pub fn lease(&self) -> Arc<Lease> {
+        self.lease.clone()
+    }
+
+    fn fresh_request_id(&mut self) -> u64 {
+        self.next_request = self.next_request.wrapping_add(1);
+        self.next_request
+    }
+
+    fn is_leader(&self) -> bool {
+        self.raw.raft.state == StateRole::Leader
+    }
+
+    fn fatal(&mut self, what: &str, e: impl std::fmt::Display, ctx: &mut Context<Self>) {
+        tracing::error!("E_NODE_STORAGE: {what}: {e}; the replica stops");
+        self.stop_master();
+        ctx.stop();
+        System::current().stop();
+    }
+
+    fn send_messages(&self, msgs: Vec<RaftMessage>) {
+        for m in msgs {
+            let to = m.to;
+            match m.write_to_bytes() {
+                Ok(b) => self.peers.send(to, b),
+                Err(e) => tracing::error!("E_NODE_RAFT: encode message to {to}: {e}"),
+            }
+        }
+    }
+
+    /// Records acknowledgements from peers (for the lease).
+    fn note_ack(&mut self, m: &RaftMessage) {
+        if !self.is_leader() || m.term != self.raw.raft.term {
+            return;
+        }
+        if matches!(
+            m.get_msg_type(),
+            MessageType::MsgAppendResponse | MessageType::MsgHeartbeatResponse
+        ) {
+            self.last_ack.insert(m.from, Instant::now());
+        }
+    }
+
+    /// Lease: until the quorum-th most recent acknowledgement (self counts as now) plus
+    /// half the minimum election timeout.
+    fn update_lease(&mut self) {
+        if !self.is_leader() {
+            self.lease.revoke();
+            return;
+        }
+        let now = Instant::now();
+        let ids: Vec<u64> = self.raw.raft.prs().iter().map(|(id, _)| *id).collect();
+        let mut times: Vec<Instant> = ids
+            .iter()
+            .filter_map(|id| {
+                if *id == self.cfg.id {
+                    Some(now)
+                } else {
+                    self.last_ack.get(id).copied()
+                }
+            })
+            .collect();
+        let quorum = ids.len() / 2 + 1;
+        if times.len() < quorum {
+            self.lease.revoke();
+            return;
+        }
+        times.sort_unstable_by(|a, b| b.cmp(a));
+        let t = times[quorum - 1];
+        self.lease.hold_until(t + self.cfg.lease_duration());
+    }
+
+    fn on_ready(&mut self, ctx: &mut Context<Self>) {
+        if self.store.take_snapshot_request().is_some() {
+            self.make_snapshot(ctx);
+        }
+        if !self.raw.has_ready() {
+            return;
+        }
+        let mut rd = self.raw.ready();
+        // 1. Messages that may leave before persisting (the leader's appends, heartbeats).
+        self.send_messages(rd.take_messages());
+        // 2. A snapshot from the leader replaces log and state.
+        if !rd.snapshot().is_empty() {
+            let snap: Snapshot = rd.snapshot().clone();
+            match ReplicatedState::restore(&snap.data) {
+                Ok(s) => self.state = s,
+                Err(e) => return self.fatal("snapshot from the leader", e, ctx),
+            }
+            let idx = snap.get_metadata().index;
+            if let Err(e) = self.store.apply_snapshot(snap) {
+                return self.fatal("apply snapshot", e, ctx);
+            }
+            self.last_saved = idx;
+            self.last_snapshot = idx;
+            tracing::info!("applied a snapshot from the leader at index {idx}");
+        }
+        // 3. Committed entries (persisted on a quorum) to the state.
+        let committed = rd.take_committed_entries();
+        self.apply_entries(committed, ctx);
+        // 4. New entries, 5. hard state, then FLUSH before anything acknowledges them.
+        if let Err(e) = self.store.append(rd.entries()) {
+            return self.fatal("append", e, ctx);
+        }
+        if let Some(hs) = rd.hs()
+            && let Err(e) = self.store.set_hardstate(hs.clone())
+        {
+            return self.fatal("hard state", e, ctx);
+        }
+        if let Err(e) = self.store.flush() {
+            return self.fatal("flush", e, ctx);
+        }
+        // 6. Messages acknowledging persisted state.
+        self.send_messages(rd.take_persisted_messages());
+        // 7. Light ready.
+        let mut light = self.raw.advance(rd);
+        if let Some(commit) = light.commit_index() {
+            let r = self
+                .store
+                .initial_state()
+                .map_err(|e| e.to_string())
+                .and_then(|s| {
+                    let mut hs = s.hard_state;
+                    hs.commit = commit;
+                    self.store.set_hardstate(hs).map_err(|e| e.to_string())
+                });
+            if let Err(e) = r {
+                return self.fatal("commit index", e, ctx);
+            }
+        }
+        self.send_messages(light.take_messages());
+        let committed = light.take_committed_entries();
+        self.apply_entries(committed, ctx);
+        self.raw.advance_apply();
+        if let Err(e) = self.store.flush() {
+            return self.fatal("flush", e, ctx);
+        }
+        // Answers only after everything above is on disk.
+        for (tx, r) in self.answers.drain(..) {
+            let _ = tx.send(r);
+        }
+        self.after_apply(ctx);
+    }
+
+    fn apply_entries(&mut self, entries: Vec<Entry>, ctx: &mut Context<Self>) {
+        if entries.is_empty() {
+            return;
+        }
+        let mut policy_changed = false;
+        for e in entries {
+            let (index, term) = (e.index, e.term);
+            let cmd = match e.get_entry_type() {
+                EntryType::EntryNormal if e.data.is_empty() => noop(),
+                EntryType::EntryNormal => match Command::decode(&e.data[..]) {
+                    Ok(c) => c,
+                    Err(err) => {
+                        tracing::error!("E_NODE_RAFT: entry {index}: undecodable command: {err}");
+                        noop()
+                    }
+                },
+                EntryType::EntryConfChange => {
+                    match ConfChange::parse_from_bytes(&e.data) {
+                        Ok(cc) => {
+                            let r = self.raw.apply_conf_change(&cc);
+                            self.apply_conf(r, ctx)
+                        }
+                        Err(err) => {
+                            tracing::error!("E_NODE_RAFT: entry {index}: conf change: {err}")
+                        }
+                    }
+                    noop()
+                }
+                EntryType::EntryConfChangeV2 => {
+                    match ConfChangeV2::parse_from_bytes(&e.data) {
+                        Ok(cc) => {
+                            let r = self.raw.apply_conf_change(&cc);
+                            self.apply_conf(r, ctx)
+                        }
+                        Err(err) => {
+                            tracing::error!("E_NODE_RAFT: entry {index}: conf change: {err}")
+                        }
+                    }
+                    noop()
+                }
+            };
+            if index <= self.state.applied_index() {
+                continue; // replayed after a snapshot that already holds it
+            }
+            let out = self.state.apply(index, term, &cmd);
+            if let Err(err) = &out.result {
+                tracing::debug!("entry {index} refused: {err}");
+            }
+            if matches!(cmd.kind, Some(Kind::ApplyPolicy(_))) && out.is_accepted() {
+                policy_changed = true;
+                tracing::info!(
+                    "partition policy version {} in force (index {index})",
+                    out.policy_version
+                );
+            }
+            if cmd.request_id != 0
+                && let Some((_, tx)) = self.pending.remove(&cmd.request_id)
+            {
+                self.answers.push((tx, out.to_proto()));
+            }
+        }
+        let applied = self.state.applied_index();
+        if applied >= self.last_saved + SAVE_APPLIED_EVERY {
+            self.save_applied(ctx);
+        }
+        if applied >= self.last_snapshot + SNAPSHOT_EVERY {
+            self.make_snapshot(ctx);
+        }
+        if policy_changed && self.master.is_some() {
+            // The sweeper takes its policy at start: restart the master on the new one.
+            tracing::info!("restarting the master on the new partition policy");
+            self.restart_master = true;
+            self.stop_master_keep_lease();
+        }
+    }
+
+    fn apply_conf(&mut self, r: raft::Result<raft::eraftpb::ConfState>, ctx: &mut Context<Self>) {
+        match r {
+            Ok(cs) => {
+                tracing::info!("membership now: voters {:?}", cs.voters);
+                if let Err(e) = self.store.set_conf_state(cs) {
+                    self.fatal("conf state", e, ctx);
+                }
+            }
+            Err(e) => tracing::error!("E_NODE_RAFT: conf change refused: {e}"),
+        }
+    }
+
+    fn save_applied(&mut self, ctx: &mut Context<Self>) {
+        let idx = self.state.applied_index();
+        if let Err(e) = self.store.save_applied(idx, &self.state.snapshot_bytes()) {
+            return self.fatal("save applied state", e, ctx);
+        }
+        self.last_saved = idx;
+    }
+
+    fn make_snapshot(&mut self, ctx: &mut Context<Self>) {
+        let idx = self.state.applied_index();
+        if idx == 0 {
+            return;
+        }
+        let cs = match self.store.initial_state() {
+            Ok(s) => s.conf_state,
+            Err(e) => return self.fatal("conf state", e, ctx),
+        };
+        let r = self
+            .store
+            .create_snapshot(idx, cs, self.state.snapshot_bytes())
+            .and_then(|_| self.store.compact(idx));
+        match r {
+            Ok(()) => {
+                self.last_snapshot = idx;
+                self.last_saved = idx;
+                tracing::info!("snapshot at index {idx}; log compacted");
+            }
+            Err(e) => tracing::warn!("E_NODE_RAFT: snapshot at {idx}: {e}"),
+        }
+    }
+
+    /// Leadership bookkeeping after every Ready.
+    fn after_apply(&mut self, ctx: &mut Context<Self>) {
+        self.update_lease();
+        let term = self.raw.raft.term;
+        if self.is_leader() {
+            let first = match self.leading {
+                Some((t, i)) if t == term => i,
+                _ => {
+                    let i = self.raw.raft.raft_log.last_index();
+                    tracing::info!("replica {} is leader of term {term}", self.cfg.id);
+                    self.leading = Some((term, i));
+                    self.last_ack.clear();
+                    i
+                }
+            };
+            if self.master.is_none()
+                && !self.restart_master
+                && self.stopping.is_none()
+                && self.state.applied_index() >= first
+                && self.lease.valid()
+            {
+                self.start_master(ctx);
+            }
+        } else {
+            if self.leading.take().is_some() {
+                tracing::info!(
+                    "replica {} stepped down (term {term}, leader {})",
+                    self.cfg.id,
+                    self.raw.raft.leader_id
+                );
+            }
+            self.restart_master = false;
+            self.stop_master();
+        }
+        if self.stopping.is_some() && !self.is_leader() {
+            self.finish_stop();
+        }
+    }
+
+    fn start_master(&mut self, ctx: &mut Context<Self>) {
+        let term = self.raw.raft.term;
+        let seeds = seed::seeds(&self.state);
+        let mut node_cfg = self.node_cfg.clone();
+        node_cfg.guid2lid = None; // LIDs live in the log
+        let built = (|| -> Result<_, crate::NodeError> {
+            let (mut scfg, _) = node_cfg.sweeper_config()?;
+            scfg.guid2lid = seeds.guid2lid.clone();
+            scfg.known_lfts = seeds.known_lfts.clone();
+            scfg.known_pkeys = seeds.known_pkeys.clone();
+            if seeds.policy.is_some() {
+                scfg.partitions_conf = seeds.policy.clone();
+            }
+            if seeds.known_lfts.is_some() {
+                // A takeover: clients keep their SA registrations.
+                scfg.reregister_on_takeover = false;
+            }
+            let sweeper = Sweeper::new(scfg)?;
+            let (attached, _) = daemon::attach(&node_cfg)?;
+            Ok((sweeper, attached))
+        })();
+        let (sweeper, mut attached) = match built {
+            Ok(x) => x,
+            Err(e) => {
+                tracing::error!("E_NODE_MASTER: cannot start the master: {e}");
+                return;
+            }
+        };
+        let port_guid = attached.transport.port_guid();
+        attached.transport = Box::new(super::fence::FencedTransport::new(
+            attached.transport,
+            self.lease.clone(),
+            self.fence_dropped.clone(),
+        ));
+        self.master_gen += 1;
+        let gen_ = self.master_gen;
+        let (tx, mut rx) = mpsc::unbounded_channel::<Milestone>();
+        let mut observers = self.observers.clone();
+        observers.push(tx);
+        ctx.add_stream(futures_util::stream::poll_fn(move |cx| {
+            rx.poll_recv(cx).map(|o| o.map(|m| (gen_, m)))
+        }));
+        tracing::info!(
+            "replica {} becomes MASTER for term {term} (seeded: {} LIDs, {} LFTs, {} P_Key tables, policy {})",
+            self.cfg.id,
+            seeds.guid2lid.len(),
+            seeds.known_lfts.as_ref().map_or(0, |l| l.switches.len()),
+            seeds.known_pkeys.as_ref().map_or(0, |p| p.len()),
+            self.state.policy().version
+        );
+        let addr = MasterActor::new(MasterParts {
+            sweeper,
+            attached,
+            pool: self.pool.clone(),
+            store: None,
+            observers,
+        })
+        .start();
+        self.master = Some((gen_, addr));
+        // The master record of this term.
+        let rec = Command {
+            request_id: 0,
+            kind: Some(Kind::SetMaster(MasterRecord {
+                term,
+                replica_id: self.cfg.id,
+                sm_port_guid: port_guid.0,
+                sm_lid: 0,
+                m_key: 0,
+            })),
+        };
+        self.propose_quiet(rec);
+    }
+
+    /// Stops the master (if any) and ends the lease.
+    fn stop_master(&mut self) {
+        self.lease.revoke();
+        self.stop_master_keep_lease();
+    }
+
+    fn stop_master_keep_lease(&mut self) {
+        if let Some((_, m)) = self.master.take() {
+            tracing::info!("replica {}: master role ends", self.cfg.id);
+            m.do_send(Shutdown);
+        }
+    }
+
+    fn propose_quiet(&mut self, cmd: Command) {
+        if let Err(e) = self.raw.propose(vec![], cmd.encode_to_vec()) {
+            tracing::warn!("E_NODE_RAFT: proposal dropped: {e}");
+        }
+    }
+
+    fn not_leader(&self) -> ProposeError {
+        let leader_id = self.raw.raft.leader_id;
+        ProposeError::NotLeader {
+            leader_id,
+            leader_address: self.cfg.peers.get(&leader_id).cloned().unwrap_or_default(),
+        }
+    }
+
+    /// Records the master's tables after a completed sweep: LIDs, then the programmed
+    /// LFT/P_Key blocks that changed (as an intent sealed and done at once: the master
+    /// programmed them before they are recorded; intent-first gating is not wired yet).
+    fn record(&mut self, t: SweepTables) {
+        if !self.is_leader() {
+            return;
+        }
+        let term = self.raw.raft.term;
+        let mut cmds = Vec::new();
+        if let Some(c) = seed::lid_command(&self.state, &t) {
+            cmds.push(c);
+        }
+        let contents = seed::changed_contents(&self.state, &t);
+        if !seed::is_empty(&contents) {
+            self.intent_seq += 1;
+            let id = (term << 24) | self.intent_seq;
+            cmds.extend(seed::intent_commands(id, term, contents));
+        }
+        if !cmds.is_empty() {
+            tracing::info!("recording the sweep in the log: {} commands", cmds.len());
+        }
+        for c in cmds {
+            self.propose_quiet(c);
+        }
+    }
+
+    fn finish_stop(&mut self) {
+        self.stopping = None;
+        self.stop_master();
+        for w in self.stop_waiters.drain(..) {
+            let _ = w.send(());
+        }
+    }
+
+    /// The voter most fit to take over: caught up, highest priority is not known here, so
+    /// the highest match index (ties: lowest id).
+    fn best_successor(&self) -> Option<u64> {
+        let last = self.raw.raft.raft_log.last_index();
+        self.raw
+            .raft
+            .prs()
+            .iter()
+            .filter(|(id, p)| **id != self.cfg.id && p.recent_active && p.matched + 16 >= last)
+            .max_by_key(|(id, p)| (p.matched, std::cmp::Reverse(**id)))
+            .map(|(id, _)| *id)
+    }
+
+    fn status(&self) -> ClusterStatusReply {
+        let raft = &self.raw.raft;
+        let leader = raft.state == StateRole::Leader;
+        let commit = raft.raft_log.committed;
+        let replicas = self
+            .cfg
+            .peers
+            .iter()
+            .map(|(id, addr)| {
+                let pr = if leader { raft.prs().get(*id) } else { None };
+                let role = if *id == self.cfg.id {
+                    match raft.state {
+                        StateRole::Leader => Role::Leader,
+                        StateRole::Follower => Role::Follower,
+                        StateRole::Candidate => Role::Candidate,
+                        StateRole::PreCandidate => Role::PreCandidate,
+                    }
+                } else if *id == raft.leader_id {
+                    Role::Leader
+                } else if let Some(p) = pr {
+                    if p.recent_active {
+                        Role::Follower
+                    } else {
+                        Role::Unreachable
+                    }
+                } else {
+                    Role::Unspecified
+                };
+                let matched = if *id == self.cfg.id {
+                    raft.raft_log.last_index()
+                } else {
+                    pr.map_or(0, |p| p.matched)
+                };
+                let is_self = *id == self.cfg.id;
+                ReplicaStatus {
+                    id: *id,
+                    peer_address: addr.clone(),
+                    admin_address: addr.clone(),
+                    priority: if is_self {
+                        self.node_cfg.priority as u32
+                    } else {
+                        0
+                    },
+                    port_guid: if is_self { self.cfg.port_guid.0 } else { 0 },
+                    role: role as i32,
+                    match_index: if leader || is_self { matched } else { 0 },
+                    lag: if leader || is_self {
+                        commit.saturating_sub(matched)
+                    } else {
+                        0
+                    },
+                }
+            })
+            .collect();
+        ClusterStatusReply {
+            self_id: self.cfg.id,
+            term: raft.term,
+            leader_id: raft.leader_id,
+            commit_index: commit,
+            applied_index: self.state.applied_index(),
+            replicas,
+            master: self.state.master().map(|m| MasterInfo {
+                term: m.term,
+                replica_id: m.replica_id,
+                sm_port_guid: m.sm_port_guid,
+                sm_lid: m.sm_lid,
+            }),
+            last_sweep_unix_ms: self.last_sweep_unix_ms,
+            subnet_up_unix_ms: self.subnet_up_unix_ms,
+            policy_version: self.state.policy().version,
+            intent_pending: self.state.pending_intent().is_some(),
+        }
+    }
+}
+
+fn noop() -> Command {
+    Command {
+        request_id: 0,
+        kind: Some(Kind::Noop(Noop {})),
+    }
+}
+
+impl Actor for RaftActor {
+    type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Context<Self>) {
+        ctx.run_interval(self.cfg.tick, |act, ctx| {
+            act.raw.tick();
+            let now = Instant::now();
+            act.pending
+                .retain(|_, (t, _)| now.duration_since(*t) < PROPOSAL_TTL);
+            if let Some(since) = act.stopping
+                && now.duration_since(since) > Duration::from_secs(3)
+            {
+                tracing::warn!("leadership transfer did not complete; stopping anyway");
+                act.finish_stop();
+            }
+            act.on_ready(ctx);
+        });
+    }
+
+    fn stopped(&mut self, _: &mut Context<Self>) {
+        self.stop_master();
+        let idx = self.state.applied_index();
+        let _ = self.store.save_applied(idx, &self.state.snapshot_bytes());
+        let _ = self.store.flush();
+    }
+}
+
+/// Raft messages from a peer (encoded eraftpb::Message).
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct Step(pub Vec<Vec<u8>>);
+
+impl Handler<Step> for RaftActor {
+    type Result = ();
+    fn handle(&mut self, m: Step, ctx: &mut Context<Self>) {
+        for b in m.0 {
+            match RaftMessage::parse_from_bytes(&b) {
+                Ok(msg) => {
+                    self.note_ack(&msg);
+                    // A stale or misdirected message is raft's business.
+                    let _ = self.raw.step(msg);
+                }
+                Err(e) => tracing::warn!("E_NODE_PEER: undecodable raft message: {e}"),
+            }
+        }
+        self.on_ready(ctx);
+    }
+}
+
+/// Proposes a command; the receiver gets the apply result once committed and applied here.
+#[derive(Message)]
+#[rtype(result = "Result<oneshot::Receiver<ApplyResult>, ProposeError>")]
+pub struct Propose(pub Command);
+
+impl Handler<Propose> for RaftActor {
+    type Result = Result<oneshot::Receiver<ApplyResult>, ProposeError>;
+    fn handle(&mut self, m: Propose, ctx: &mut Context<Self>) -> Self::Result {
+        if !self.is_leader() || self.stopping.is_some() {
+            return Err(self.not_leader());
+        }
+        let mut cmd = m.0;
+        if cmd.request_id == 0 {
+            cmd.request_id = self.fresh_request_id();
+        }
+        let (tx, rx) = oneshot::channel();
+        self.raw
+            .propose(vec![], cmd.encode_to_vec())
+            .map_err(|e| ProposeError::Failed(e.to_string()))?;
+        self.pending.insert(cmd.request_id, (Instant::now(), tx));
+        self.on_ready(ctx);
+        Ok(rx)
+    }
+}
+
+/// The cluster as this replica sees it.
+#[derive(Message)]
+#[rtype(result = "ClusterStatusReply")]
+pub struct GetClusterStatus;
+
+impl Handler<GetClusterStatus> for RaftActor {
+    type Result = MessageResult<GetClusterStatus>;
+    fn handle(&mut self, _: GetClusterStatus, _: &mut Context<Self>) -> Self::Result {
+        MessageResult(self.status())
+    }
+}
+
+/// The policy in force here.
+#[derive(Message)]
+#[rtype(result = "GetPolicyReply")]
+pub struct GetPolicy;
+
+impl Handler<GetPolicy> for RaftActor {
+    type Result = MessageResult<GetPolicy>;
+    fn handle(&mut self, _: GetPolicy, _: &mut Context<Self>) -> Self::Result {
+        let p = self.state.policy();
+        MessageResult(GetPolicyReply {
+            text: p.text.clone(),
+            version: p.version,
+            applied_at_index: p.applied_at_index,
+        })
+    }
+}
+
+/// Asks the master for a sweep; answers the master's id, or not-leader.
+#[derive(Message)]
+#[rtype(result = "Result<u64, ProposeError>")]
+pub struct TriggerSweep {
+    /// Heavy sweep.
+    pub heavy: bool,
+}
+
+impl Handler<TriggerSweep> for RaftActor {
+    type Result = Result<u64, ProposeError>;
+    fn handle(&mut self, m: TriggerSweep, _: &mut Context<Self>) -> Self::Result {
+        match &self.master {
+            Some((_, a)) => {
+                a.do_send(RequestSweep { heavy: m.heavy });
+                Ok(self.cfg.id)
+            }
+            None => Err(self.not_leader()),
+        }
+    }
+}
+
+/// Transfers leadership (hence the master role) to a replica.
+#[derive(Message)]
+#[rtype(result = "Result<(), ProposeError>")]
+pub struct TransferLeader(pub u64);
+
+impl Handler<TransferLeader> for RaftActor {
+    type Result = Result<(), ProposeError>;
+    fn handle(&mut self, m: TransferLeader, ctx: &mut Context<Self>) -> Self::Result {
+        if !self.is_leader() {
+            return Err(self.not_leader());
+        }
+        if m.0 == self.cfg.id {
+            return Ok(());
+        }
+        if !self.cfg.peers.contains_key(&m.0) {
+            return Err(ProposeError::Failed(format!("no replica {}", m.0)));
+        }
+        tracing::info!("transferring leadership to replica {}", m.0);
+        self.raw.transfer_leader(m.0);
+        self.on_ready(ctx);
+        Ok(())
+    }
+}
+
+/// Adds (true) or removes (false) a voter through a conf change.
+#[derive(Message)]
+#[rtype(result = "Result<(), ProposeError>")]
+pub struct ChangeMembership {
+    /// Raft id.
+    pub id: u64,
+    /// Add or remove.
+    pub add: bool,
+}
+
+impl Handler<ChangeMembership> for RaftActor {
+    type Result = Result<(), ProposeError>;
+    fn handle(&mut self, m: ChangeMembership, ctx: &mut Context<Self>) -> Self::Result {
+        if !self.is_leader() {
+            return Err(self.not_leader());
+        }
+        let mut cc = ConfChange::default();
+        cc.node_id = m.id;
+        cc.set_change_type(if m.add {
+            ConfChangeType::AddNode
+        } else {
+            ConfChangeType::RemoveNode
+        });
+        self.raw
+            .propose_conf_change(vec![], cc)
+            .map_err(|e| ProposeError::Failed(e.to_string()))?;
+        self.on_ready(ctx);
+        Ok(())
+    }
+}
+
+/// Graceful stop: a leader hands leadership to a caught-up peer first (bounded wait), then
+/// the master stops. Answers when done.
+#[derive(Message)]
+#[rtype(result = "oneshot::Receiver<()>")]
+pub struct GracefulStop;
+
+impl Handler<GracefulStop> for RaftActor {
+    type Result = MessageResult<GracefulStop>;
+    fn handle(&mut self, _: GracefulStop, ctx: &mut Context<Self>) -> Self::Result {
+        let (tx, rx) = oneshot::channel();
+        self.stop_waiters.push(tx);
+        if self.is_leader()
+            && let Some(to) = self.best_successor()
+        {
+            tracing::info!("graceful stop: handing leadership to replica {to} first");
+            self.stopping = Some(Instant::now());
+            self.stop_master_keep_lease();
+            self.raw.transfer_leader(to);
+            self.on_ready(ctx);
+        } else {
+            self.finish_stop();
+        }
+        MessageResult(rx)
+    }
+}
+
+impl StreamHandler<(u64, Milestone)> for RaftActor {
+    fn handle(&mut self, (gen_, m): (u64, Milestone), ctx: &mut Context<Self>) {
+        let current = self.master.as_ref().is_some_and(|(g, _)| *g == gen_);
+        match &m.kind {
+            MilestoneKind::SubnetUp { .. } if current => {
+                if self.subnet_up_unix_ms == 0 {
+                    self.subnet_up_unix_ms = unix_ms();
+                }
+            }
+            MilestoneKind::HeavySweepComplete { .. } | MilestoneKind::LightSweepComplete { .. }
+                if current =>
+            {
+                self.last_sweep_unix_ms = unix_ms();
+                if matches!(m.kind, MilestoneKind::HeavySweepComplete { .. }) && !self.recording {
+                    if let Some((_, a)) = &self.master {
+                        self.recording = true;
+                        let fut = a.send(GetTables);
+                        ctx.spawn(fut.into_actor(self).map(|r, act, ctx| {
+                            act.recording = false;
+                            if let Ok(t) = r {
+                                act.record(t);
+                                act.on_ready(ctx);
+                            }
+                        }));
+                    }
+                }
+            }
+            MilestoneKind::Stopped { reason } => {
+                if current {
+                    tracing::warn!("the master stopped by itself ({reason})");
+                    self.master = None;
+                } else if self.restart_master && self.master.is_none() {
+                    self.restart_master = false;
+                    self.after_apply(ctx);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn finished(&mut self, _: &mut Context<Self>) {}
+}
