@@ -8,6 +8,7 @@
 
 pub mod admin;
 pub mod fence;
+pub mod harness;
 pub mod lease;
 pub mod net;
 pub mod raft_actor;

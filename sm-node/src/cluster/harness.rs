@@ -1,0 +1,355 @@
+//! A cluster of replica processes on loopback over an in-process fabric-simd server, for
+//! tests and the failover benchmark: start, kill -9, SIGSTOP/SIGCONT, SIGTERM and restart
+//! replicas; ask them over SmAdmin; read the fabric's accounting (accepted Sets by source
+//! port, LIDs, P_Key tables, delivery between CAs).
+//!
+//! Waits poll the replicas' status; the bounds are failure bounds, not synchronisation.
+
+use crate::daemon;
+use fabric::{Guid, Lid, NodeId, PKey, Topology};
+use fabric_sim::server::ServerHandle;
+use fabric_sim::{SetRecord, SimConfig, SimFabric};
+use proto::admin::sm_admin_client::SmAdminClient;
+use proto::admin::{ClusterStatusReply, ClusterStatusRequest};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+/// LinearForwardingTable attribute id.
+pub const ATTR_LFT: u16 = 0x0019;
+
+/// Unix time in ms.
+pub fn unix_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+/// One replica process.
+pub struct ProcReplica {
+    /// Raft id.
+    pub id: u64,
+    /// Peer/admin address.
+    pub addr: String,
+    /// Its fabric port.
+    pub port_guid: Guid,
+    /// Extra flags (priority, ...).
+    pub extra: Vec<String>,
+    child: Option<Child>,
+}
+
+impl ProcReplica {
+    /// Process id while running.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
+    }
+}
+
+/// CA ports with a cable: (node, port number, port GUID), in topology order.
+pub fn ca_ports(t: &Topology) -> Vec<(NodeId, u8, Guid)> {
+    t.cas()
+        .flat_map(|(id, n)| {
+            n.port_numbers()
+                .filter(|p| n.ports[p.0 as usize].remote.is_some())
+                .map(|p| (id, p.0, n.ports[p.0 as usize].guid))
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+/// The cluster.
+pub struct LocalCluster {
+    /// Working directory.
+    pub dir: PathBuf,
+    /// The fabric.
+    pub server: Option<ServerHandle>,
+    /// Its topology.
+    pub topo: Topology,
+    /// Replicas (index = id - 1).
+    pub replicas: Vec<ProcReplica>,
+    bin: PathBuf,
+    peers: String,
+    /// Flags given to every replica.
+    pub common: Vec<String>,
+}
+
+fn free_port() -> std::io::Result<u16> {
+    Ok(std::net::TcpListener::bind("127.0.0.1:0")?
+        .local_addr()?
+        .port())
+}
+
+impl LocalCluster {
+    /// Serves `topology` and prepares `n` replicas of `bin` (not started) in `dir`.
+    pub fn new(bin: &Path, topology: &str, n: u64, dir: &Path) -> Result<LocalCluster, String> {
+        let _ = std::fs::remove_dir_all(dir);
+        std::fs::create_dir_all(dir).map_err(|e| e.to_string())?;
+        let topo = daemon::load_topology(topology).map_err(|e| e.to_string())?;
+        let sim = SimFabric::new(&topo, SimConfig::default()).map_err(|e| e.to_string())?;
+        let server =
+            fabric_sim::server::spawn(sim, &dir.join("simd.sock")).map_err(|e| e.to_string())?;
+        let cas = ca_ports(&topo);
+        let mut replicas = Vec::new();
+        for id in 1..=n {
+            let port = free_port().map_err(|e| e.to_string())?;
+            replicas.push(ProcReplica {
+                id,
+                addr: format!("127.0.0.1:{port}"),
+                port_guid: cas[(id - 1) as usize].2,
+                extra: Vec::new(),
+                child: None,
+            });
+        }
+        let peers = replicas
+            .iter()
+            .map(|r| format!("{}={}", r.id, r.addr))
+            .collect::<Vec<_>>()
+            .join(",");
+        Ok(LocalCluster {
+            dir: dir.to_path_buf(),
+            server: Some(server),
+            topo,
+            replicas,
+            bin: bin.to_path_buf(),
+            peers,
+            common: vec![
+                "--sweep-interval".into(),
+                "0".into(),
+                "--routing-workers".into(),
+                "1".into(),
+            ],
+        })
+    }
+
+    fn r(&self, id: u64) -> &ProcReplica {
+        &self.replicas[(id - 1) as usize]
+    }
+
+    fn r_mut(&mut self, id: u64) -> &mut ProcReplica {
+        &mut self.replicas[(id - 1) as usize]
+    }
+
+    /// Starts replica `id` (again, on the same data directory).
+    pub fn start(&mut self, id: u64) -> Result<(), String> {
+        let socket = self
+            .server
+            .as_ref()
+            .map(|s| s.path().to_path_buf())
+            .unwrap_or_default();
+        let r = self.r(id);
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.dir.join(format!("replica{id}.log")))
+            .map_err(|e| e.to_string())?;
+        let child = Command::new(&self.bin)
+            .arg("--id")
+            .arg(id.to_string())
+            .arg("--peers")
+            .arg(&self.peers)
+            .arg("--data-dir")
+            .arg(self.dir.join(format!("r{id}")))
+            .arg("--fabric")
+            .arg(format!(
+                "simd:{}@0x{:016x}",
+                socket.display(),
+                r.port_guid.0
+            ))
+            .args(&self.common)
+            .args(&r.extra)
+            .env(
+                "RUST_LOG",
+                std::env::var("RUST_LOG").unwrap_or_else(|_| "info".into()),
+            )
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .map_err(|e| format!("{}: {e}", self.bin.display()))?;
+        self.r_mut(id).child = Some(child);
+        Ok(())
+    }
+
+    /// Starts every replica.
+    pub fn start_all(&mut self) -> Result<(), String> {
+        for id in 1..=self.replicas.len() as u64 {
+            self.start(id)?;
+        }
+        Ok(())
+    }
+
+    fn signal(&self, id: u64, sig: i32) {
+        if let Some(pid) = self.r(id).pid() {
+            // SAFETY: kill(2) on the pid of a child this process spawned and has not reaped.
+            unsafe {
+                libc::kill(pid as i32, sig);
+            }
+        }
+    }
+
+    /// kill -9 and reap.
+    pub fn kill9(&mut self, id: u64) {
+        self.signal(id, libc::SIGKILL);
+        if let Some(mut c) = self.r_mut(id).child.take() {
+            let _ = c.wait();
+        }
+    }
+
+    /// SIGTERM and wait for the exit.
+    pub fn terminate(&mut self, id: u64) {
+        self.signal(id, libc::SIGTERM);
+        if let Some(mut c) = self.r_mut(id).child.take() {
+            let _ = c.wait();
+        }
+    }
+
+    /// SIGSTOP.
+    pub fn pause(&self, id: u64) {
+        self.signal(id, libc::SIGSTOP);
+    }
+
+    /// SIGCONT.
+    pub fn resume(&self, id: u64) {
+        self.signal(id, libc::SIGCONT);
+    }
+
+    /// True while the process runs.
+    pub fn is_running(&self, id: u64) -> bool {
+        self.r(id).child.is_some()
+    }
+
+    /// Replica `id`'s status.
+    pub async fn status(&self, id: u64) -> Result<ClusterStatusReply, String> {
+        let ch = super::net::channel(&self.r(id).addr).map_err(|e| e.to_string())?;
+        let mut c = SmAdminClient::new(ch);
+        c.cluster_status(ClusterStatusRequest::default())
+            .await
+            .map(|r| r.into_inner())
+            .map_err(|e| e.message().to_string())
+    }
+
+    /// An admin client of replica `id`.
+    pub fn admin(&self, id: u64) -> Result<SmAdminClient<tonic::transport::Channel>, String> {
+        let ch = super::net::channel(&self.r(id).addr).map_err(|e| e.to_string())?;
+        Ok(SmAdminClient::new(ch))
+    }
+
+    /// Waits (bounded) for a running replica that reports itself leader, whose master has
+    /// completed a sweep at or after `after_ms` with the subnet up. Returns its status.
+    pub async fn wait_serving(
+        &self,
+        after_ms: u64,
+        bound: Duration,
+    ) -> Result<ClusterStatusReply, String> {
+        let start = Instant::now();
+        let mut last = String::new();
+        while start.elapsed() < bound {
+            for r in &self.replicas {
+                if r.child.is_none() {
+                    continue;
+                }
+                match self.status(r.id).await {
+                    Ok(st)
+                        if st.leader_id == st.self_id
+                            && st.subnet_up_unix_ms != 0
+                            && st.last_sweep_unix_ms >= after_ms =>
+                    {
+                        return Ok(st);
+                    }
+                    Ok(st) => last = format!("{st:?}"),
+                    Err(e) => last = e,
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        Err(format!("no serving master within {bound:?}; last: {last}"))
+    }
+
+    /// Waits (bounded) until `pred` holds for replica `id`'s status.
+    pub async fn wait_status(
+        &self,
+        id: u64,
+        bound: Duration,
+        pred: impl Fn(&ClusterStatusReply) -> bool,
+    ) -> Result<ClusterStatusReply, String> {
+        let start = Instant::now();
+        let mut last = String::new();
+        while start.elapsed() < bound {
+            match self.status(id).await {
+                Ok(st) if pred(&st) => return Ok(st),
+                Ok(st) => last = format!("{st:?}"),
+                Err(e) => last = e,
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        Err(format!(
+            "replica {id}: condition not met within {bound:?}; last: {last}"
+        ))
+    }
+
+    fn with_sim<T>(&self, f: impl FnOnce(&mut SimFabric) -> T) -> T {
+        self.server
+            .as_ref()
+            .map(|s| s.with_sim(f))
+            .expect("the fabric is served until drop")
+    }
+
+    /// Takes (and clears) the fabric's log of accepted Sets.
+    pub fn take_sets(&self) -> Vec<SetRecord> {
+        self.with_sim(|s| s.take_set_log())
+    }
+
+    /// Every CA port's LID.
+    pub fn ca_lids(&self) -> Vec<(Guid, Lid)> {
+        let cas = ca_ports(&self.topo);
+        self.with_sim(|s| {
+            cas.iter()
+                .map(|&(n, p, g)| (g, s.port_info(n, p).map_or(Lid(0), |pi| pi.lid)))
+                .collect()
+        })
+    }
+
+    /// P_Keys of every CA port.
+    pub fn ca_pkeys(&self) -> Vec<(Guid, Vec<PKey>)> {
+        let cas = ca_ports(&self.topo);
+        self.with_sim(|s| {
+            cas.iter()
+                .map(|&(n, p, g)| (g, s.pkey_table(n, p).unwrap_or_default()))
+                .collect()
+        })
+    }
+
+    /// Pairs of CA ports (by GUID) that cannot reach each other on the default partition.
+    pub fn undelivered(&self) -> Vec<(Guid, Guid)> {
+        let lids = self.ca_lids();
+        self.with_sim(|s| {
+            let mut bad = Vec::new();
+            for &(a, _) in &lids {
+                for &(b, lid) in &lids {
+                    if a != b && !s.deliver(a, lid, PKey(0xFFFF)).is_delivered() {
+                        bad.push((a, b));
+                    }
+                }
+            }
+            bad
+        })
+    }
+}
+
+impl Drop for LocalCluster {
+    fn drop(&mut self) {
+        for r in &mut self.replicas {
+            if let Some(mut c) = r.child.take() {
+                // SAFETY: kill(2) on our own child: SIGCONT first (a stopped process ignores
+                // nothing but needs to run to die cleanly), then SIGKILL.
+                unsafe {
+                    libc::kill(c.id() as i32, libc::SIGCONT);
+                }
+                let _ = c.kill();
+                let _ = c.wait();
+            }
+        }
+        if let Some(s) = self.server.take() {
+            s.shutdown();
+        }
+    }
+}

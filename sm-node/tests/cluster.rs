@@ -1,0 +1,280 @@
+//! Three sm-node replicas as separate processes (this package's `sm-node` binary) on loopback,
+//! over a fabric-simd server running on threads of this test (so the test reads the fabric's
+//! accounting directly: accepted Sets by source port, LIDs, P_Key tables, delivery).
+//!
+//! Waits poll the replicas' ClusterStatus; every bound is a failure bound only.
+
+use proto::admin::{ApplyPolicyRequest, GetPolicyRequest, TransferMasterRequest};
+use sm_node::cluster::harness::{ATTR_LFT, LocalCluster, unix_ms};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+const BOUND: Duration = Duration::from_secs(60);
+const POLICY: &str = "Default=0x7fff : ALL=full ;\nStorage=0x0002 : ALL=full ;\n";
+
+fn bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_sm-node"))
+}
+
+fn dir(name: &str) -> PathBuf {
+    std::env::temp_dir().join(format!("smnode-cluster-{name}-{}", std::process::id()))
+}
+
+/// Removes the test's directory unless SMNODE_KEEP is set (logs of every replica are there).
+fn cleanup(d: &std::path::Path) {
+    if std::env::var_os("SMNODE_KEEP").is_none() {
+        let _ = std::fs::remove_dir_all(d);
+    }
+}
+
+fn rt() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+fn has_storage_pkey(c: &LocalCluster) -> bool {
+    c.ca_pkeys()
+        .iter()
+        .all(|(_, t)| t.iter().any(|k| k.0 & 0x7fff == 0x0002))
+}
+
+fn lft_sets(sets: &[fabric_sim::SetRecord]) -> usize {
+    sets.iter().filter(|s| s.attr == ATTR_LFT).count()
+}
+
+/// Policy through a follower (forwarded), its errors, kill -9 of the master (new master
+/// serving within 3 s, 0 LFT Sets, 0 LID changes, fabric delivering throughout, policy in
+/// force), then a restart of all three that recovers everything from sled.
+#[test]
+fn three_replicas_policy_failover_and_restart() {
+    let d = dir("failover");
+    let mut c = LocalCluster::new(&bin(), "ft2:8", 3, &d).unwrap();
+    c.start_all().unwrap();
+    rt().block_on(async {
+        let st = c.wait_serving(0, BOUND).await.unwrap();
+        let leader = st.leader_id;
+        assert!(c.undelivered().is_empty(), "SUBNET UP but CAs cannot talk");
+        // Policy proposed to a follower: forwarded to the leader and committed.
+        let follower = (1..=3).find(|i| *i != leader).unwrap();
+        let mut a = c.admin(follower).unwrap();
+        let r = a
+            .apply_policy(ApplyPolicyRequest {
+                text: POLICY.into(),
+                expected_version: 0,
+                request_id: 0,
+            })
+            .await
+            .unwrap()
+            .into_inner();
+        assert_eq!(r.version, 1);
+        // A stale version and a bad text are refused with the right codes.
+        let e = a
+            .apply_policy(ApplyPolicyRequest {
+                text: POLICY.into(),
+                expected_version: 0,
+                request_id: 0,
+            })
+            .await
+            .unwrap_err();
+        assert_eq!(e.code(), tonic::Code::FailedPrecondition, "{e:?}");
+        let e = a
+            .apply_policy(ApplyPolicyRequest {
+                text: "Broken=0x0003 ALL=full ;\n".into(),
+                expected_version: 1,
+                request_id: 0,
+            })
+            .await
+            .unwrap_err();
+        assert_eq!(e.code(), tonic::Code::InvalidArgument, "{e:?}");
+        assert!(
+            e.message().contains("1:"),
+            "no line:col in {:?}",
+            e.message()
+        );
+        for id in 1..=3 {
+            c.wait_status(id, BOUND, |s| s.policy_version == 1)
+                .await
+                .unwrap();
+        }
+        // The master restarts on the new policy and programs it.
+        let t0 = Instant::now();
+        while !has_storage_pkey(&c) {
+            assert!(t0.elapsed() < BOUND, "policy never programmed");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        // Let the master record its sweep (no intent pending, indices equal).
+        c.wait_status(leader, BOUND, |s| {
+            !s.intent_pending && s.last_sweep_unix_ms > 0 && s.applied_index == s.commit_index
+        })
+        .await
+        .unwrap();
+        let settled = c.status(leader).await.unwrap().commit_index;
+        for id in 1..=3 {
+            c.wait_status(id, BOUND, |s| s.applied_index >= settled)
+                .await
+                .unwrap();
+        }
+        let lids_before = c.ca_lids();
+        c.take_sets();
+        // kill -9 the master; watch delivery while the others take over.
+        let kill_ms = unix_ms();
+        c.kill9(leader);
+        let start = Instant::now();
+        let st = loop {
+            assert!(c.undelivered().is_empty(), "the fabric stopped delivering");
+            if let Ok(st) = c.wait_serving(kill_ms + 1, Duration::from_millis(50)).await {
+                break st;
+            }
+            assert!(start.elapsed() < BOUND, "no new master");
+        };
+        let failover = st.last_sweep_unix_ms - kill_ms;
+        println!("failover: kill -9 to the new master's first completed sweep: {failover} ms");
+        assert_ne!(st.leader_id, leader);
+        assert!(failover <= 3000, "failover took {failover} ms");
+        let sets = c.take_sets();
+        assert_eq!(lft_sets(&sets), 0, "LFT Sets after the takeover: {sets:?}");
+        assert_eq!(c.ca_lids(), lids_before, "LIDs changed");
+        assert!(has_storage_pkey(&c), "policy lost");
+        assert!(c.undelivered().is_empty());
+        let new_leader = st.leader_id;
+        let mut a = c.admin(new_leader).unwrap();
+        let p = a
+            .get_policy(GetPolicyRequest::default())
+            .await
+            .unwrap()
+            .into_inner();
+        assert_eq!((p.version, p.text.as_str()), (1, POLICY));
+        // The old master comes back as a follower and catches up.
+        c.start(leader).unwrap();
+        let commit = c.status(new_leader).await.unwrap().commit_index;
+        c.wait_status(leader, BOUND, |s| {
+            s.applied_index >= commit && s.leader_id == new_leader
+        })
+        .await
+        .unwrap();
+        // Restart all three: everything comes back from sled.
+        c.wait_status(new_leader, BOUND, |s| {
+            !s.intent_pending && s.applied_index == s.commit_index
+        })
+        .await
+        .unwrap();
+        for id in 1..=3 {
+            c.kill9(id);
+        }
+        c.take_sets();
+        let restart_ms = unix_ms();
+        c.start_all().unwrap();
+        let st = c.wait_serving(restart_ms, BOUND).await.unwrap();
+        assert!(st.applied_index >= commit, "{st:?}");
+        assert_eq!(st.policy_version, 1);
+        let sets = c.take_sets();
+        assert_eq!(lft_sets(&sets), 0, "LFT Sets after a full restart");
+        assert_eq!(c.ca_lids(), lids_before, "LIDs changed across the restart");
+        assert!(has_storage_pkey(&c));
+        assert!(c.undelivered().is_empty());
+    });
+    drop(c);
+    cleanup(&d);
+}
+
+/// A master paused with SIGSTOP and resumed after the new master's first Set gets none of
+/// its Sets accepted by the fabric.
+#[test]
+fn paused_master_gets_no_set_accepted() {
+    let d = dir("sigstop");
+    let mut c = LocalCluster::new(&bin(), "ft2:8", 3, &d).unwrap();
+    // Light sweeps every 200 ms: the resumed master has work queued the moment it wakes.
+    c.common = vec![
+        "--sweep-interval".into(),
+        "0.2".into(),
+        "--routing-workers".into(),
+        "1".into(),
+    ];
+    c.start_all().unwrap();
+    rt().block_on(async {
+        let st = c.wait_serving(0, BOUND).await.unwrap();
+        let old = st.leader_id;
+        let old_port = c.replicas[(old - 1) as usize].port_guid;
+        c.take_sets();
+        let pause_ms = unix_ms();
+        c.pause(old);
+        // The new master serves and has written at least one Set.
+        let mut new_sets = Vec::new();
+        let t0 = Instant::now();
+        let st = loop {
+            new_sets.extend(c.take_sets());
+            if let Ok(st) = c
+                .wait_serving(pause_ms + 1, Duration::from_millis(50))
+                .await
+                && st.self_id != old
+                && !new_sets.is_empty()
+            {
+                break st;
+            }
+            assert!(t0.elapsed() < BOUND, "no new master with a Set");
+        };
+        assert!(new_sets.iter().all(|s| s.source != Some(old_port)));
+        // Resume the deposed master and ask it for a heavy sweep right away.
+        c.resume(old);
+        let mut a = c.admin(old).unwrap();
+        let _ = a
+            .trigger_sweep(proto::admin::TriggerSweepRequest { heavy: true })
+            .await;
+        // It learns the new term and follows.
+        c.wait_status(old, BOUND, |s| {
+            s.leader_id == st.self_id && s.term >= st.term
+        })
+        .await
+        .unwrap();
+        // Give it the time of a few of its light sweeps, measured by the new master's
+        // progress, then look at every Set the fabric accepted since the pause.
+        let mark = unix_ms();
+        c.wait_serving(mark + 500, BOUND).await.unwrap();
+        new_sets.extend(c.take_sets());
+        let from_old: Vec<_> = new_sets
+            .iter()
+            .filter(|s| s.source == Some(old_port))
+            .collect();
+        assert!(
+            from_old.is_empty(),
+            "the deposed master's Sets were accepted: {from_old:?}"
+        );
+    });
+    drop(c);
+    cleanup(&d);
+}
+
+/// Leadership moves on request (TransferMaster) without LFT writes.
+#[test]
+fn transfer_master_writes_no_lft() {
+    let d = dir("transfer");
+    let mut c = LocalCluster::new(&bin(), "ft2:8", 3, &d).unwrap();
+    c.start_all().unwrap();
+    rt().block_on(async {
+        let st = c.wait_serving(0, BOUND).await.unwrap();
+        let old = st.leader_id;
+        c.wait_status(old, BOUND, |s| {
+            !s.intent_pending && s.applied_index == s.commit_index
+        })
+        .await
+        .unwrap();
+        let to = (1..=3).find(|i| *i != old).unwrap();
+        c.take_sets();
+        let t = unix_ms();
+        let mut a = c.admin(to).unwrap(); // a follower forwards it to the leader
+        let r = a
+            .transfer_master(TransferMasterRequest { to_replica: to })
+            .await
+            .unwrap()
+            .into_inner();
+        assert_eq!(r.leader_id, to);
+        let st = c.wait_serving(t, BOUND).await.unwrap();
+        assert_eq!(st.self_id, to);
+        assert_eq!(lft_sets(&c.take_sets()), 0);
+    });
+    drop(c);
+    cleanup(&d);
+}
