@@ -4,8 +4,8 @@
 //! 1. hop tables: [`Plan::compute_hops`] per shard of *destination* switches (one BFS each),
 //!    merged by [`Plan::merge_hops`];
 //! 2. forwarding tables: [`Plan::compute`] per shard of *source* switches. Each switch's LFT
-//!    is computed on its own, destinations in OpenSM's order (port GUID, then LID), with that
-//!    switch's own per-port counters (as OpenSM's per-switch counters do), so the merged
+//!    is computed on its own, destinations in OpenSM's order
+//!    ([`RoutingInput::routing_order`]), with that switch's own per-port counters (as OpenSM's per-switch counters do), so the merged
 //!    result ([`merge`]) is the same bit for bit whatever the number of shards or workers.
 
 use crate::error::{Refusal, RoutingError};
@@ -28,8 +28,10 @@ pub trait Engine: Send + Sync {
 
 /// Min-hop: every shortest path is allowed; among equal-hop output ports a switch takes the
 /// one that carries the fewest end-port destinations so far (lowest port on a tie),
-/// destinations in OpenSM's order (port GUID, then LID; see [`RoutingInput::routing_order`]).
-/// With LMC > 0 the LIDs of one port prefer different next switches.
+/// destinations in OpenSM's order ([`RoutingInput::routing_order`]); routes to switch LIDs
+/// are not counted. With LMC > 0 the LIDs of one port prefer next switches its other LIDs do
+/// not use, and ties rotate from the port the previous LID took. On the same LIDs the
+/// tables equal OpenSM 3.3.23's minhop entry for entry (tested on ibsim).
 #[derive(Clone, Copy, Debug, Default)]
 pub struct MinHop;
 

@@ -89,9 +89,15 @@ pub fn parse_ibroute(text: &str) -> Result<Vec<DumpedSwitch>, RoutingError> {
                 .next()
                 .and_then(|w| w.parse().ok())
                 .ok_or_else(|| perr(ln, "bad port"))?;
+            // "(Type portguid 0x..: 'desc')" or, for LMC LIDs, "(path #2 out of 4: portguid 0x..)".
             let port_guid = t
                 .split_once("portguid")
-                .and_then(|(_, r)| r.split(':').next())
+                .map(|(_, r)| {
+                    r.trim_start()
+                        .split(|c: char| !(c.is_ascii_hexdigit() || c == 'x'))
+                        .next()
+                        .unwrap_or("")
+                })
                 .and_then(parse_hex_u64)
                 .map(Guid);
             sw.entries.push(DumpEntry {
@@ -176,19 +182,30 @@ fn type_name(t: NodeType) -> &'static str {
 /// Writes `lfts` the way `ibroute` prints each switch, all switches concatenated.
 pub fn format_ibroute(topo: &Topology, input: &RoutingInput, lfts: &Lfts) -> String {
     use std::fmt::Write;
-    // LID -> (type, port guid, description)
-    let mut info: Vec<Option<(NodeType, Guid, &str)>> = vec![None; input.max_lid() as usize + 1];
+    // LID -> (type, port guid, description, path index, paths)
+    type Info<'a> = Option<(NodeType, Guid, &'a str, u32, u32)>;
+    let mut info: Vec<Info> = vec![None; input.max_lid() as usize + 1];
     for sw in &input.switches {
         if sw.lid.0 != 0 {
-            info[sw.lid.0 as usize] =
-                Some((NodeType::Switch, sw.guid, &topo.node(sw.node).description));
+            info[sw.lid.0 as usize] = Some((
+                NodeType::Switch,
+                sw.guid,
+                &topo.node(sw.node).description,
+                0,
+                1,
+            ));
         }
     }
     for ep in &input.end_ports {
         let node = topo.node(ep.port.node);
         for k in 0..ep.lids.count() {
-            info[ep.lids.base.0 as usize + k as usize] =
-                Some((node.node_type, ep.guid, &node.description));
+            info[ep.lids.base.0 as usize + k as usize] = Some((
+                node.node_type,
+                ep.guid,
+                &node.description,
+                k,
+                ep.lids.count(),
+            ));
         }
     }
     let mut s = String::new();
@@ -212,7 +229,15 @@ pub fn format_ibroute(topo: &Topology, input: &RoutingInput, lfts: &Lfts) -> Str
             }
             valid += 1;
             match info.get(lid).copied().flatten() {
-                Some((ty, g, d)) => {
+                Some((_, g, _, k, n)) if k > 0 => {
+                    let _ = writeln!(
+                        s,
+                        "0x{lid:04x} {p:03} : (path #{} out of {n}: portguid 0x{:016x})",
+                        k + 1,
+                        g.0
+                    );
+                }
+                Some((ty, g, d, _, _)) => {
                     let _ = writeln!(
                         s,
                         "0x{lid:04x} {p:03} : ({} portguid 0x{:016x}: '{d}')",

@@ -109,6 +109,44 @@ pub fn assign_lids_sequential(topo: &Topology, lmc: u8) -> Result<LidAssignment,
     Ok(a)
 }
 
+/// OpenSM's destination order; see [`RoutingInput::routing_order`].
+fn routing_order(switches: &[SwitchInfo], end_ports: &[EndPort]) -> Vec<u16> {
+    let n = switches.len();
+    // End ports are grouped by switch, in port order: find each switch's range.
+    let mut first = vec![end_ports.len(); n + 1];
+    let mut count = vec![0usize; n];
+    for (i, e) in end_ports.iter().enumerate().rev() {
+        first[e.switch as usize] = i;
+        count[e.switch as usize] += 1;
+    }
+    let mut by_load: Vec<usize> = (0..n).collect();
+    // OpenSM keeps switches in a map keyed by the GUID in network byte order, compared as a
+    // native integer: on the little-endian hosts it runs on, that is byte-swapped order.
+    by_load.sort_by_key(|&s| (std::cmp::Reverse(count[s]), switches[s].guid.0.swap_bytes()));
+    // (base LID, number of LIDs) per port, in order.
+    let mut ports: Vec<(u16, u32)> = Vec::with_capacity(end_ports.len() + n);
+    for &s in &by_load {
+        for e in &end_ports[first[s]..first[s] + count[s]] {
+            ports.push((e.lids.base.0, e.lids.count()));
+        }
+    }
+    let mut sw_by_guid: Vec<usize> = (0..n).filter(|&s| switches[s].lid.0 != 0).collect();
+    sw_by_guid.sort_by_key(|&s| switches[s].guid.0.swap_bytes());
+    for s in sw_by_guid {
+        ports.push((switches[s].lid.0, 1));
+    }
+    let max_count = ports.iter().map(|p| p.1).max().unwrap_or(1);
+    let mut order = Vec::new();
+    for k in 0..max_count {
+        for &(base, c) in &ports {
+            if k < c {
+                order.push(base + k as u16);
+            }
+        }
+    }
+    order
+}
+
 /// A switch in the dense view.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SwitchInfo {
@@ -197,8 +235,7 @@ pub struct RoutingInput {
     nbrs: Vec<u32>,
     /// Indexed by LID, `0..=max_lid`.
     lid_dest: Vec<Dest>,
-    /// Used LIDs in OpenSM's routing order: by port GUID (a switch's is its node GUID),
-    /// then LID.
+    /// Used LIDs in OpenSM's routing order (see [`RoutingInput::routing_order`]).
     dest_order: Vec<u16>,
     /// The SM's own port, when known. Carried for engines and callers that need it; the
     /// three engines here route every end port alike, the SM's included.
@@ -345,19 +382,7 @@ impl RoutingInput {
                 owner[lid] = Some(p);
             }
         }
-        let mut dest_order: Vec<u16> = (1..lid_dest.len())
-            .filter(|&l| lid_dest[l].is_used())
-            .map(|l| l as u16)
-            .collect();
-        dest_order.sort_by_key(|&l| {
-            let d = lid_dest[l as usize];
-            let guid = if d.end == NONE {
-                switches[d.switch as usize].guid
-            } else {
-                end_ports[d.end as usize].guid
-            };
-            (guid, l)
-        });
+        let dest_order = routing_order(&switches, &end_ports);
         Ok(RoutingInput {
             switches,
             end_ports,
@@ -381,8 +406,13 @@ impl RoutingInput {
         (self.lid_dest.len() - 1) as u16
     }
 
-    /// Every used LID in the order engines route them, as OpenSM does: by the port GUID
-    /// that owns the LID (a switch's LIDs by its node GUID), then by LID.
+    /// Every routed LID in the order engines route them, OpenSM's (3.3, no
+    /// guid_routing_order_file): the end ports of each switch in port order, switches taken
+    /// by decreasing number of end ports, then in OpenSM's switch-map order (GUIDs in network
+    /// byte order compared as little-endian integers, i.e. byte-swapped); then the switches'
+    /// own LIDs in that same map order.
+    /// With LMC > 0 the list is walked once per LID offset: every port's base LID first,
+    /// then every port's base + 1, and so on.
     pub fn routing_order(&self) -> &[u16] {
         &self.dest_order
     }

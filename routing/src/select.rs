@@ -2,12 +2,15 @@
 //!
 //! For switch `s`, a bit mask per destination switch `t` marks the output ports the engine
 //! may use (the neighbour is one hop closer under the engine's rule). Destinations are
-//! then taken in OpenSM's order ([`RoutingInput::routing_order`]: by port GUID, then LID);
-//! each picks among its allowed ports the one that carries the fewest end-port destinations
-//! so far (lowest port on a tie) after the engine's own preferences, and bumps that port's
-//! counter; routes to switch LIDs are not counted, as in OpenSM with its default
-//! `port_profile_switch_nodes FALSE`. With these two rules our min-hop and up/down tables
-//! equal OpenSM 3.3.23's entry for entry on the same LIDs (checked on ibsim fat trees).
+//! then taken in OpenSM's order ([`RoutingInput::routing_order`]); each picks among its
+//! allowed ports the one that carries the fewest end-port destinations so far (lowest port
+//! on a tie; for the further LIDs of an LMC port, the first port after the one the previous
+//! LID took) after the engine's own preferences, and bumps that port's counter. Routes to
+//! switch LIDs are not counted, as in OpenSM with its default `port_profile_switch_nodes
+//! FALSE`. With these rules our min-hop and up/down tables equal OpenSM 3.3.23's entry for
+//! entry on the same LIDs (tested on ibsim fat trees and a torus, LMC 0 and 2); OpenSM's
+//! extra tie-break on `forwarded_to` (only reached when every next switch is already used
+//! by the port's other LIDs) is not modelled.
 
 use crate::engine::{Hints, Plan, ShardResult};
 use crate::hops::{DOWN_ONLY, HopTable, UNREACHABLE};
@@ -155,9 +158,12 @@ impl std::hash::Hasher for MaskHasher {
 
 type MaskMap = HashMap<Box<[u64]>, u32, std::hash::BuildHasherDefault<MaskHasher>>;
 
-/// Least (count, port) among the ports of `mask` by linear scan.
-fn least(mask: &[u64], counters: &[u32]) -> Option<u8> {
-    ports_of(mask).min_by_key(|&p| (counters[p as usize], p))
+/// The least-loaded port of `mask`; ties go to the first port met when scanning from port
+/// `start` upwards and wrapping (OpenSM's scan order; `start` 1 means lowest port first).
+/// `slots` is the number of port slots, management port included.
+fn least_from(mask: &[u64], counters: &[u32], start: usize, slots: usize) -> Option<u8> {
+    let shift = slots - start % slots;
+    ports_of(mask).min_by_key(|&p| (counters[p as usize], (p as usize + shift) % slots))
 }
 
 pub(crate) fn compute_lfts(
@@ -183,14 +189,21 @@ pub(crate) fn compute_lfts(
     let mut class_of = vec![NONE; n];
     let mut class_ids: MaskMap = MaskMap::default();
     let mut classes: Vec<Class> = Vec::new();
-    let mut sibling_mask = vec![0u64; words];
+    let any_lmc = input.end_ports.iter().any(|e| e.lids.lmc > 0);
+    // LMC: per end port, the ports leading to next switches its LIDs already use.
+    let mut used_by_port = vec![
+        0u64;
+        if any_lmc {
+            input.end_ports.len() * words
+        } else {
+            0
+        }
+    ];
     let mut pref = vec![0u64; words];
-    let mut last_end = NONE;
     let mut out = Vec::with_capacity(range.len());
     let ft = plan.ftree.as_ref();
     let stride = ft.map_or(1, |f| f.max_level as usize + 1);
     let nroots = ft.map_or(0, |f| f.roots.len());
-    let any_lmc = input.end_ports.iter().any(|e| e.lids.lmc > 0);
     // Fat-tree: ports of s leading up towards each root.
     let mut toward = vec![0u64; nroots * words];
 
@@ -198,6 +211,7 @@ pub(crate) fn compute_lfts(
         masks.iter_mut().for_each(|m| *m = 0);
         fb_masks.iter_mut().for_each(|m| *m = 0);
         counters.iter_mut().for_each(|c| *c = 0);
+        used_by_port.iter_mut().for_each(|w| *w = 0);
         port_nbr.iter_mut().for_each(|c| *c = NONE);
         for &m in &touched {
             nbr_mask[m as usize * words..(m as usize + 1) * words]
@@ -289,7 +303,18 @@ pub(crate) fn compute_lfts(
             }
             // Engine preferences narrow the set; the least-loaded port of it wins.
             let mut narrowed = false;
-            let lmc = any_lmc && d.end != NONE && input.end_ports[d.end as usize].lids.lmc > 0;
+            // Further LIDs of an LMC port: OpenSM starts its port scan after the port the
+            // previous LID took, so equal loads rotate.
+            let offset = if d.end == NONE {
+                0
+            } else {
+                lid - input.end_ports[d.end as usize].lids.base.0 as usize
+            };
+            let start = if offset > 0 {
+                lft[lid - 1] as usize + 1
+            } else {
+                1
+            };
             let ft_dest = ft.filter(|f| d.end != NONE && f.lid_root[lid] != NONE);
             if let Some(f) = ft_dest {
                 let want: &[u64] = if row_s[t] & DOWN_ONLY != 0 {
@@ -309,33 +334,30 @@ pub(crate) fn compute_lfts(
                     *pw = mask[w] & want.get(w).copied().unwrap_or(0);
                 }
                 narrowed = pref.iter().any(|&w| w != 0);
-            } else if lmc {
-                // LMC: LIDs of one end port prefer next switches its other LIDs do not use.
-                if d.end != last_end {
-                    last_end = d.end;
-                    sibling_mask.iter_mut().for_each(|w| *w = 0);
-                }
+            } else if any_lmc && d.end != NONE {
+                // LMC (OpenSM's enhanced mode): the LIDs of one end port prefer next switches
+                // that its other LIDs do not use yet.
+                let used = &used_by_port[d.end as usize * words..(d.end as usize + 1) * words];
                 for (w, pw) in pref.iter_mut().enumerate() {
-                    *pw = mask[w] & !sibling_mask[w];
+                    *pw = mask[w] & !used[w];
                 }
-                narrowed = pref.iter().any(|&w| w != 0);
+                narrowed = pref.iter().any(|&w| w != 0) && pref != mask;
             }
             let chosen = if narrowed {
-                if pref.iter().map(|w| w.count_ones()).sum::<u32>() == 1 {
-                    ports_of(&pref).next()
-                } else {
-                    least(&pref, &counters)
-                }
+                least_from(&pref, &counters, start, nports)
+            } else if start != 1 {
+                least_from(mask, &counters, start, nports)
             } else {
                 classes[class as usize].take(&counters)
             };
             if let Some(p) = chosen {
                 lft[lid] = p;
                 counters[p as usize] += count;
-                if lmc {
+                if any_lmc && d.end != NONE {
                     let m = port_nbr[p as usize] as usize;
-                    for (w, sw) in sibling_mask.iter_mut().enumerate() {
-                        *sw |= nbr_mask[m * words + w];
+                    let e = d.end as usize;
+                    for w in 0..words {
+                        used_by_port[e * words + w] |= nbr_mask[m * words + w];
                     }
                 }
             }

@@ -53,6 +53,14 @@ Unicast lids [0x0-0x6] of switch Lid 2 guid 0x0000000000200000 (Switch1):
     assert_eq!(d[0].entries[5].port, 5);
     assert_eq!(d[0].entries[5].port_guid.map(|g| g.0), Some(0x10000a));
     assert_eq!(d[0].entries[1].port, 0);
+    // The line ibroute prints for the further LIDs of an LMC > 0 port.
+    let lmc = "Unicast lids [0x0-0x17] of switch Lid 1 guid 0x2001 (s):\n\
+               0x0015 006 : (path #2 out of 4: portguid 0x1000000000000001)\n";
+    let d = parse_ibroute(lmc).unwrap();
+    assert_eq!(
+        d[0].entries[0].port_guid,
+        Some(fabric::Guid(0x1000000000000001))
+    );
 }
 
 #[test]

@@ -47,7 +47,12 @@ fn client(dir: &Path, sock: &str, prog: &str) -> Command {
 /// OpenSM programmed our engine sets differently on OpenSM's LIDs (and of how many).
 type Compared = (Metrics, Metrics, usize, usize);
 
-fn opensm_metrics(spec: &str, engines: &[&str], roots: &[fabric::Guid]) -> Option<Vec<Compared>> {
+fn opensm_metrics(
+    spec: &str,
+    engines: &[&str],
+    roots: &[fabric::Guid],
+    lmc: u8,
+) -> Option<Vec<Compared>> {
     if let Some(missing) = TOOLS.iter().find(|t| !Path::new(t).exists()) {
         println!(
             "skipped: {missing} is not installed (needs ibsim-utils, opensm, infiniband-diags)"
@@ -88,7 +93,7 @@ fn opensm_metrics(spec: &str, engines: &[&str], roots: &[fabric::Guid]) -> Optio
     let roots_text: String = roots.iter().map(|g| format!("{g}\n")).collect();
     std::fs::write(&root_file, roots_text).unwrap();
     for engine in engines {
-        let mut root_args: Vec<std::ffi::OsString> = Vec::new();
+        let mut root_args: Vec<std::ffi::OsString> = vec!["-l".into(), lmc.to_string().into()];
         if !roots.is_empty() {
             root_args.push("-a".into());
             root_args.push(root_file.clone().into_os_string());
@@ -169,7 +174,7 @@ fn opensm_metrics(spec: &str, engines: &[&str], roots: &[fabric::Guid]) -> Optio
 #[test]
 fn opensm_routes_measure_like_ours() {
     let engines = ["ftree", "minhop", "updn"];
-    let Some(results) = opensm_metrics("ft3:4", &engines, &[]) else {
+    let Some(results) = opensm_metrics("ft3:4", &engines, &[], 0) else {
         return;
     };
     for (engine, (theirs, ours, differ, programmed)) in engines.iter().zip(results) {
@@ -200,7 +205,7 @@ fn opensm_routes_measure_like_ours() {
 #[test]
 fn opensm_updn_on_a_torus_matches_ours_given_the_same_root() {
     let root = fabric::Guid(0x2004_0000_0000_0000); // torus switch 0,0
-    let Some(results) = opensm_metrics("torus:5x4:hosts=2", &["updn"], &[root]) else {
+    let Some(results) = opensm_metrics("torus:5x4:hosts=2", &["updn"], &[root], 0) else {
         return;
     };
     let (theirs, ours, differ, programmed) = &results[0];
@@ -210,4 +215,21 @@ fn opensm_updn_on_a_torus_matches_ours_given_the_same_root() {
     );
     assert_eq!(theirs.hop_histogram, ours.hop_histogram);
     assert!(!ours.cdg.has_cycle);
+}
+
+#[test]
+fn opensm_lmc_routes_equal_ours() {
+    // LMC 2: four LIDs per end port, OpenSM's enhanced LMC mode (next-switch diversity and
+    // rotating scan start) against ours, on OpenSM's own LIDs.
+    let engines = ["minhop", "updn"];
+    let Some(results) = opensm_metrics("ft3:6:hosts=2", &engines, &[], 2) else {
+        return;
+    };
+    for (engine, (theirs, _ours, differ, programmed)) in engines.iter().zip(results) {
+        assert_eq!(theirs.unreachable_pairs, 0, "{engine}");
+        assert_eq!(
+            differ, 0,
+            "{engine}: {differ} of {programmed} entries differ from OpenSM"
+        );
+    }
 }

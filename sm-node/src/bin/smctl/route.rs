@@ -91,6 +91,9 @@ struct AnalyzeArgs {
     /// LFT entries and 64-LID blocks differ from the dump.
     #[arg(long)]
     compare_engine: Option<String>,
+    /// With --compare-engine: write our tables (ibroute format) to this file.
+    #[arg(long, requires = "compare_engine")]
+    dump_ours: Option<PathBuf>,
     /// Print JSON instead of text.
     #[arg(long)]
     json: bool,
@@ -422,6 +425,11 @@ fn analyze(a: AnalyzeArgs) -> anyhow::Result<ExitCode> {
                         differ += u64::from(t.port(lid) != o.port(lid));
                     }
                 }
+            }
+            if let Some(path) = &a.dump_ours {
+                let text = ibroute::format_ibroute(&topo, &input, &ours.routing.lfts);
+                std::fs::write(path, text)
+                    .with_context(|| format!("E_ROUTE_IO: cannot write {}", path.display()))?;
             }
             let om = metrics::analyze(&input, &ours.routing.lfts, &MetricsOptions::default());
             Some((
