@@ -344,7 +344,11 @@ pub(crate) fn compute_lfts(
                 narrowed = pref.iter().any(|&w| w != 0) && pref != mask;
             }
             let chosen = if narrowed {
-                least_from(&pref, &counters, start, nports)
+                if pref.iter().map(|w| w.count_ones()).sum::<u32>() == 1 {
+                    ports_of(&pref).next()
+                } else {
+                    least_from(&pref, &counters, start, nports)
+                }
             } else if start != 1 {
                 least_from(mask, &counters, start, nports)
             } else {
