@@ -84,6 +84,8 @@ pub struct RaftActor {
     stopping: Option<Instant>,
     recording: bool,
     intent_seq: u64,
+    /// No master start before this (after a failed start, e.g. the port still attached).
+    master_retry_at: Option<Instant>,
 }
 
 fn unix_ms() -> u64 {
@@ -181,6 +183,7 @@ impl RaftActor {
             stopping: None,
             recording: false,
             intent_seq: 0,
+            master_retry_at: None,
         })
     }
 
@@ -468,6 +471,7 @@ impl RaftActor {
                 && self.stopping.is_none()
                 && self.state.applied_index() >= first
                 && self.lease.valid()
+                && self.master_retry_at.is_none_or(|t| Instant::now() >= t)
             {
                 self.start_master(ctx);
             }
@@ -511,7 +515,8 @@ impl RaftActor {
         let (sweeper, mut attached) = match built {
             Ok(x) => x,
             Err(e) => {
-                tracing::error!("E_NODE_MASTER: cannot start the master: {e}");
+                tracing::warn!("E_NODE_MASTER: cannot start the master (retrying in 100 ms): {e}");
+                self.master_retry_at = Some(Instant::now() + Duration::from_millis(100));
                 return;
             }
         };
@@ -521,6 +526,7 @@ impl RaftActor {
             self.lease.clone(),
             self.fence_dropped.clone(),
         ));
+        self.master_retry_at = None;
         self.master_gen += 1;
         let gen_ = self.master_gen;
         let (tx, mut rx) = mpsc::unbounded_channel::<Milestone>();

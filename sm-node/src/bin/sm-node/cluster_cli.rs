@@ -15,6 +15,8 @@ pub enum Sub {
     /// replica processes on loopback, waits for SUBNET UP, prints the cluster; Ctrl-C stops
     /// everything.
     Demo(crate::demo::DemoArgs),
+    /// Benchmark: proposal commit latency and failover time (kill -9 of the master).
+    BenchCluster(crate::bench::BenchArgs),
     /// Prints a replica's view of the cluster.
     Status {
         /// Replica address (IP:PORT).
@@ -31,6 +33,7 @@ pub fn run_sub(sub: &Sub) -> anyhow::Result<ExitCode> {
         .build()?;
     match sub {
         Sub::Demo(a) => rt.block_on(crate::demo::run(a)),
+        Sub::BenchCluster(a) => rt.block_on(crate::bench::run(a)),
         Sub::Status { addr } => rt.block_on(async {
             let st = status(addr).await?;
             print!("{}", render(&st));

@@ -3,9 +3,11 @@
 //! SIGTERM (or, with `--exit-after-subnet-up`, until the first sweep completes), then
 //! flushes guid2lid and prints a summary of what it did.
 
+mod bench;
 mod cluster_cli;
 mod demo;
 mod summary;
+mod tables;
 
 use anyhow::{Context, anyhow};
 use clap::Parser;
@@ -87,6 +89,10 @@ struct Cli {
     /// Exit once the first heavy sweep (the one that reaches SUBNET UP) completes.
     #[arg(long)]
     exit_after_subnet_up: bool,
+    /// After the first SUBNET UP, write the master's LFTs and P_Key tables to this file
+    /// (`lft GUID LID PORT` and `pkeys GUID PORT KEYS...` lines).
+    #[arg(long)]
+    dump_tables: Option<PathBuf>,
 }
 
 impl Cli {
@@ -170,6 +176,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         tracing::warn!("no --data-dir or --guid2lid: LIDs will not survive a restart");
     }
     let exit_after = cli.exit_after_subnet_up;
+    tables::set_path(cli.dump_tables.clone());
     let sys = actix_rt::System::new();
     sys.block_on(async move { serve(cfg, exit_after).await })
 }
@@ -198,6 +205,11 @@ async fn serve(cfg: NodeConfig, exit_after: bool) -> anyhow::Result<ExitCode> {
                     && matches!(m.kind, MilestoneKind::HeavySweepComplete { .. });
                 if let MilestoneKind::Stopped { .. } = m.kind {
                     stopped = true;
+                }
+                if matches!(m.kind, MilestoneKind::SubnetUp { .. }) && sum.subnet_up.is_none()
+                    && let Err(e) = tables::dump(&master).await
+                {
+                    tracing::error!("{e:#}");
                 }
                 sum.add(&m);
                 if stopped {
