@@ -54,6 +54,7 @@ mod light;
 mod program;
 mod state;
 mod sweeper;
+mod view;
 
 pub use config::{MS, PKeyTables, Role, SweeperConfig};
 pub use counters::{ATTRS, Counters, METHODS};
