@@ -2,7 +2,7 @@
 //! (same fields), resolved into a [`NodeConfig`], then into the sweeper's configuration.
 //!
 //! ```toml
-//! fabric = "sim:ft2:36"          # or "sim:FILE@H1", "simd:/run/simd.sock@H1"
+//! fabric = "sim:ft2:36"          # or "sim:FILE@H1", "simd:/run/simd.sock@H1", "umad:/dev/infiniband/umad0"
 //! priority = 8                   # SMInfo priority 0..=15
 //! routing-engine = "ftree,updn,minhop"
 //! sweep-interval = 10            # seconds between light sweeps; 0 = none
@@ -11,7 +11,7 @@
 //! lmc = 0
 //! routing-workers = 2            # default: available cores
 //! sim-pace = "fast"              # or "realtime" (in-process simulator only)
-//! smp-timeout-ms = 20
+//! smp-timeout-ms = 20            # default 20; 200 on umad
 //! ```
 
 use crate::error::NodeError;
@@ -40,6 +40,33 @@ pub enum FabricSpec {
         /// Attach port name.
         port: String,
     },
+    /// `umad:DEVICE[:PORT]`: the kernel user-MAD device (`/dev/infiniband/umad0`; ibsim
+    /// through `LD_PRELOAD=libumad2sim.so`); PORT, when given, must be the device's port
+    /// number.
+    Umad {
+        /// Device path.
+        device: String,
+        /// Expected local port number.
+        port: Option<u8>,
+    },
+}
+
+impl FabricSpec {
+    /// Default per-attempt SMP timeout for this transport, in ms.
+    pub fn default_smp_timeout_ms(&self) -> u64 {
+        match self {
+            FabricSpec::Umad { .. } => crate::transport::umad::UMAD_SMP_TIMEOUT_MS,
+            _ => SweeperConfig::default().timeout / MS,
+        }
+    }
+
+    /// Outstanding SMPs allowed on this transport.
+    pub fn smp_window(&self) -> usize {
+        match self {
+            FabricSpec::Umad { .. } => crate::transport::umad::UMAD_WINDOW,
+            _ => SweeperConfig::default().window,
+        }
+    }
 }
 
 impl std::str::FromStr for FabricSpec {
@@ -66,9 +93,28 @@ impl std::str::FromStr for FabricSpec {
                     "--fabric {s:?}: expected simd:SOCKET@PORTNAME"
                 ))),
             }
+        } else if let Some(rest) = s.strip_prefix("umad:") {
+            let (device, port) = match rest.rsplit_once(':') {
+                Some((d, p)) if !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()) => {
+                    let n = p.parse::<u8>().map_err(|_| {
+                        NodeError::Config(format!("--fabric {s:?}: bad port number {p:?}"))
+                    })?;
+                    (d, Some(n))
+                }
+                _ => (rest, None),
+            };
+            if !device.starts_with('/') {
+                return Err(NodeError::Config(format!(
+                    "--fabric {s:?}: expected umad:/dev/infiniband/umadN[:PORT]"
+                )));
+            }
+            Ok(FabricSpec::Umad {
+                device: device.to_string(),
+                port,
+            })
         } else {
             Err(NodeError::Config(format!(
-                "--fabric {s:?}: expected sim:SPEC[@PORT] or simd:SOCKET@PORTNAME"
+                "--fabric {s:?}: expected sim:SPEC[@PORT], simd:SOCKET@PORTNAME or umad:DEVICE[:PORT]"
             )))
         }
     }
@@ -161,7 +207,7 @@ pub struct NodeConfig {
 impl TryFrom<FileConfig> for NodeConfig {
     type Error = NodeError;
     fn try_from(f: FileConfig) -> Result<NodeConfig, NodeError> {
-        let fabric = f
+        let fabric: FabricSpec = f
             .fabric
             .as_deref()
             .ok_or_else(|| NodeError::Config("no fabric given (--fabric or `fabric =`)".into()))?
@@ -204,6 +250,11 @@ impl TryFrom<FileConfig> for NodeConfig {
             Some(p) => p.parse().map_err(NodeError::Config)?,
             None => Pace::Fast,
         };
+        let smp_timeout_ms = match f.smp_timeout_ms {
+            Some(0) => return Err(NodeError::Config("smp timeout must be >= 1 ms".into())),
+            Some(t) => t,
+            None => fabric.default_smp_timeout_ms(),
+        };
         Ok(NodeConfig {
             fabric,
             priority,
@@ -218,11 +269,7 @@ impl TryFrom<FileConfig> for NodeConfig {
                 .max(1),
             pace,
             seed: f.sim_seed.unwrap_or(1),
-            smp_timeout_ms: match f.smp_timeout_ms {
-                Some(0) => return Err(NodeError::Config("smp timeout must be >= 1 ms".into())),
-                Some(t) => t,
-                None => SweeperConfig::default().timeout / MS,
-            },
+            smp_timeout_ms,
         })
     }
 }
@@ -283,6 +330,7 @@ impl NodeConfig {
             partitions_conf,
             guid2lid,
             timeout: self.smp_timeout_ms * MS,
+            window: self.fabric.smp_window(),
             ..SweeperConfig::default()
         };
         Ok((cfg, store))
@@ -316,7 +364,29 @@ mod tests {
                 port: "0x10".into()
             }
         );
-        for bad in ["simd:/tmp/a.sock", "umad:0", "sim:"] {
+        assert_eq!(
+            "umad:/dev/infiniband/umad0".parse::<FabricSpec>().unwrap(),
+            FabricSpec::Umad {
+                device: "/dev/infiniband/umad0".into(),
+                port: None
+            }
+        );
+        assert_eq!(
+            "umad:/dev/infiniband/umad1:2"
+                .parse::<FabricSpec>()
+                .unwrap(),
+            FabricSpec::Umad {
+                device: "/dev/infiniband/umad1".into(),
+                port: Some(2)
+            }
+        );
+        for bad in [
+            "simd:/tmp/a.sock",
+            "umad:0",
+            "sim:",
+            "umad:",
+            "umad:/dev/x:300",
+        ] {
             let e = bad.parse::<FabricSpec>().unwrap_err().to_string();
             assert!(e.starts_with("E_NODE_CONFIG"), "{bad}: {e}");
         }

@@ -62,6 +62,10 @@ pub fn attach(cfg: &NodeConfig) -> Result<(Attached, Option<SimHandle>), NodeErr
             Ok((h.attach(guid, cfg.pace)?, Some(h)))
         }
         FabricSpec::Simd { socket, port } => Ok((simd::connect(socket, port)?, None)),
+        FabricSpec::Umad { device, port } => Ok((
+            crate::transport::umad::attach(device, *port, cfg.smp_timeout_ms)?,
+            None,
+        )),
     }
 }
 

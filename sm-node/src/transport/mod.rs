@@ -5,6 +5,7 @@
 
 pub mod sim;
 pub mod simd;
+pub mod umad;
 
 use fabric::{Guid, Lid};
 use mad::Smp;

@@ -75,6 +75,7 @@ impl Summary {
         let mut s = String::new();
         let fabric = match &cfg.fabric {
             FabricSpec::Sim { topology, .. } => format!("in-process simulator, {topology}"),
+            FabricSpec::Umad { device, .. } => format!("kernel umad {device}"),
             FabricSpec::Simd { socket, port } => {
                 format!("fabric-simd {} at {port}", socket.display())
             }
