@@ -2,8 +2,9 @@
 //! rotation per term.
 //!
 //! * Role: a [`Role::Standby`] sweeper sends nothing but SMInfo answers (state STANDBY).
-//! * Fencing: while [`Sweeper::set_fenced`] is on, no Set leaves (Gets, SMInfo answers and
-//!   trap represses do); queued Sets wait and go when it is lifted. [`Sweeper::step_down`]
+//! * Fencing: while [`Sweeper::set_fenced`] is on, or the sweeper's time has reached the
+//!   write lease ([`Sweeper::set_lease`]), no Set leaves (Gets, SMInfo answers and trap
+//!   represses do); queued Sets wait and go when it is lifted. [`Sweeper::step_down`]
 //!   drops everything queued or in flight and turns the sweeper into a standby.
 //! * M_Key: SMPs carry, per target, the key its management port (switch port 0, the CA
 //!   port reached) is believed to hold, out of the candidates `m_key_prev` + `m_key`. A
@@ -33,6 +34,30 @@ impl Sweeper {
     /// True while fenced.
     pub fn is_fenced(&self) -> bool {
         self.fenced
+    }
+
+    /// Sets the write lease: Sets leave only while the sweeper's time is before `until`
+    /// (None, the default: no lease needed). A cluster driver extends it each time a quorum
+    /// confirms its leadership (e.g. to the quorum's acknowledgement time plus the lease
+    /// length), so a master that was paused and resumes past its lease sends no Set even
+    /// before its Raft node notices it was deposed. Use [`Sweeper::poll_transmit_at`] so the
+    /// check sees the current time.
+    pub fn set_lease(&mut self, until: Option<VTime>) {
+        self.lease_until = until;
+    }
+
+    /// [`Sweeper::poll_transmit`] after moving the sweeper's time to `now` (what the lease
+    /// is checked against).
+    pub fn poll_transmit_at(&mut self, now: VTime) -> Option<crate::Transmit> {
+        self.now = self.now.max(now);
+        self.poll_transmit()
+    }
+
+    /// May this SM write now (not fenced, within its lease, master)?
+    pub fn may_write(&self) -> bool {
+        self.cfg.role == Role::Master
+            && !self.fenced
+            && self.lease_until.is_none_or(|u| self.now < u)
     }
 
     /// The term ended: every queued or outstanding request, a pending intent and the
@@ -79,11 +104,11 @@ impl Sweeper {
         if self.cfg.role == Role::Standby {
             return false;
         }
-        !(self.fenced
-            && matches!(
-                self.phase,
-                Phase::Programming(_) | Phase::Rekey | Phase::Reapply
-            ))
+        let writing = matches!(
+            self.phase,
+            Phase::Programming(_) | Phase::Rekey | Phase::Reapply
+        );
+        !writing || self.may_write()
     }
 
     /// The M_Key believed in force at `(node GUID, port)`'s management port (None when the

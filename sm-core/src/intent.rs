@@ -48,6 +48,10 @@ pub struct PKeyBlockWrite {
     pub block: u16,
     /// P_Keys (membership bit included).
     pub keys: [u16; 32],
+    /// The port is taken to hold this block already (a port never configured since reset
+    /// holds the IBA default table): recorded as programmed but not written by this sweep.
+    /// A re-apply writes it like any other block.
+    pub assumed: bool,
 }
 
 /// PortInfo fields a sweep writes to an end port (switch port 0, CA port).
@@ -149,7 +153,9 @@ impl Sweeper {
                 });
             }
         }
-        for &(node, port, b) in &self.pkey_todo {
+        let todo = self.pkey_todo.iter().map(|&x| (x, false));
+        let assumed = self.pkey_assumed.iter().map(|&x| (x, true));
+        for ((node, port, b), assumed) in todo.chain(assumed) {
             let n = &self.nodes[node as usize];
             let p = &self.ports[n.port_index(port)];
             let mut keys = [0u16; 32];
@@ -162,6 +168,7 @@ impl Sweeper {
                 port,
                 block: b,
                 keys,
+                assumed,
             });
         }
         it.port_changes = self.planned_port_changes();
@@ -383,12 +390,13 @@ impl Sweeper {
             };
             let pi = self.nodes[node as usize].port_index(w.port);
             let p = &mut self.ports[pi];
-            let e = pcov
-                .entry((w.node, w.port))
-                .or_insert_with(|| (p.pkey_known_valid, Vec::new()));
-            if !e.0 {
-                p.pkey_known.clear();
-            }
+            let e = pcov.entry((w.node, w.port)).or_insert_with(|| {
+                // What is known of an unknown table is only what the intent writes.
+                if !p.pkey_known_valid {
+                    p.pkey_known.clear();
+                }
+                (p.pkey_known_valid, Vec::new())
+            });
             let lo = usize::from(w.block) * 32;
             if p.pkey_known.len() < lo + 32 {
                 p.pkey_known.resize(lo + 32, 0);

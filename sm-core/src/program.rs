@@ -274,6 +274,7 @@ impl Sweeper {
     fn plan_pkeys(&mut self) {
         let sweep = self.sweep;
         self.pkey_todo.clear();
+        self.pkey_assumed.clear();
         for i in 0..self.nodes.len() {
             if self.nodes[i].seen != sweep {
                 continue;
@@ -285,7 +286,8 @@ impl Sweeper {
                     continue;
                 }
                 let blocks = port.pkey_want.len().div_ceil(32);
-                if !port.pkey_known_valid && port.fresh && self.cfg.assume_default_pkeys {
+                let assumed = !port.pkey_known_valid && port.fresh && self.cfg.assume_default_pkeys;
+                if assumed {
                     // A port never configured since reset holds the IBA default
                     // table: 0xFFFF at index 0, the rest invalid.
                     port.pkey_known.clear();
@@ -307,6 +309,8 @@ impl Sweeper {
                 for (b, t) in todo.iter().enumerate().take(blocks.min(64)) {
                     if *t {
                         self.pkey_todo.push((i as u32, p, b as u16));
+                    } else if assumed {
+                        self.pkey_assumed.push((i as u32, p, b as u16));
                     }
                 }
             }

@@ -92,8 +92,12 @@ pub struct Sweeper {
     pub(crate) lft_todo: Vec<(u32, u16)>,
     /// P_KeyTable blocks (node, port, block) the current sweep writes.
     pub(crate) pkey_todo: Vec<(u32, u8, u16)>,
+    /// P_KeyTable blocks of fresh ports taken to hold what is wanted already (IBA default).
+    pub(crate) pkey_assumed: Vec<(u32, u8, u16)>,
     /// No Set may leave (not leader of the current term with a valid lease).
     pub(crate) fenced: bool,
+    /// Sets leave only before this time (None: no lease).
+    pub(crate) lease_until: Option<VTime>,
     /// Candidate M_Keys: `m_key_prev` then `m_key` (ports index into it).
     pub(crate) keys: Vec<u64>,
     /// Intent counter, the intent waiting for its commit, and the one being programmed.
@@ -179,7 +183,9 @@ impl Sweeper {
             dirty: false,
             lft_todo: Vec::new(),
             pkey_todo: Vec::new(),
+            pkey_assumed: Vec::new(),
             fenced: false,
+            lease_until: None,
             keys,
             intent_seq: 0,
             awaiting_intent: None,
@@ -459,6 +465,9 @@ impl Sweeper {
         let mut r = smp.clone();
         r.method = Method::TRAP_REPRESS;
         r.status = 0;
+        // The SMA checks the M_Key of a TrapRepress like that of a Set: a repress with a
+        // wrong key is a violation, which is itself trapped (a storm).
+        r.m_key = self.key_at_lid(n.issuer_lid);
         self.counters.record(r.attr_id, r.method, r.is_directed());
         self.out.push_back(Transmit {
             dlid: n.issuer_lid,
@@ -475,6 +484,32 @@ impl Sweeper {
                 self.start_pending_heavy();
             }
         }
+    }
+
+    /// The M_Key believed in force at the end port answering to `lid` (this term's key
+    /// when no port is known by that LID).
+    fn key_at_lid(&self, lid: Lid) -> u64 {
+        for n in &self.nodes {
+            let range = if n.is_switch { 0..=0 } else { 1..=n.nports };
+            for p in range {
+                let port = &self.ports[n.port_index(p)];
+                let lo = port.info.lid.0;
+                if lo != 0 && lid.0 >= lo && lid.0 - lo < (1u16 << port.info.lmc.min(7)) {
+                    let mi = if n.is_switch {
+                        n.first_port as usize
+                    } else {
+                        n.port_index(p)
+                    };
+                    let k = self.ports[mi].key_idx;
+                    return self
+                        .keys
+                        .get(usize::from(k))
+                        .copied()
+                        .unwrap_or(self.cfg.m_key);
+                }
+            }
+        }
+        self.cfg.m_key
     }
 
     pub(crate) fn sm_port_guid(&self) -> Option<Guid> {
