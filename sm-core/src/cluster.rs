@@ -64,6 +64,12 @@ impl Sweeper {
     /// programming under way are dropped (late responses count as stale), and the sweeper
     /// becomes a standby (SMInfo STANDBY, no sweeps).
     pub fn step_down(&mut self) {
+        if matches!(
+            self.phase,
+            Phase::AwaitIntent | Phase::Programming(_) | Phase::Reapply | Phase::Rekey
+        ) {
+            self.forget_planned();
+        }
         self.win.clear();
         self.awaiting_intent = None;
         self.current_intent = None;

@@ -205,6 +205,14 @@ impl Sweeper {
             return;
         }
         self.awaiting_intent = None;
+        self.forget_planned();
+        self.finish_heavy();
+        self.advance();
+    }
+
+    /// What this sweep planned to write is not known to be written: its switches' tables
+    /// and its ports' P_KeyTables become unknown, and the sweep counts as not clean.
+    pub(crate) fn forget_planned(&mut self) {
         for &(node, _) in &self.lft_todo {
             let sw = self.nodes[node as usize].sw;
             if sw != NONE {
@@ -217,8 +225,6 @@ impl Sweeper {
             self.ports[i].pkey_known_valid = false;
         }
         self.dirty = true;
-        self.finish_heavy();
-        self.advance();
     }
 
     /// The next intent event for the driver to commit.

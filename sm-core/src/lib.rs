@@ -34,6 +34,16 @@
 //! -> `HeavySweepComplete`; then a light sweep every `sweep_interval`
 //! (`LightSweepComplete`), a heavy one on change, trap 128/144 or request.
 //!
+//! In a Raft cluster (see the `cluster` and `intent` modules) the driver also:
+//! builds one `Sweeper` per term with the replicated state (`guid2lid`, `known_lfts`,
+//! `known_pkeys`, `pending_intent`, `m_key_prev`, this term's `m_key`,
+//! `gate_programming = true`, `reregister_on_takeover = false`); keeps
+//! [`Sweeper::set_lease`] / [`Sweeper::set_fenced`] up to date and sends with
+//! [`Sweeper::poll_transmit_at`]; commits every [`IntentEvent`] from
+//! [`Sweeper::poll_intent`] (answering `Program` with [`Sweeper::handle_intent_committed`]);
+//! calls [`Sweeper::step_down`] when the term ends. A standby replica runs a
+//! `Role::Standby` sweeper that only answers SMInfo.
+//!
 //! Directed route is used for discovery, LID changes and table writes (routes may be in
 //! flux); once a sweep has brought every port ACTIVE, port bring-up, PortStateChange
 //! clears and light-sweep polls go LID-routed, with one directed-route retry on timeout.

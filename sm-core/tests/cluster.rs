@@ -379,6 +379,7 @@ fn step_down_drops_every_queued_set_and_answers_standby() {
     let mut c = Cluster::new(&t, 3);
     let cfg = SweeperConfig {
         sm_priority: 9,
+        partitions_conf: Some(POLICY.into()),
         ..SweeperConfig::default()
     };
     let a = c.add(cas[0].2, cfg);
@@ -405,6 +406,17 @@ fn step_down_drops_every_queued_set_and_answers_standby() {
     assert_eq!(i.priority, 9);
     assert_eq!(i.guid, cas[0].2);
     assert!(c.sms[a].sw.poll_transmit().is_none());
+    // Made master again: nothing it had planned is taken as written.
+    c.sms[a].sw.set_role(c.now, Role::Master);
+    c.subnet_up(a);
+    checked_up(&c, &t);
+    for (n, p, g) in &cas {
+        let keys = c.fab.pkey_table(*n, *p).unwrap();
+        assert!(
+            keys.iter().any(|k| k.0 == 0x8001),
+            "{g}: P_Key table not written after the step-down"
+        );
+    }
 }
 
 #[test]
