@@ -61,6 +61,8 @@ pub struct PortChange {
     pub node: Guid,
     /// Port number.
     pub port: u8,
+    /// Port GUID (what guid2lid is keyed by).
+    pub port_guid: Guid,
     /// Base LID.
     pub lid: Lid,
     /// LMC.
@@ -251,6 +253,7 @@ impl Sweeper {
                     v.push(PortChange {
                         node: n.guid,
                         port: p,
+                        port_guid: port.guid,
                         lid: want.lid,
                         lmc: want.lmc,
                         master_sm_lid: want.master_sm_lid,

@@ -305,6 +305,11 @@ fn gated_sweep_sends_no_set_before_the_intent_is_committed() {
     let written_pkeys = it.pkey_blocks.iter().filter(|b| !b.assumed).count();
     assert!(written_pkeys > 0 && written_pkeys < it.pkey_blocks.len());
     assert_eq!(it.port_changes.len(), t.switches().count() + cas.len());
+    for pc in &it.port_changes {
+        let (lo, _) = c.sms[a].sw.guid2lid().get(pc.port_guid).unwrap();
+        assert_eq!(lo, pc.lid, "port change and guid2lid disagree");
+        assert_eq!(pc.m_key, KEY_A);
+    }
     // A wrong id is ignored; the right one releases the Sets.
     c.sms[a].sw.handle_intent_committed(c.now, it.id + 1);
     assert_eq!(c.sms[a].sw.phase(), Phase::AwaitIntent);
