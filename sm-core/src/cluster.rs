@@ -130,6 +130,28 @@ impl Sweeper {
         self.keys.get(usize::from(k)).copied()
     }
 
+    /// Configured end ports (LID set) of the last heavy sweep not known to hold this
+    /// term's M_Key. 0 after a clean sweep: the previous terms' keys can be retired from
+    /// the replicated record.
+    pub fn ports_on_old_keys(&self) -> usize {
+        let sweep = self.sweep;
+        let mut n_old = 0;
+        for n in self.nodes.iter().filter(|n| n.seen == sweep) {
+            let range = if n.is_switch { 0..=0 } else { 1..=n.nports };
+            for p in range {
+                let port = &self.ports[n.port_index(p)];
+                if port.info_sweep == 0 || port.info.lid.0 == 0 {
+                    continue;
+                }
+                let key = self.keys.get(usize::from(port.key_idx)).copied();
+                if key != Some(self.cfg.m_key) {
+                    n_old += 1;
+                }
+            }
+        }
+        n_old
+    }
+
     /// Index of the port whose M_Key a request is checked against (None: unknown target).
     pub(crate) fn mgmt_index(&self, req: &Req) -> Option<usize> {
         if req.node == NONE || req.op == Op::Probe {

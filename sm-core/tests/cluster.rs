@@ -509,6 +509,7 @@ fn takeover(spec: &str, b_prev: Vec<u64>) {
     };
     let b = c.add(b_guid, cfg);
     c.subnet_up(b);
+    assert_eq!(c.sms[b].sw.ports_on_old_keys(), 0);
     let log = c.fab.take_set_log();
     assert!(
         sets_from(&log, b_guid, LFT).is_empty(),
