@@ -10,6 +10,7 @@
 //! [`pool::RoutingWorker`]s computing routing shards. Transports: the in-process simulator
 //! ([`transport::sim`]) and the `fabric-simd` socket ([`transport::simd`]).
 
+pub mod auth;
 pub mod cluster;
 pub mod config;
 pub mod daemon;
@@ -19,6 +20,7 @@ pub mod mem;
 pub mod milestone;
 pub mod pool;
 pub mod store;
+pub mod tls;
 pub mod transport;
 
 pub use error::NodeError;

@@ -371,3 +371,18 @@ impl Handler<GetTables> for MasterActor {
         })
     }
 }
+
+/// The topology of the master's last discovery and its guid -> LID map (admin API).
+#[derive(Message)]
+#[rtype(result = "(std::sync::Arc<fabric::Topology>, sm_core::Guid2Lid)")]
+pub struct GetTopology;
+
+impl Handler<GetTopology> for MasterActor {
+    type Result = MessageResult<GetTopology>;
+    fn handle(&mut self, _: GetTopology, _: &mut Context<Self>) -> Self::Result {
+        MessageResult((
+            std::sync::Arc::new(self.sweeper.discovered_topology()),
+            self.sweeper.guid2lid().clone(),
+        ))
+    }
+}

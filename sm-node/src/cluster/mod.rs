@@ -151,12 +151,13 @@ pub async fn serve_grpc(
     raft: actix::Addr<raft_actor::RaftActor>,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> Result<(), NodeError> {
-    tonic::transport::Server::builder()
+    crate::tls::server_builder()
+        .map_err(|e| NodeError::Cluster(format!("E_NODE_TLS: {e}")))?
         .add_service(net::peer_server(net::PeerService {
             id,
             raft: raft.clone(),
         }))
-        .add_service(admin::admin_server(admin::AdminService { id, raft }))
+        .add_service(admin::admin_server(admin::AdminService::new(id, raft)))
         .serve_with_shutdown(listen, shutdown)
         .await
         .map_err(|e| NodeError::Cluster(format!("E_NODE_GRPC: serve on {listen}: {e}")))

@@ -12,7 +12,7 @@ use proto::peer::{
 use std::collections::BTreeMap;
 use std::time::Duration;
 use tokio::sync::mpsc;
-use tonic::transport::{Channel, Endpoint};
+use tonic::transport::Channel;
 use tonic::{Request, Response, Status};
 
 /// Largest gRPC message accepted or sent.
@@ -26,7 +26,7 @@ pub const PROPOSE_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// A lazily connecting client to `addr` (reconnects by itself after failures).
 pub fn channel(addr: &str) -> Result<Channel, tonic::transport::Error> {
-    Ok(Endpoint::from_shared(format!("http://{addr}"))?
+    Ok(crate::tls::endpoint(addr)?
         .connect_timeout(Duration::from_millis(300))
         .timeout(Duration::from_secs(2))
         .tcp_nodelay(true)

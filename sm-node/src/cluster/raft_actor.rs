@@ -969,3 +969,56 @@ impl StreamHandler<(u64, Milestone)> for RaftActor {
 
     fn finished(&mut self, _: &mut Context<Self>) {}
 }
+
+/// What an admin query sees of a replica (see [`ReadState`]).
+pub struct ReadView<'a> {
+    /// The applied state.
+    pub state: &'a ReplicatedState,
+    /// True when this replica leads with a valid lease (its reads are linearizable).
+    pub leader_with_lease: bool,
+    /// This replica's Raft id, configured SM priority, current term and known leader.
+    pub self_id: u64,
+    /// Configured SM priority.
+    pub priority: u8,
+    /// Current term.
+    pub term: u64,
+    /// Known leader (0 = none).
+    pub leader_id: u64,
+    /// The master actor when this replica is master.
+    pub master: Option<Addr<MasterActor>>,
+}
+
+/// Runs a read-only closure on this replica's state (admin queries).
+pub struct ReadState<R: Send + 'static>(pub Box<dyn FnOnce(ReadView<'_>) -> R + Send>);
+
+impl<R: Send + 'static> Message for ReadState<R> {
+    type Result = R;
+}
+
+impl<R: Send + 'static> Handler<ReadState<R>> for RaftActor {
+    type Result = MessageResult<ReadState<R>>;
+    fn handle(&mut self, m: ReadState<R>, _: &mut Context<Self>) -> Self::Result {
+        let view = ReadView {
+            state: &self.state,
+            leader_with_lease: self.is_leader() && self.lease.valid(),
+            self_id: self.cfg.id,
+            priority: self.node_cfg.priority,
+            term: self.raw.raft.term,
+            leader_id: self.raw.raft.leader_id,
+            master: self.master.as_ref().map(|(_, a)| a.clone()),
+        };
+        MessageResult((m.0)(view))
+    }
+}
+
+/// Adds an observer of the milestones of every master started from now on.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct AddObserver(pub mpsc::UnboundedSender<Milestone>);
+
+impl Handler<AddObserver> for RaftActor {
+    type Result = ();
+    fn handle(&mut self, m: AddObserver, _: &mut Context<Self>) {
+        self.observers.push(m.0);
+    }
+}

@@ -147,6 +147,7 @@ pub fn run_replica(a: ReplicaArgs) -> anyhow::Result<ExitCode> {
         .worker_threads(2)
         .enable_all()
         .build()?;
+    sm_node::tls::install_from_env(listen).map_err(|e| anyhow!("E_NODE_TLS: {e}"))?;
     rt.block_on(async move {
         let tx = cluster::net::spawn_senders(a.id, &peers);
         let replica = cluster::start_replica(ccfg, a.node, tx, Vec::new())?;

@@ -1,23 +1,45 @@
 //! The `SmAdmin` service of one replica: status and policy reads from the applied state,
 //! writes proposed here or forwarded to the leader (`Peer.Forward`).
 //!
+//! Where reads come from: status, policy and SmInfo from this replica's applied state (or,
+//! with `linearizable`, from the leader holding a valid lease: a follower forwards the call).
+//! Reads that need the fabric's topology (nodes, port, route, trace, diff, plan, audit) are
+//! served by the master, which holds the topology of its last discovery; a follower forwards
+//! them to the leader (the topology is not in the replicated log). LIDs, LFTs and P_Key
+//! tables come from the replicated state. Every call is checked against the bearer tokens
+//! ([`crate::auth`]): writes need the admin role.
+//!
 //! Status codes: INVALID_ARGUMENT (`line:col`) for a policy that does not parse,
 //! FAILED_PRECONDITION for a stale `expected_version`, UNAVAILABLE (with the leader's
 //! address when known) without a leader or a quorum.
 
+pub mod policy;
+pub mod query;
+pub mod watch;
+
 use super::net::{MAX_MESSAGE, PROPOSE_TIMEOUT, channel, propose_local};
 use super::raft_actor::{
-    GetClusterStatus, GetPolicy, ProposeError, RaftActor, TransferLeader, TriggerSweep,
+    ChangeMembership, GetClusterStatus, GetPolicy, ProposeError, RaftActor, ReadState, ReadView,
+    TransferLeader, TriggerSweep,
 };
+use crate::auth::Auth;
+use crate::master::GetTopology;
 use actix::Addr;
+use fabric::Topology;
 use proto::admin::sm_admin_client::SmAdminClient;
 use proto::admin::sm_admin_server::{SmAdmin, SmAdminServer};
 use proto::admin::*;
 use proto::peer::peer_client::PeerClient;
 use proto::peer::{ProposeRequest, propose_reply};
 use proto::state::{self, ApplyResult, Command, command::Kind};
+use replica::ReplicatedState;
+use std::pin::Pin;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tonic::{Request, Response, Status};
+
+/// Header marking a call forwarded by a replica (a forwarded call is never forwarded again).
+const FORWARDED: &str = "x-sm-forwarded";
 
 /// The `SmAdmin` service.
 pub struct AdminService {
@@ -25,6 +47,8 @@ pub struct AdminService {
     pub id: u64,
     /// Its RaftActor.
     pub raft: Addr<RaftActor>,
+    /// Token checks.
+    pub auth: Auth,
 }
 
 fn actor_err(e: actix::MailboxError) -> Status {
@@ -41,7 +65,44 @@ fn not_leader_status(leader_id: u64, addr: &str) -> Status {
     }
 }
 
+/// `inner` as a new request carrying the caller's token and the forwarded mark.
+fn forwarded<T, U>(orig: &Request<T>, inner: U) -> Request<U> {
+    let mut r = Request::new(inner);
+    if let Some(v) = orig.metadata().get("authorization") {
+        r.metadata_mut().insert("authorization", v.clone());
+    }
+    r.metadata_mut()
+        .insert(FORWARDED, tonic::metadata::MetadataValue::from_static("1"));
+    r
+}
+
+fn is_forwarded<T>(r: &Request<T>) -> bool {
+    r.metadata().get(FORWARDED).is_some()
+}
+
+/// Stream type of WatchEvents.
+pub type EventStream = Pin<Box<dyn futures_util::Stream<Item = Result<Event, Status>> + Send>>;
+
 impl AdminService {
+    /// The service of replica `id`, with the process's token settings.
+    pub fn new(id: u64, raft: Addr<RaftActor>) -> AdminService {
+        AdminService {
+            id,
+            raft,
+            auth: crate::tls::current().auth,
+        }
+    }
+
+    async fn read<R: Send + 'static>(
+        &self,
+        f: impl FnOnce(ReadView<'_>) -> R + Send + 'static,
+    ) -> Result<R, Status> {
+        self.raft
+            .send(ReadState(Box::new(f)))
+            .await
+            .map_err(actor_err)
+    }
+
     /// Proposes here when leader, else forwards to the leader.
     async fn propose(&self, cmd: Command) -> Result<ApplyResult, Status> {
         match propose_local(&self.raft, cmd.clone()).await {
@@ -87,6 +148,7 @@ impl AdminService {
         }
     }
 
+    /// The leader's admin client; None when this replica is the leader.
     async fn leader_client(
         &self,
     ) -> Result<Option<SmAdminClient<tonic::transport::Channel>>, Status> {
@@ -101,44 +163,135 @@ impl AdminService {
             .map(|r| r.admin_address.clone())
             .ok_or_else(|| not_leader_status(0, ""))?;
         let ch = channel(&addr).map_err(|e| Status::unavailable(format!("E_NODE_FORWARD: {e}")))?;
-        Ok(Some(SmAdminClient::new(ch)))
+        Ok(Some(
+            SmAdminClient::new(ch).max_decoding_message_size(MAX_MESSAGE),
+        ))
     }
+
+    /// The leader's client for a call that must be answered there (UNAVAILABLE when this
+    /// replica is the leader but cannot answer, or the call was forwarded already).
+    async fn must_forward<T>(
+        &self,
+        req: &Request<T>,
+        why: &str,
+    ) -> Result<SmAdminClient<tonic::transport::Channel>, Status> {
+        if is_forwarded(req) {
+            return Err(Status::unavailable(format!(
+                "E_NODE_FORWARD: forwarded here but {why}"
+            )));
+        }
+        self.leader_client()
+            .await?
+            .ok_or_else(|| Status::unavailable(format!("E_NODE_NO_MASTER: {why}")))
+    }
+
+    /// True when a `linearizable` read must go to the leader.
+    async fn needs_leader(&self, linearizable: bool) -> Result<bool, Status> {
+        if !linearizable {
+            return Ok(false);
+        }
+        Ok(!self.read(|v| v.leader_with_lease).await?)
+    }
+
+    /// The master's topology when this replica is master.
+    async fn master_topology(&self) -> Result<Option<Arc<Topology>>, Status> {
+        let Some(m) = self.read(|v| v.master).await? else {
+            return Ok(None);
+        };
+        let (t, _) = m.send(GetTopology).await.map_err(actor_err)?;
+        Ok(Some(t))
+    }
+
+    /// Runs `f` on the state and the master's topology, here when master.
+    async fn with_topology<R: Send + 'static>(
+        &self,
+        f: impl FnOnce(&ReplicatedState, &Topology) -> Result<R, Status> + Send + 'static,
+    ) -> Result<Option<R>, Status> {
+        let Some(t) = self.master_topology().await? else {
+            return Ok(None);
+        };
+        self.read(move |v| f(v.state, &t)).await?.map(Some)
+    }
+}
+
+/// Serves a topology read here when master, else forwards it to the leader.
+macro_rules! topo_read {
+    ($self:ident, $req:ident, $method:ident, $f:expr) => {{
+        $self.auth.read(&$req)?;
+        let inner = $req.get_ref().clone();
+        let f = $f;
+        match $self.with_topology(move |st, t| f(st, t, &inner)).await? {
+            Some(r) => Ok(Response::new(r)),
+            None => {
+                let mut c = $self
+                    .must_forward(&$req, "the master is not on this replica yet")
+                    .await?;
+                let fwd = forwarded(&$req, $req.get_ref().clone());
+                c.$method(fwd).await
+            }
+        }
+    }};
+}
+
+/// Serves a plain read here, or at the leader when `linearizable` needs it.
+macro_rules! state_read {
+    ($self:ident, $req:ident, $method:ident, $local:expr) => {{
+        $self.auth.read(&$req)?;
+        if $self.needs_leader($req.get_ref().linearizable).await? {
+            let mut c = $self
+                .must_forward(
+                    &$req,
+                    "no leader with a valid lease for a linearizable read",
+                )
+                .await?;
+            let fwd = forwarded(&$req, $req.get_ref().clone());
+            return c.$method(fwd).await;
+        }
+        $local
+    }};
 }
 
 #[tonic::async_trait]
 impl SmAdmin for AdminService {
     async fn cluster_status(
         &self,
-        _req: Request<ClusterStatusRequest>,
+        req: Request<ClusterStatusRequest>,
     ) -> Result<Response<ClusterStatusReply>, Status> {
-        let st = self.raft.send(GetClusterStatus).await.map_err(actor_err)?;
-        Ok(Response::new(st))
+        state_read!(self, req, cluster_status, {
+            let st = self.raft.send(GetClusterStatus).await.map_err(actor_err)?;
+            Ok(Response::new(st))
+        })
     }
 
     async fn get_policy(
         &self,
-        _req: Request<GetPolicyRequest>,
+        req: Request<GetPolicyRequest>,
     ) -> Result<Response<GetPolicyReply>, Status> {
-        Ok(Response::new(
-            self.raft.send(GetPolicy).await.map_err(actor_err)?,
-        ))
+        state_read!(self, req, get_policy, {
+            Ok(Response::new(
+                self.raft.send(GetPolicy).await.map_err(actor_err)?,
+            ))
+        })
     }
 
     async fn apply_policy(
         &self,
         req: Request<ApplyPolicyRequest>,
     ) -> Result<Response<ApplyPolicyReply>, Status> {
+        self.auth.admin(&req, "ApplyPolicy")?;
         let r = req.into_inner();
         // Check here first: a bad text never reaches the log.
-        if let Err(errs) = partitions::parse(&r.text) {
-            let first = errs
-                .first()
-                .map_or_else(|| "syntax error".to_string(), |e| e.to_string());
-            return Err(Status::invalid_argument(format!(
-                "E_NODE_POLICY_SYNTAX: {first} ({} error(s))",
-                errs.len()
-            )));
+        if let Some(s) = policy::syntax_status(&r.text) {
+            return Err(s);
         }
+        let text = r.text.clone();
+        let warnings = self
+            .read(move |v| policy::validate(v.state, None, &text))
+            .await?
+            .diagnostics
+            .into_iter()
+            .map(|d| format!("{} {}:{} {}", d.code, d.line, d.col, d.message))
+            .collect();
         let cmd = Command {
             request_id: r.request_id,
             kind: Some(Kind::ApplyPolicy(state::ApplyPolicy {
@@ -151,12 +304,14 @@ impl SmAdmin for AdminService {
             return Ok(Response::new(ApplyPolicyReply {
                 version: a.policy_version,
                 index: a.index,
-                warnings: Vec::new(),
+                warnings,
             }));
         }
         let msg = format!("{}: {}", a.code, a.message);
         Err(match a.code.as_str() {
-            "REPL-E004" => Status::failed_precondition(msg),
+            "REPL-E004" => Status::failed_precondition(format!(
+                "{msg} (run `smctl partitions show` and retry with the version in force)"
+            )),
             "REPL-E003" => Status::invalid_argument(format!("{msg} (at {}:{})", a.line, a.col)),
             _ => Status::internal(msg),
         })
@@ -166,6 +321,7 @@ impl SmAdmin for AdminService {
         &self,
         req: Request<TriggerSweepRequest>,
     ) -> Result<Response<TriggerSweepReply>, Status> {
+        self.auth.admin(&req, "TriggerSweep")?;
         let heavy = req.get_ref().heavy;
         match self
             .raft
@@ -174,12 +330,11 @@ impl SmAdmin for AdminService {
             .map_err(actor_err)?
         {
             Ok(master_id) => Ok(Response::new(TriggerSweepReply { master_id })),
-            Err(_) => match self.leader_client().await? {
-                Some(mut c) => c.trigger_sweep(TriggerSweepRequest { heavy }).await,
-                None => Err(Status::unavailable(
-                    "E_NODE_NO_MASTER: the master is starting",
-                )),
-            },
+            Err(_) => {
+                let mut c = self.must_forward(&req, "the master is starting").await?;
+                c.trigger_sweep(forwarded(&req, TriggerSweepRequest { heavy }))
+                    .await
+            }
         }
     }
 
@@ -187,6 +342,7 @@ impl SmAdmin for AdminService {
         &self,
         req: Request<TransferMasterRequest>,
     ) -> Result<Response<TransferMasterReply>, Status> {
+        self.auth.admin(&req, "TransferMaster")?;
         let to = req.get_ref().to_replica;
         match self
             .raft
@@ -196,15 +352,14 @@ impl SmAdmin for AdminService {
         {
             Ok(()) => {}
             Err(ProposeError::NotLeader { .. }) => {
-                return match self.leader_client().await? {
-                    Some(mut c) => {
-                        c.transfer_master(TransferMasterRequest { to_replica: to })
-                            .await
-                    }
-                    None => Err(not_leader_status(0, "")),
-                };
+                let mut c = self.must_forward(&req, "no leader").await?;
+                return c
+                    .transfer_master(forwarded(&req, TransferMasterRequest { to_replica: to }))
+                    .await;
             }
-            Err(ProposeError::Failed(m)) => return Err(Status::invalid_argument(m)),
+            Err(ProposeError::Failed(m)) => {
+                return Err(Status::not_found(format!("E_NODE_TRANSFER: {m}")));
+            }
         }
         // Wait (bounded) until this replica sees the new leader.
         let deadline = Instant::now() + Duration::from_secs(5);
@@ -224,6 +379,150 @@ impl SmAdmin for AdminService {
             }
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
+    }
+
+    async fn sm_info(&self, req: Request<SmInfoRequest>) -> Result<Response<SmInfoReply>, Status> {
+        state_read!(self, req, sm_info, {
+            let r = self
+                .read(|v| {
+                    let me_master = v.state.master().is_some_and(|m| m.replica_id == v.self_id);
+                    (query::sm_info(v.state, Some(v.priority)), me_master)
+                })
+                .await?;
+            let (mut info, me_master) = r;
+            if !me_master && !is_forwarded(&req) {
+                // The priority is the master's own configuration: ask it.
+                if let Ok(Some(mut c)) = self.leader_client().await
+                    && let Ok(l) = c.sm_info(forwarded(&req, req.get_ref().clone())).await
+                {
+                    info.priority = l.into_inner().priority;
+                }
+            }
+            Ok(Response::new(info))
+        })
+    }
+
+    async fn list_nodes(
+        &self,
+        req: Request<ListNodesRequest>,
+    ) -> Result<Response<ListNodesReply>, Status> {
+        topo_read!(
+            self,
+            req,
+            list_nodes,
+            |st: &ReplicatedState, t: &Topology, r: &ListNodesRequest| {
+                Ok(query::list_nodes(st, t, r))
+            }
+        )
+    }
+
+    async fn get_port(
+        &self,
+        req: Request<GetPortRequest>,
+    ) -> Result<Response<GetPortReply>, Status> {
+        topo_read!(self, req, get_port, query::get_port)
+    }
+
+    async fn get_route(
+        &self,
+        req: Request<GetRouteRequest>,
+    ) -> Result<Response<GetRouteReply>, Status> {
+        topo_read!(self, req, get_route, query::get_route)
+    }
+
+    async fn trace_path(
+        &self,
+        req: Request<TracePathRequest>,
+    ) -> Result<Response<TracePathReply>, Status> {
+        topo_read!(self, req, trace_path, query::trace)
+    }
+
+    async fn validate_policy(
+        &self,
+        req: Request<ValidatePolicyRequest>,
+    ) -> Result<Response<ValidatePolicyReply>, Status> {
+        self.auth.read(&req)?;
+        let text = req.into_inner().text;
+        let t = self.master_topology().await?;
+        let r = self
+            .read(move |v| policy::validate(v.state, t.as_deref(), &text))
+            .await?;
+        Ok(Response::new(r))
+    }
+
+    async fn diff_policy(
+        &self,
+        req: Request<DiffPolicyRequest>,
+    ) -> Result<Response<DiffPolicyReply>, Status> {
+        topo_read!(
+            self,
+            req,
+            diff_policy,
+            |st: &ReplicatedState, t: &Topology, r: &DiffPolicyRequest| {
+                policy::diff(st, t, &r.text)
+            }
+        )
+    }
+
+    async fn plan_policy(
+        &self,
+        req: Request<PlanPolicyRequest>,
+    ) -> Result<Response<PlanPolicyReply>, Status> {
+        topo_read!(
+            self,
+            req,
+            plan_policy,
+            |st: &ReplicatedState, t: &Topology, r: &PlanPolicyRequest| {
+                policy::plan(st, t, (!r.text.is_empty()).then_some(r.text.as_str()))
+            }
+        )
+    }
+
+    async fn audit(&self, req: Request<AuditRequest>) -> Result<Response<AuditReply>, Status> {
+        topo_read!(
+            self,
+            req,
+            audit,
+            |st: &ReplicatedState, t: &Topology, _: &AuditRequest| { policy::audit(st, t) }
+        )
+    }
+
+    async fn change_membership(
+        &self,
+        req: Request<ChangeMembershipRequest>,
+    ) -> Result<Response<ChangeMembershipReply>, Status> {
+        self.auth.admin(&req, "ChangeMembership")?;
+        let r = req.get_ref().clone();
+        match self
+            .raft
+            .send(ChangeMembership {
+                id: r.id,
+                add: r.add,
+            })
+            .await
+            .map_err(actor_err)?
+        {
+            Ok(()) => Ok(Response::new(ChangeMembershipReply { leader_id: self.id })),
+            Err(ProposeError::NotLeader { .. }) => {
+                let mut c = self.must_forward(&req, "no leader").await?;
+                c.change_membership(forwarded(&req, r)).await
+            }
+            Err(ProposeError::Failed(m)) => Err(Status::failed_precondition(format!(
+                "E_NODE_MEMBERSHIP: {m}"
+            ))),
+        }
+    }
+
+    type WatchEventsStream = EventStream;
+
+    async fn watch_events(
+        &self,
+        req: Request<WatchEventsRequest>,
+    ) -> Result<Response<EventStream>, Status> {
+        self.auth.read(&req)?;
+        let mut rx = watch::spawn(self.raft.clone(), req.into_inner().kinds);
+        let s = futures_util::stream::poll_fn(move |cx| rx.poll_recv(cx).map(|o| o.map(Ok)));
+        Ok(Response::new(Box::pin(s)))
     }
 }
 

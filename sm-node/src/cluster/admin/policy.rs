@@ -1,0 +1,230 @@
+//! Partition reads of the admin API: validate, diff, plan and audit a policy text against
+//! the master's discovered topology and the P_Key tables recorded as programmed. Pure.
+
+use fabric::{Guid, PKey, PortNum, Topology};
+use partitions::{Caps, Options, Severity};
+use proto::admin::*;
+use replica::ReplicatedState;
+use std::collections::BTreeMap;
+use tonic::Status;
+
+/// Partition options as the master uses them (SELF = the master's SM port).
+pub fn options(st: &ReplicatedState) -> Options {
+    Options {
+        sm_port_guid: st
+            .master()
+            .map(|m| Guid(m.sm_port_guid))
+            .filter(|g| g.0 != 0),
+        ..Options::default()
+    }
+}
+
+/// Lints `text` (syntax errors with line:col, semantic and topology lints).
+pub fn validate(st: &ReplicatedState, t: Option<&Topology>, text: &str) -> ValidatePolicyReply {
+    let caps = Caps::default();
+    let r = partitions::check(text, options(st), t.map(|t| (t, &caps)));
+    let mut diagnostics: Vec<PolicyDiagnostic> = r
+        .parse_errors
+        .iter()
+        .map(|e| PolicyDiagnostic {
+            code: "SYNTAX".into(),
+            severity: "error".into(),
+            line: e.pos.line,
+            col: e.pos.col,
+            message: e.to_string(),
+        })
+        .collect();
+    diagnostics.extend(r.lints.iter().map(|l| PolicyDiagnostic {
+        code: l.code.code().into(),
+        severity: match l.severity() {
+            Severity::Error => "error".into(),
+            _ => "warning".into(),
+        },
+        line: l.pos.map_or(0, |p| p.line),
+        col: l.pos.map_or(0, |p| p.col),
+        message: l.message.clone(),
+    }));
+    ValidatePolicyReply {
+        ok: !r.has_errors(),
+        diagnostics,
+        partitions: r.plan.as_ref().map_or(0, |p| p.partitions.len() as u32),
+    }
+}
+
+/// The INVALID_ARGUMENT status of a text that does not parse, `None` when it parses.
+pub fn syntax_status(text: &str) -> Option<Status> {
+    let errs = partitions::parse(text).err()?;
+    let first = errs.first()?;
+    Some(Status::invalid_argument(format!(
+        "E_NODE_POLICY_SYNTAX: line {}:{}: {first} ({} error(s); nothing was changed)",
+        first.pos.line,
+        first.pos.col,
+        errs.len()
+    )))
+}
+
+fn plan_of(
+    st: &ReplicatedState,
+    t: &Topology,
+    text: Option<&str>,
+) -> Result<partitions::Plan, Status> {
+    if let Some(s) = text.and_then(syntax_status) {
+        return Err(s);
+    }
+    let opts = options(st);
+    let policy = match text {
+        Some(t) => {
+            partitions::load(t, opts).map_err(|e| Status::invalid_argument(e.to_string()))?
+        }
+        None => partitions::Policy::no_file(opts),
+    };
+    Ok(partitions::plan(&policy, t, &Caps::default()))
+}
+
+/// Planned tables: (node, port) -> (valid keys, description, kind, enforcement).
+type Planned = BTreeMap<(Guid, u8), (Vec<PKey>, String, &'static str, bool, bool)>;
+
+fn planned(t: &Topology, p: &partitions::Plan) -> Planned {
+    let desc = |g: Guid| {
+        t.node_by_guid(g)
+            .map(|id| t.node(id).description.clone())
+            .unwrap_or_default()
+    };
+    let mut m = Planned::new();
+    for pp in &p.ports {
+        let keys = pp.table.valid().into_iter().map(|(_, k)| k).collect();
+        m.insert(
+            (pp.port.node_guid, pp.port.port),
+            (keys, desc(pp.port.node_guid), "end", false, false),
+        );
+    }
+    for sp in &p.switch_ports {
+        if let Some(tb) = &sp.table {
+            let keys = tb.valid().into_iter().map(|(_, k)| k).collect();
+            m.insert(
+                (sp.switch_guid, sp.port),
+                (
+                    keys,
+                    desc(sp.switch_guid),
+                    "switch",
+                    sp.enforce_in,
+                    sp.enforce_out,
+                ),
+            );
+        }
+    }
+    m
+}
+
+fn valid_keys(t: &[u16]) -> Vec<u32> {
+    t.iter()
+        .filter(|k| **k & 0x7fff != 0)
+        .map(|k| u32::from(*k))
+        .collect()
+}
+
+/// The per-port plan of `text` (None = the policy in force).
+pub fn plan(
+    st: &ReplicatedState,
+    t: &Topology,
+    text: Option<&str>,
+) -> Result<PlanPolicyReply, Status> {
+    let text = text.or_else(|| (st.policy().version > 0).then_some(st.policy().text.as_str()));
+    let p = plan_of(st, t, text)?;
+    let ports = planned(t, &p)
+        .into_iter()
+        .map(
+            |((g, port), (keys, description, kind, ei, eo))| PortPlanEntry {
+                node_guid: g.0,
+                port: u32::from(port),
+                description,
+                kind: kind.into(),
+                pkeys: keys.iter().map(|k| u32::from(k.0)).collect(),
+                enforce_in: ei,
+                enforce_out: eo,
+            },
+        )
+        .collect();
+    Ok(PlanPolicyReply {
+        ports,
+        plan_json: serde_json::to_string(&p).unwrap_or_default(),
+    })
+}
+
+/// Which tables `text` would change against the tables recorded as programmed.
+pub fn diff(st: &ReplicatedState, t: &Topology, text: &str) -> Result<DiffPolicyReply, Status> {
+    let p = plan_of(st, t, Some(text))?;
+    let mut changes = Vec::new();
+    let mut unchanged = 0;
+    for ((g, port), (keys, description, _, _, _)) in planned(t, &p) {
+        let proposed: Vec<u32> = keys.iter().map(|k| u32::from(k.0)).collect();
+        let current = st
+            .pkey_table(g, PortNum(port))
+            .map(valid_keys)
+            .unwrap_or_default();
+        let (mut a, mut b) = (current.clone(), proposed.clone());
+        a.sort_unstable();
+        b.sort_unstable();
+        if a == b {
+            unchanged += 1;
+        } else {
+            changes.push(TableChange {
+                node_guid: g.0,
+                port: u32::from(port),
+                description,
+                current,
+                proposed,
+            });
+        }
+    }
+    Ok(DiffPolicyReply {
+        base_version: st.policy().version,
+        changes,
+        unchanged,
+    })
+}
+
+/// Isolation audit over the P_Key tables recorded as programmed in the log.
+pub fn audit(st: &ReplicatedState, t: &Topology) -> Result<AuditReply, Status> {
+    let text = (st.policy().version > 0).then_some(st.policy().text.as_str());
+    let intent = plan_of(st, t, text).ok();
+    let readings: Vec<partitions::PortReading> = st
+        .pkey_tables()
+        .map(|((g, p), keys)| partitions::PortReading {
+            node: g,
+            port: p.0,
+            pkeys: keys.iter().map(|k| PKey(*k)).collect(),
+            capacity: None,
+            enforce_in: None,
+            enforce_out: None,
+        })
+        .collect();
+    let names: BTreeMap<u16, String> = intent
+        .as_ref()
+        .map(|p| {
+            p.partitions
+                .iter()
+                .map(|x| (x.pkey, x.name.clone()))
+                .collect()
+        })
+        .unwrap_or_default();
+    let r = partitions::audit(t, &readings, intent.as_ref(), &names);
+    Ok(AuditReply {
+        source: "replicated-programmed".into(),
+        ports: readings.len() as u32,
+        has_errors: r.has_errors(),
+        findings: r
+            .findings
+            .iter()
+            .map(|f| {
+                let sev = if f.severity == Severity::Error {
+                    "error"
+                } else {
+                    "warning"
+                };
+                format!("{} {sev} {}", f.code, f.message)
+            })
+            .collect(),
+        report_json: serde_json::to_string(&r).unwrap_or_default(),
+    })
+}

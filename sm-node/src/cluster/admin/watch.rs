@@ -1,0 +1,141 @@
+//! WatchEvents: one task per watcher turns what this replica sees into [`Event`]s —
+//! leader changes and failovers, policy versions, sweeps and SUBNET UP (from the status it
+//! polls every 50 ms), and the milestones of masters started on this replica after the
+//! watch began (traps, sweeps).
+
+use super::super::raft_actor::{AddObserver, GetClusterStatus, RaftActor};
+use crate::milestone::{Milestone, MilestoneKind};
+use actix::Addr;
+use proto::admin::Event;
+use std::time::Duration;
+use tokio::sync::mpsc;
+
+/// Poll period of the replica's status.
+const POLL: Duration = Duration::from_millis(50);
+
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+fn milestone_event(m: &Milestone) -> Option<(&'static str, String)> {
+    Some(match &m.kind {
+        MilestoneKind::Trap { number } => ("trap", format!("trap {number} received")),
+        MilestoneKind::HeavySweepStarted { sweep } => {
+            ("sweep", format!("heavy sweep {sweep} started"))
+        }
+        MilestoneKind::HeavySweepComplete {
+            sweep, min_smps, ..
+        } => (
+            "sweep",
+            format!("heavy sweep {sweep} complete (minimum {min_smps} SMPs)"),
+        ),
+        MilestoneKind::LightSweepComplete { changed, smps } => (
+            "sweep",
+            format!("light sweep complete: {smps} SMPs, changes seen: {changed}"),
+        ),
+        MilestoneKind::ProgrammingDone {
+            lft_blocks,
+            pkey_blocks,
+            port_sets,
+            failed,
+        } => (
+            "port",
+            format!(
+                "programmed {lft_blocks} LFT blocks, {pkey_blocks} P_Key blocks, {port_sets} PortInfo Sets ({failed} failed)"
+            ),
+        ),
+        MilestoneKind::SubnetUp { .. } => ("subnet", "SUBNET UP".to_string()),
+        _ => return None,
+    })
+}
+
+/// Starts the watcher task; events arrive on the returned receiver until it is dropped.
+pub fn spawn(raft: Addr<RaftActor>, kinds: Vec<String>) -> mpsc::Receiver<Event> {
+    let (tx, rx) = mpsc::channel(256);
+    let (mtx, mut mrx) = mpsc::unbounded_channel::<Milestone>();
+    raft.do_send(AddObserver(mtx));
+    let keep = move |k: &str| {
+        kinds.is_empty()
+            || kinds
+                .iter()
+                .any(|w| w.is_empty() || w == k || (w == "leader" && k == "failover"))
+    };
+    tokio::spawn(async move {
+        let mut last: Option<proto::admin::ClusterStatusReply> = None;
+        let mut last_leader = 0u64;
+        let mut tick = tokio::time::interval(POLL);
+        loop {
+            let mut out: Vec<(&'static str, String)> = Vec::new();
+            let (term, leader);
+            tokio::select! {
+                m = mrx.recv() => {
+                    let Some(m) = m else { return };
+                    let Ok(st) = raft.send(GetClusterStatus).await else { return };
+                    term = st.term;
+                    leader = st.leader_id;
+                    if let Some(e) = milestone_event(&m) {
+                        out.push(e);
+                    }
+                }
+                _ = tick.tick() => {
+                    let Ok(st) = raft.send(GetClusterStatus).await else { return };
+                    term = st.term;
+                    leader = st.leader_id;
+                    if let Some(p) = &last {
+                        if st.leader_id != p.leader_id {
+                            if st.leader_id == 0 {
+                                out.push(("leader", format!(
+                                    "no leader (term {}): replica {} lost leadership",
+                                    st.term, p.leader_id)));
+                            } else if last_leader != 0 && last_leader != st.leader_id {
+                                out.push(("failover", format!(
+                                    "failover: master moved from replica {last_leader} to replica {} (term {})",
+                                    st.leader_id, st.term)));
+                            } else {
+                                out.push(("leader", format!(
+                                    "replica {} is leader (term {})", st.leader_id, st.term)));
+                            }
+                        }
+                        if st.policy_version != p.policy_version {
+                            out.push(("policy", format!(
+                                "partition policy version {} in force (was {})",
+                                st.policy_version, p.policy_version)));
+                        }
+                        if st.last_sweep_unix_ms != p.last_sweep_unix_ms && st.last_sweep_unix_ms != 0 {
+                            out.push(("sweep", "sweep complete on this replica (master)".to_string()));
+                        }
+                        if st.subnet_up_unix_ms != p.subnet_up_unix_ms && st.subnet_up_unix_ms != 0 {
+                            out.push(("subnet", "SUBNET UP".to_string()));
+                        }
+                    } else {
+                        out.push(("leader", format!(
+                            "watching replica {}: leader {} term {} policy version {}",
+                            st.self_id, st.leader_id, st.term, st.policy_version)));
+                    }
+                    if st.leader_id != 0 {
+                        last_leader = st.leader_id;
+                    }
+                    last = Some(st);
+                }
+            }
+            for (kind, text) in out {
+                if !keep(kind) {
+                    continue;
+                }
+                let ev = Event {
+                    unix_ms: now_ms(),
+                    kind: kind.into(),
+                    text,
+                    term,
+                    leader_id: leader,
+                };
+                if tx.send(ev).await.is_err() {
+                    return;
+                }
+            }
+        }
+    });
+    rx
+}
