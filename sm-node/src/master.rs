@@ -73,6 +73,8 @@ pub struct MasterActor {
     timer: Option<(VTime, SpawnHandle)>,
     routing_since: Option<Instant>,
     stop_reason: Option<String>,
+    /// Where intents go (a Raft cluster's master); None: they stay queued in the sweeper.
+    intents: Option<UnboundedSender<sm_core::IntentEvent>>,
 }
 
 impl MasterActor {
@@ -89,6 +91,7 @@ impl MasterActor {
             timer: None,
             routing_since: None,
             stop_reason: None,
+            intents: None,
         }
     }
 
@@ -125,6 +128,11 @@ impl MasterActor {
             }
             while let Some(ev) = self.sweeper.poll_event() {
                 self.on_event(ev, ctx);
+            }
+            if let Some(sink) = &self.intents {
+                while let Some(ie) = self.sweeper.poll_intent() {
+                    let _ = sink.send(ie);
+                }
             }
             if !matches!(self.sweeper.poll_timeout(), Some(t) if t <= self.clock.now()) {
                 break;
@@ -252,7 +260,7 @@ impl Actor for MasterActor {
             .map(|t| (t.port_guid().to_string(), t.describe()))
             .unwrap_or_default();
         tracing::info!(
-            "entering MASTER state (single replica, priority {}, port {port}, {what})",
+            "entering MASTER state (priority {}, port {port}, {what})",
             self.sweeper.config().sm_priority,
         );
         self.notify(MilestoneKind::EnteredMaster);
@@ -384,5 +392,41 @@ impl Handler<GetTopology> for MasterActor {
             std::sync::Arc::new(self.sweeper.discovered_topology()),
             self.sweeper.guid2lid().clone(),
         ))
+    }
+}
+
+/// Sends the sweeper's intents (intent-first programming) to a Raft driver.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct SetIntentSink(pub UnboundedSender<sm_core::IntentEvent>);
+
+impl Handler<SetIntentSink> for MasterActor {
+    type Result = ();
+    fn handle(&mut self, m: SetIntentSink, ctx: &mut Context<Self>) {
+        self.intents = Some(m.0);
+        self.pump(ctx);
+    }
+}
+
+/// The intent was committed (true) or could not be (false).
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct IntentCommitted {
+    /// Intent id.
+    pub id: u64,
+    /// Committed.
+    pub ok: bool,
+}
+
+impl Handler<IntentCommitted> for MasterActor {
+    type Result = ();
+    fn handle(&mut self, m: IntentCommitted, ctx: &mut Context<Self>) {
+        let now = self.clock.now();
+        if m.ok {
+            self.sweeper.handle_intent_committed(now, m.id);
+        } else {
+            self.sweeper.handle_intent_rejected(now, m.id);
+        }
+        self.pump(ctx);
     }
 }

@@ -278,3 +278,65 @@ fn transfer_master_writes_no_lft() {
     drop(c);
     cleanup(&d);
 }
+
+/// SM priority as a preference: the replica with the higher priority takes the master role
+/// by transfer, and takes it back by transfer when it rejoins after a kill, without LFT
+/// writes.
+#[test]
+fn higher_priority_replica_takes_leadership_back_by_transfer() {
+    let d = dir("priority");
+    let mut c = LocalCluster::new(&bin(), "ft2:8", 3, &d).unwrap();
+    c.replicas[2].extra = vec!["--priority".into(), "9".into()];
+    c.start_all().unwrap();
+    rt().block_on(async {
+        let up = |s: &proto::admin::ClusterStatusReply| {
+            s.leader_id == s.self_id && s.subnet_up_unix_ms != 0 && !s.intent_pending
+        };
+        c.wait_status(3, BOUND, up).await.unwrap();
+        let st = c
+            .wait_status(3, BOUND, |s| up(s) && s.applied_index == s.commit_index)
+            .await
+            .unwrap();
+        for id in 1..=2 {
+            c.wait_status(id, BOUND, |s| s.applied_index >= st.commit_index)
+                .await
+                .unwrap();
+        }
+        let kill_ms = unix_ms();
+        c.kill9(3);
+        let st = c.wait_serving(kill_ms + 1, BOUND).await.unwrap();
+        let interim = st.self_id;
+        assert_ne!(interim, 3);
+        let st = c
+            .wait_status(interim, BOUND, |s| {
+                up(s) && s.applied_index == s.commit_index
+            })
+            .await
+            .unwrap();
+        c.wait_status(6 - interim - 3, BOUND, |s| {
+            s.applied_index >= st.commit_index
+        })
+        .await
+        .unwrap();
+        c.take_sets();
+        let back_ms = unix_ms();
+        c.start(3).unwrap();
+        let st = c
+            .wait_status(3, BOUND, |s| up(s) && s.last_sweep_unix_ms >= back_ms)
+            .await
+            .unwrap();
+        assert!(st.term > 0);
+        assert_eq!(
+            lft_sets(&c.take_sets()),
+            0,
+            "LFT Sets after the transfer back"
+        );
+        let log = std::fs::read_to_string(d.join(format!("replica{interim}.log"))).unwrap();
+        assert!(
+            log.contains("replica 3 has priority 9 > 0: handing the master role over"),
+            "leadership did not move by transfer"
+        );
+    });
+    drop(c);
+    cleanup(&d);
+}

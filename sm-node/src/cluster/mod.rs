@@ -11,6 +11,7 @@ pub mod fence;
 pub mod harness;
 pub mod lease;
 pub mod net;
+pub mod preference;
 pub mod raft_actor;
 pub mod seed;
 

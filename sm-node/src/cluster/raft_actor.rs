@@ -10,7 +10,9 @@ use super::seed::{self, SweepTables};
 use super::{ClusterConfig, PeerTx};
 use crate::config::NodeConfig;
 use crate::daemon;
-use crate::master::{GetTables, MasterActor, MasterParts, RequestSweep, Shutdown};
+use crate::master::{
+    GetTables, IntentCommitted, MasterActor, MasterParts, RequestSweep, SetIntentSink, Shutdown,
+};
 use crate::milestone::{Milestone, MilestoneKind};
 use crate::pool::RoutingPool;
 use actix::prelude::*;
@@ -36,6 +38,8 @@ use tokio::sync::{mpsc, oneshot};
 const SNAPSHOT_EVERY: u64 = 1_000;
 /// Entries applied between two saves of the applied state.
 const SAVE_APPLIED_EVERY: u64 = 64;
+/// M_Key base when the replicated configuration sets none.
+const DEFAULT_M_KEY_BASE: u64 = 0x5153_4D5F_4D4B_4559;
 /// A proposal not answered within this is dropped (the caller times out first).
 const PROPOSAL_TTL: Duration = Duration::from_secs(30);
 
@@ -83,7 +87,6 @@ pub struct RaftActor {
     stop_waiters: Vec<oneshot::Sender<()>>,
     stopping: Option<Instant>,
     recording: bool,
-    intent_seq: u64,
     /// No master start before this (after a failed start, e.g. the port still attached).
     master_retry_at: Option<Instant>,
 }
@@ -182,7 +185,6 @@ impl RaftActor {
             stop_waiters: Vec::new(),
             stopping: None,
             recording: false,
-            intent_seq: 0,
             master_retry_at: None,
         })
     }
@@ -494,6 +496,36 @@ impl RaftActor {
     fn start_master(&mut self, ctx: &mut Context<Self>) {
         let term = self.raw.raft.term;
         let seeds = seed::seeds(&self.state);
+        let pending = self.state.pending_intent().cloned();
+        if pending.is_none()
+            && let Some(open) = self.state.open_intent()
+        {
+            // Never sealed, so never programmed: drop it.
+            let id = open.id;
+            self.propose_quiet(Command {
+                request_id: 0,
+                kind: Some(Kind::AbortIntent(proto::state::AbortIntent { id })),
+            });
+        }
+        // Per-term M_Key: a deposed master's Sets fail in the fabric once the ports are
+        // rotated. The keys ports may still hold: the last master's, earlier terms', none.
+        let base = match self.state.config().m_key_base {
+            0 => DEFAULT_M_KEY_BASE,
+            b => b,
+        };
+        let m_key = seed::m_key_of_term(base, term);
+        let mut m_key_prev: Vec<u64> = Vec::new();
+        if let Some(m) = self.state.master()
+            && m.m_key != 0
+        {
+            m_key_prev.push(m.m_key);
+        }
+        for t in (1..term).rev().take(8) {
+            m_key_prev.push(seed::m_key_of_term(base, t));
+        }
+        m_key_prev.push(0);
+        let mut seen = std::collections::HashSet::new();
+        m_key_prev.retain(|k| *k != m_key && seen.insert(*k));
         let mut node_cfg = self.node_cfg.clone();
         node_cfg.guid2lid = None; // LIDs live in the log
         let built = (|| -> Result<_, crate::NodeError> {
@@ -508,6 +540,13 @@ impl RaftActor {
                 // A takeover: clients keep their SA registrations.
                 scfg.reregister_on_takeover = false;
             }
+            // Intent first: every sweep's programming is committed before its first Set; a
+            // previous master's sealed, unfinished intent is re-applied first.
+            scfg.gate_programming = true;
+            scfg.intent_id_base = term << 32;
+            scfg.pending_intent = pending.as_ref().map(seed::intent_from_proto);
+            scfg.m_key = m_key;
+            scfg.m_key_prev = m_key_prev.clone();
             let sweeper = Sweeper::new(scfg)?;
             let (attached, _) = daemon::attach(&node_cfg)?;
             Ok((sweeper, attached))
@@ -529,6 +568,10 @@ impl RaftActor {
         self.master_retry_at = None;
         self.master_gen += 1;
         let gen_ = self.master_gen;
+        let (itx, mut irx) = mpsc::unbounded_channel::<sm_core::IntentEvent>();
+        ctx.add_stream(futures_util::stream::poll_fn(move |cx| {
+            irx.poll_recv(cx).map(|o| o.map(|m| IntentFrom(gen_, m)))
+        }));
         let (tx, mut rx) = mpsc::unbounded_channel::<Milestone>();
         let mut observers = self.observers.clone();
         observers.push(tx);
@@ -551,6 +594,7 @@ impl RaftActor {
             observers,
         })
         .start();
+        addr.do_send(SetIntentSink(itx));
         self.master = Some((gen_, addr));
         // The master record of this term.
         let rec = Command {
@@ -560,7 +604,7 @@ impl RaftActor {
                 replica_id: self.cfg.id,
                 sm_port_guid: port_guid.0,
                 sm_lid: 0,
-                m_key: 0,
+                m_key,
             })),
         };
         self.propose_quiet(rec);
@@ -593,23 +637,15 @@ impl RaftActor {
         }
     }
 
-    /// Records the master's tables after a completed sweep: LIDs, then the programmed
-    /// LFT/P_Key blocks that changed (as an intent sealed and done at once: the master
-    /// programmed them before they are recorded; intent-first gating is not wired yet).
+    /// Records the master's LIDs after a completed sweep (what it programmed was committed
+    /// as intents before the Sets left).
     fn record(&mut self, t: SweepTables) {
         if !self.is_leader() {
             return;
         }
-        let term = self.raw.raft.term;
         let mut cmds = Vec::new();
         if let Some(c) = seed::lid_command(&self.state, &t) {
             cmds.push(c);
-        }
-        let contents = seed::changed_contents(&self.state, &t);
-        if !seed::is_empty(&contents) {
-            self.intent_seq += 1;
-            let id = (term << 24) | self.intent_seq;
-            cmds.extend(seed::intent_commands(id, term, contents));
         }
         if !cmds.is_empty() {
             tracing::info!("recording the sweep in the log: {} commands", cmds.len());
@@ -1021,4 +1057,84 @@ impl Handler<AddObserver> for RaftActor {
     fn handle(&mut self, m: AddObserver, _: &mut Context<Self>) {
         self.observers.push(m.0);
     }
+}
+
+/// An intent event of master generation `.0`.
+pub struct IntentFrom(u64, sm_core::IntentEvent);
+
+impl StreamHandler<IntentFrom> for RaftActor {
+    fn handle(&mut self, IntentFrom(gen_, ev): IntentFrom, ctx: &mut Context<Self>) {
+        let Some((g, master)) = self.master.clone() else {
+            return;
+        };
+        if g != gen_ {
+            return;
+        }
+        match ev {
+            sm_core::IntentEvent::Program(it) => {
+                let id = it.id;
+                let term = self.raw.raft.term;
+                let contents = seed::intent_to_contents(&it);
+                let mut cmds =
+                    replica::split_intent(id, term, contents, replica::DEFAULT_MAX_COMMAND_BYTES);
+                let seal = cmds.pop();
+                for c in cmds {
+                    self.propose_quiet(c);
+                }
+                let rx = seal.and_then(|mut c| {
+                    c.request_id = self.fresh_request_id();
+                    let (tx, rx) = oneshot::channel();
+                    self.raw.propose(vec![], c.encode_to_vec()).ok()?;
+                    self.pending.insert(c.request_id, (Instant::now(), tx));
+                    Some(rx)
+                });
+                tracing::info!(
+                    "intent {id}: {} LFT blocks, {} P_Key blocks, {} PortInfo changes proposed",
+                    it.lft_blocks.len(),
+                    it.pkey_blocks.len(),
+                    it.port_changes.len()
+                );
+                match rx {
+                    Some(rx) => {
+                        ctx.spawn(
+                            async move { rx.await.map(|r| r.accepted).unwrap_or(false) }
+                                .into_actor(self)
+                                .map(move |ok, _, _| {
+                                    if !ok {
+                                        tracing::warn!("intent {id} was not committed");
+                                    }
+                                    master.do_send(IntentCommitted { id, ok });
+                                }),
+                        );
+                    }
+                    None => master.do_send(IntentCommitted { id, ok: false }),
+                }
+                self.on_ready(ctx);
+            }
+            sm_core::IntentEvent::Done {
+                id,
+                failed_switches,
+                failed_ports,
+                ..
+            } => {
+                self.propose_quiet(Command {
+                    request_id: 0,
+                    kind: Some(Kind::IntentDone(proto::state::IntentDone {
+                        id,
+                        failed_switches: failed_switches.iter().map(|g| g.0).collect(),
+                        failed_ports: failed_ports
+                            .iter()
+                            .map(|(g, p)| proto::state::PortRef {
+                                node_guid: g.0,
+                                port: *p as u32,
+                            })
+                            .collect(),
+                    })),
+                });
+                self.on_ready(ctx);
+            }
+        }
+    }
+
+    fn finished(&mut self, _: &mut Context<Self>) {}
 }

@@ -2,12 +2,12 @@
 //! LFTs and P_Key tables as programmed, the policy in force), and the commands that record
 //! a master's sweep results in the log.
 
-use fabric::{Guid, Lid, PortNum};
+use fabric::{Guid, Lid};
 use proto::state::{
-    Command, IntentContents, IntentDone, LftBlock, LidEntry, LidUpdate, PKeyBlock, PortPKeys,
+    Command, IntentContents, LftBlock, LidEntry, LidUpdate, PKeyBlock, PortPKeys,
     SwitchLft as ProtoSwitchLft, command::Kind,
 };
-use replica::{LFT_BLOCK, NO_ROUTE, PKEY_BLOCK, ReplicatedState};
+use replica::{NO_ROUTE, ReplicatedState};
 use routing::{Lfts, SwitchLft};
 use sm_core::{Guid2Lid, PKeyTables};
 use std::sync::Arc;
@@ -106,75 +106,6 @@ pub fn lid_command(st: &ReplicatedState, t: &SweepTables) -> Option<Command> {
     })
 }
 
-/// The LFT blocks and P_Key blocks of `t` that differ from what `st` records.
-pub fn changed_contents(st: &ReplicatedState, t: &SweepTables) -> IntentContents {
-    let mut out = IntentContents::default();
-    if let Some(l) = &t.lfts {
-        for s in &l.switches {
-            let mut blocks = Vec::new();
-            for b in 0..s.ports.len().div_ceil(LFT_BLOCK) {
-                let lo = b * LFT_BLOCK;
-                let mut ports = vec![NO_ROUTE; LFT_BLOCK];
-                let hi = (lo + LFT_BLOCK).min(s.ports.len());
-                ports[..hi - lo].copy_from_slice(&s.ports[lo..hi]);
-                if st.lft_block(s.guid, b as u32) != Some(&ports[..]) {
-                    blocks.push(LftBlock {
-                        block: b as u32,
-                        ports,
-                    });
-                }
-            }
-            if !blocks.is_empty() {
-                out.lfts.push(ProtoSwitchLft {
-                    switch_guid: s.guid.0,
-                    blocks,
-                });
-            }
-        }
-    }
-    for ((g, p), table) in &t.pkeys {
-        let cur = st.pkey_table(*g, PortNum(*p));
-        let mut padded = table.clone();
-        padded.resize(table.len().div_ceil(PKEY_BLOCK) * PKEY_BLOCK, 0);
-        if cur == Some(&padded[..]) {
-            continue;
-        }
-        let blocks = padded
-            .chunks(PKEY_BLOCK)
-            .enumerate()
-            .map(|(b, k)| PKeyBlock {
-                block: b as u32,
-                pkeys: k.iter().map(|&x| x as u32).collect(),
-            })
-            .collect();
-        out.pkeys.push(PortPKeys {
-            node_guid: g.0,
-            port: *p as u32,
-            blocks,
-        });
-    }
-    out
-}
-
-/// True when the contents program nothing.
-pub fn is_empty(c: &IntentContents) -> bool {
-    c.lfts.is_empty() && c.pkeys.is_empty() && c.port_infos.is_empty()
-}
-
-/// The commands recording a programmed intent: begin, chunks, seal, done.
-pub fn intent_commands(id: u64, term: u64, contents: IntentContents) -> Vec<Command> {
-    let mut cmds = replica::split_intent(id, term, contents, replica::DEFAULT_MAX_COMMAND_BYTES);
-    cmds.push(Command {
-        request_id: 0,
-        kind: Some(Kind::IntentDone(IntentDone {
-            id,
-            failed_switches: Vec::new(),
-            failed_ports: Vec::new(),
-        })),
-    });
-    cmds
-}
-
 /// A port GUID parsed from a `0x...` port name (0 when the name is not a GUID).
 pub fn guid_of_port_name(name: &str) -> Guid {
     Guid(
@@ -182,4 +113,112 @@ pub fn guid_of_port_name(name: &str) -> Guid {
             .and_then(|h| u64::from_str_radix(h, 16).ok())
             .unwrap_or(0),
     )
+}
+
+/// A sweeper's intent as replicated contents.
+pub fn intent_to_contents(it: &sm_core::Intent) -> IntentContents {
+    use std::collections::BTreeMap;
+    let mut lfts: BTreeMap<u64, Vec<LftBlock>> = BTreeMap::new();
+    for b in &it.lft_blocks {
+        lfts.entry(b.switch.0).or_default().push(LftBlock {
+            block: b.block as u32,
+            ports: b.ports.to_vec(),
+        });
+    }
+    let mut pkeys: BTreeMap<(u64, u8), Vec<PKeyBlock>> = BTreeMap::new();
+    for b in &it.pkey_blocks {
+        pkeys
+            .entry((b.node.0, b.port))
+            .or_default()
+            .push(PKeyBlock {
+                block: b.block as u32,
+                pkeys: b.keys.iter().map(|&k| k as u32).collect(),
+            });
+    }
+    IntentContents {
+        lfts: lfts
+            .into_iter()
+            .map(|(g, blocks)| ProtoSwitchLft {
+                switch_guid: g,
+                blocks,
+            })
+            .collect(),
+        pkeys: pkeys
+            .into_iter()
+            .map(|((g, p), blocks)| PortPKeys {
+                node_guid: g,
+                port: p as u32,
+                blocks,
+            })
+            .collect(),
+        port_infos: it
+            .port_changes
+            .iter()
+            .map(|c| proto::state::PortInfoChange {
+                node_guid: c.node.0,
+                port: c.port as u32,
+                lid: Some(c.lid.0 as u32),
+                lmc: Some(c.lmc as u32),
+                master_sm_lid: Some(c.master_sm_lid.0 as u32),
+                m_key: Some(c.m_key),
+                m_key_protect_bits: Some(c.m_key_protect_bits as u32),
+                m_key_lease_period: Some(c.m_key_lease_period as u32),
+                subnet_prefix: Some(c.subnet_prefix),
+                ..Default::default()
+            })
+            .collect(),
+    }
+}
+
+/// A replicated (sealed, unfinished) intent as the sweeper re-applies it: its LFT and P_Key
+/// blocks (malformed blocks are skipped; PortInfo changes are not re-applied).
+pub fn intent_from_proto(it: &proto::state::Intent) -> sm_core::Intent {
+    let mut out = sm_core::Intent {
+        id: it.id,
+        ..Default::default()
+    };
+    let Some(c) = &it.contents else {
+        return out;
+    };
+    for s in &c.lfts {
+        for b in &s.blocks {
+            if let (Ok(ports), Ok(block)) =
+                (<[u8; 64]>::try_from(&b.ports[..]), u16::try_from(b.block))
+            {
+                out.lft_blocks.push(sm_core::LftBlockWrite {
+                    switch: Guid(s.switch_guid),
+                    block,
+                    ports,
+                });
+            }
+        }
+    }
+    for p in &c.pkeys {
+        let Ok(port) = u8::try_from(p.port) else {
+            continue;
+        };
+        for b in &p.blocks {
+            let keys: Vec<u16> = b.pkeys.iter().map(|&k| k as u16).collect();
+            if let (Ok(keys), Ok(block)) =
+                (<[u16; 32]>::try_from(&keys[..]), u16::try_from(b.block))
+            {
+                out.pkey_blocks.push(sm_core::PKeyBlockWrite {
+                    node: Guid(p.node_guid),
+                    port,
+                    block,
+                    keys,
+                    assumed: false,
+                });
+            }
+        }
+    }
+    out
+}
+
+/// The cluster's M_Key of a master term (never 0): a SplitMix64 step of `base ^ term`.
+pub fn m_key_of_term(base: u64, term: u64) -> u64 {
+    let mut z = (base ^ term).wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    (z ^ (z >> 31)).max(1)
 }
