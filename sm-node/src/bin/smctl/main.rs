@@ -4,6 +4,8 @@
 use clap::{Parser, Subcommand};
 
 mod bench;
+mod client;
+mod cluster_cmds;
 mod partitions;
 mod route;
 mod topo;
@@ -14,6 +16,8 @@ mod topo;
 struct Cli {
     #[command(subcommand)]
     command: Command,
+    #[command(flatten)]
+    conn: client::ConnArgs,
 }
 
 #[derive(Subcommand)]
@@ -28,21 +32,85 @@ enum Command {
     /// Benchmarks: time an SM sweep to SUBNET UP on the in-process simulator.
     #[command(subcommand)]
     Bench(bench::BenchCmd),
+    /// Cluster: the master SM, like `sminfo`.
+    Sminfo(cluster_cmds::ReadOpts),
+    /// Cluster: replicas, roles, term, commit/applied index, lag, leader, last sweep.
+    Cluster(cluster_cmds::ReadOpts),
+    /// Cluster: nodes and links, like `ibnetdiscover` (filters: --type, --name, --guid).
+    Nodes(cluster_cmds::NodesArgs),
+    /// Cluster: one port's PortInfo, like `smpquery portinfo LID PORT`.
+    Port {
+        /// LID of the node.
+        lid: u32,
+        /// Port number.
+        port: u32,
+        #[command(flatten)]
+        read: cluster_cmds::ReadOpts,
+    },
+    /// Cluster: the path between two LIDs hop by hop, like `ibtracert SLID DLID`.
+    Trace {
+        /// Source LID.
+        slid: u32,
+        /// Destination LID.
+        dlid: u32,
+        #[command(flatten)]
+        read: cluster_cmds::ReadOpts,
+    },
+    /// Cluster: isolation audit of the P_Key tables (`smctl partitions audit` is the offline one).
+    Audit(cluster_cmds::ReadOpts),
+    /// Cluster: ask the master for a sweep now.
+    Sweep {
+        /// Heavy sweep (rediscover, re-route) instead of a light one.
+        #[arg(long)]
+        heavy: bool,
+    },
+    /// Cluster: mastership.
+    #[command(subcommand)]
+    Master(cluster_cmds::MasterCmd),
+    /// Cluster: add or remove a replica (Raft conf change).
+    #[command(subcommand)]
+    Members(cluster_cmds::MembersCmd),
+    /// Cluster: stream events (sweeps, traps, port changes, failovers, policy changes).
+    Watch(cluster_cmds::WatchArgs),
+    /// Shell completion script: `smctl completion bash > /etc/bash_completion.d/smctl`.
+    Completion {
+        /// bash, zsh, fish, elvish or powershell.
+        shell: clap_complete::Shell,
+    },
 }
 
 fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
+    client::set(cli.conn.clone());
     let result = match cli.command {
         Command::Topo(args) => topo::run(args),
         Command::Partitions(cmd) => partitions::run(cmd),
         Command::Route(args) => route::run(args),
         Command::Bench(cmd) => bench::run(cmd),
+        Command::Sminfo(o) => cluster_cmds::sminfo(o),
+        Command::Cluster(o) => cluster_cmds::cluster(o),
+        Command::Nodes(a) => cluster_cmds::nodes(a),
+        Command::Port { lid, port, read } => cluster_cmds::port(lid, port, read),
+        Command::Trace { slid, dlid, read } => cluster_cmds::trace(slid, dlid, read),
+        Command::Audit(o) => cluster_cmds::audit(o),
+        Command::Sweep { heavy } => cluster_cmds::sweep(heavy),
+        Command::Master(m) => cluster_cmds::master(m),
+        Command::Members(m) => cluster_cmds::members(m),
+        Command::Watch(a) => cluster_cmds::watch(a),
+        Command::Completion { shell } => {
+            use clap::CommandFactory;
+            let mut buf = Vec::new();
+            clap_complete::generate(shell, &mut Cli::command(), "smctl", &mut buf);
+            // A closed pipe (`| head`) is not an error.
+            let _ = std::io::Write::write_all(&mut std::io::stdout(), &buf);
+            Ok(std::process::ExitCode::SUCCESS)
+        }
     };
     match result {
         Ok(code) => code,
         Err(e) => {
             eprintln!("smctl: error: {e:#}");
-            std::process::ExitCode::from(1)
+            client::exit_code_of(&e)
         }
     }
 }

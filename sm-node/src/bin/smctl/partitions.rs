@@ -17,6 +17,9 @@ use std::process::ExitCode;
 /// `smctl partitions` subcommands.
 #[derive(Subcommand)]
 pub enum PartitionsCmd {
+    /// Cluster commands: show, diff, apply (need --server).
+    #[command(flatten)]
+    Cluster(ClusterPartitionsCmd),
     /// Parse and lint a partitions.conf (exit 1 on errors).
     Check {
         /// The partitions.conf file.
@@ -27,12 +30,14 @@ pub enum PartitionsCmd {
         #[command(flatten)]
         opts: CommonOpts,
     },
-    /// Plan every P_KeyTable, switch enforcement and IPoIB group for a topology.
+    /// Plan every P_KeyTable, switch enforcement and IPoIB group for a topology (with
+    /// --server: on the cluster's fabric; FILE `-` or omitted = the policy in force).
     Plan {
         /// The partitions.conf file.
+        #[arg(default_value = "")]
         file: String,
         /// Topology: an ibnetdiscover/ibsim file or a generator spec.
-        #[arg(long)]
+        #[arg(long, required_unless_present = "server", default_value = "")]
         topology: String,
         /// Print JSON.
         #[arg(long)]
@@ -57,6 +62,41 @@ pub enum PartitionsCmd {
         #[command(flatten)]
         opts: CommonOpts,
     },
+}
+
+/// Cluster subcommands of `smctl partitions` (need --server).
+#[derive(Subcommand)]
+pub enum ClusterPartitionsCmd {
+    /// Cluster: the policy in force, with its version.
+    Show(crate::cluster_cmds::ReadOpts),
+    /// Cluster: which P_Key tables FILE would change, where.
+    Diff {
+        /// The proposed partitions.conf (`-` = stdin).
+        file: String,
+        #[command(flatten)]
+        read: crate::cluster_cmds::ReadOpts,
+    },
+    /// Cluster: commit FILE (optimistic: refused when another apply committed since).
+    Apply {
+        /// The new partitions.conf (`-` = stdin).
+        file: String,
+        /// The version you edited (default: the version in force now).
+        #[arg(long)]
+        expect_version: Option<u64>,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+fn run_cluster(c: &ClusterPartitionsCmd) -> anyhow::Result<ExitCode> {
+    match c {
+        ClusterPartitionsCmd::Show(r) => crate::cluster_cmds::partitions_show(*r),
+        ClusterPartitionsCmd::Diff { file, read } => crate::cluster_cmds::partitions_diff(file, *read),
+        ClusterPartitionsCmd::Apply { file, expect_version, json } => {
+            crate::cluster_cmds::partitions_apply(file, *expect_version, *json)
+        }
+    }
 }
 
 /// Options shared by the subcommands (OpenSM's names).
@@ -147,7 +187,23 @@ fn emit(o: &str) -> anyhow::Result<()> {
 }
 
 fn run_into(o: &mut String, cmd: PartitionsCmd) -> anyhow::Result<ExitCode> {
+    // With --server, check and plan run on the cluster (the replicated topology).
+    if crate::client::server_given() {
+        match &cmd {
+            PartitionsCmd::Check { file, topology: None, .. } => {
+                return crate::cluster_cmds::partitions_check(file, false);
+            }
+            PartitionsCmd::Plan { file, json, topology, .. } if topology.is_empty() => {
+                let f = (!file.is_empty() && file != "-").then_some(file.as_str());
+                let read = crate::cluster_cmds::ReadOpts { linearizable: false, json: *json };
+                return crate::cluster_cmds::partitions_plan(f, read);
+            }
+            PartitionsCmd::Cluster(c) => return run_cluster(c),
+            _ => {}
+        }
+    }
     match cmd {
+        PartitionsCmd::Cluster(c) => run_cluster(&c),
         PartitionsCmd::Check {
             file,
             topology,

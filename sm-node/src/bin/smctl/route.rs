@@ -39,6 +39,11 @@ fn emit(o: &str) -> anyhow::Result<ExitCode> {
 pub struct RouteArgs {
     #[command(subcommand)]
     action: Option<RouteAction>,
+    /// Cluster (with --server): print this switch LID's LFT as programmed, like `ibroute LID`.
+    lid: Option<u32>,
+    /// Cluster: answer linearizably.
+    #[arg(long)]
+    linearizable: bool,
     /// Topology: an ibnetdiscover/ibsim file, or a generator spec such as `ft3:36`.
     #[arg(long)]
     topology: Option<String>,
@@ -170,6 +175,9 @@ fn parse_guid(s: &str) -> anyhow::Result<Guid> {
 
 /// Runs `smctl route`.
 pub fn run(args: RouteArgs) -> anyhow::Result<ExitCode> {
+    if let Some(lid) = args.lid {
+        return crate::cluster_cmds::route(lid, args.linearizable, args.json);
+    }
     if let Some(RouteAction::Analyze(a)) = args.action {
         return analyze(a);
     }
