@@ -12,6 +12,7 @@
 //! routing-workers = 2            # default: available cores
 //! sim-pace = "fast"              # or "realtime" (in-process simulator only)
 //! smp-timeout-ms = 20            # default 20; 200 on umad
+//! smp-window = 256               # SMPs in flight at most; default 256, 128 on umad
 //! ```
 
 use crate::error::NodeError;
@@ -148,6 +149,8 @@ pub struct FileConfig {
     pub sim_seed: Option<u64>,
     /// Time to wait for an SMP's response before resending, in ms (default 20).
     pub smp_timeout_ms: Option<u64>,
+    /// Outstanding SMPs at most (default 256; 128 on umad).
+    pub smp_window: Option<usize>,
 }
 
 impl FileConfig {
@@ -173,6 +176,7 @@ impl FileConfig {
             sim_pace: over.sim_pace.or(self.sim_pace),
             sim_seed: over.sim_seed.or(self.sim_seed),
             smp_timeout_ms: over.smp_timeout_ms.or(self.smp_timeout_ms),
+            smp_window: over.smp_window.or(self.smp_window),
         }
     }
 }
@@ -202,6 +206,8 @@ pub struct NodeConfig {
     pub seed: u64,
     /// SMP response timeout in ms.
     pub smp_timeout_ms: u64,
+    /// Outstanding SMPs at most.
+    pub smp_window: usize,
 }
 
 impl TryFrom<FileConfig> for NodeConfig {
@@ -255,7 +261,13 @@ impl TryFrom<FileConfig> for NodeConfig {
             Some(t) => t,
             None => fabric.default_smp_timeout_ms(),
         };
+        let smp_window = match f.smp_window {
+            Some(0) => return Err(NodeError::Config("smp window must be >= 1".into())),
+            Some(w) => w,
+            None => fabric.smp_window(),
+        };
         Ok(NodeConfig {
+            smp_window,
             fabric,
             priority,
             engines,
@@ -330,7 +342,7 @@ impl NodeConfig {
             partitions_conf,
             guid2lid,
             timeout: self.smp_timeout_ms * MS,
-            window: self.fabric.smp_window(),
+            window: self.smp_window,
             ..SweeperConfig::default()
         };
         Ok((cfg, store))

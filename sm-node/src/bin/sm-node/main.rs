@@ -86,6 +86,9 @@ struct Cli {
     /// Time to wait for an SMP's response before resending, in ms (default 20).
     #[arg(long)]
     smp_timeout_ms: Option<u64>,
+    /// SMPs in flight at most (default 256; 128 on umad, ibsim's safe limit).
+    #[arg(long)]
+    smp_window: Option<usize>,
     /// Exit once the first heavy sweep (the one that reaches SUBNET UP) completes.
     #[arg(long)]
     exit_after_subnet_up: bool,
@@ -110,6 +113,7 @@ impl Cli {
             sim_pace: self.sim_pace.clone(),
             sim_seed: self.sim_seed,
             smp_timeout_ms: self.smp_timeout_ms,
+            smp_window: self.smp_window,
         }
     }
 }
