@@ -75,6 +75,8 @@ pub struct MasterActor {
     stop_reason: Option<String>,
     /// Where intents go (a Raft cluster's master); None: they stay queued in the sweeper.
     intents: Option<UnboundedSender<sm_core::IntentEvent>>,
+    /// The replica's write lease (a Raft cluster's master): Sets leave only within it.
+    lease: Option<std::sync::Arc<crate::cluster::lease::Lease>>,
 }
 
 impl MasterActor {
@@ -92,6 +94,7 @@ impl MasterActor {
             routing_since: None,
             stop_reason: None,
             intents: None,
+            lease: None,
         }
     }
 
@@ -114,8 +117,14 @@ impl MasterActor {
             let Some(transport) = self.transport.as_mut() else {
                 return;
             };
+            if let Some(l) = &self.lease {
+                let until = l
+                    .until()
+                    .map(|t| t.saturating_duration_since(self.clock.start).as_nanos() as VTime);
+                self.sweeper.set_lease(Some(until.unwrap_or(0)));
+            }
             let mut sent = 0usize;
-            while let Some(tx) = self.sweeper.poll_transmit() {
+            while let Some(tx) = self.sweeper.poll_transmit_at(self.clock.now()) {
                 if let Err(e) = transport.send(tx.dlid, &tx.smp) {
                     return self.fail(ctx, e.to_string());
                 }
@@ -259,11 +268,18 @@ impl Actor for MasterActor {
             .as_ref()
             .map(|t| (t.port_guid().to_string(), t.describe()))
             .unwrap_or_default();
+        let role = if self.sweeper.role() == sm_core::Role::Standby {
+            "STANDBY"
+        } else {
+            "MASTER"
+        };
         tracing::info!(
-            "entering MASTER state (priority {}, port {port}, {what})",
+            "entering {role} state (priority {}, port {port}, {what})",
             self.sweeper.config().sm_priority,
         );
-        self.notify(MilestoneKind::EnteredMaster);
+        if role == "MASTER" {
+            self.notify(MilestoneKind::EnteredMaster);
+        }
         let rx = self.inbound.clone();
         ctx.add_stream(futures_util::stream::poll_fn(move |cx| {
             rx.borrow_mut().poll_recv(cx)
@@ -395,15 +411,22 @@ impl Handler<GetTopology> for MasterActor {
     }
 }
 
-/// Sends the sweeper's intents (intent-first programming) to a Raft driver.
+/// Attaches the master to its Raft replica: the sweeper's intents (intent-first
+/// programming) go to `intents`, and Sets leave only within `lease`.
 #[derive(Message)]
 #[rtype(result = "()")]
-pub struct SetIntentSink(pub UnboundedSender<sm_core::IntentEvent>);
+pub struct SetIntentSink {
+    /// Where intents go.
+    pub intents: UnboundedSender<sm_core::IntentEvent>,
+    /// The write lease.
+    pub lease: std::sync::Arc<crate::cluster::lease::Lease>,
+}
 
 impl Handler<SetIntentSink> for MasterActor {
     type Result = ();
     fn handle(&mut self, m: SetIntentSink, ctx: &mut Context<Self>) {
-        self.intents = Some(m.0);
+        self.intents = Some(m.intents);
+        self.lease = Some(m.lease);
         self.pump(ctx);
     }
 }

@@ -37,6 +37,14 @@ impl Lease {
         until != 0 && self.nanos(Instant::now()) < until
     }
 
+    /// When the lease ends (None: no lease).
+    pub fn until(&self) -> Option<Instant> {
+        match self.until.load(Ordering::Acquire) {
+            0 => None,
+            n => Some(self.base + std::time::Duration::from_nanos(n)),
+        }
+    }
+
     /// Sets the end of the lease.
     pub fn hold_until(&self, t: Instant) {
         self.until.store(self.nanos(t).max(1), Ordering::Release);

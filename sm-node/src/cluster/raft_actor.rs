@@ -89,6 +89,14 @@ pub struct RaftActor {
     recording: bool,
     /// No master start before this (after a failed start, e.g. the port still attached).
     master_retry_at: Option<Instant>,
+    /// The standby SM attached to the fabric while this replica is not master (answers
+    /// SMInfo STANDBY, sends nothing else).
+    standby: Option<(u64, Addr<MasterActor>)>,
+    /// The master or standby being stopped (its generation): nothing attaches until its
+    /// Stopped milestone says the port is free.
+    detaching: Option<u64>,
+    /// Stopping for good: no master or standby starts again.
+    shut: bool,
 }
 
 fn unix_ms() -> u64 {
@@ -186,6 +194,9 @@ impl RaftActor {
             stopping: None,
             recording: false,
             master_retry_at: None,
+            standby: None,
+            detaching: None,
+            shut: false,
         })
     }
 
@@ -485,15 +496,86 @@ impl RaftActor {
                     self.raw.raft.leader_id
                 );
             }
-            self.restart_master = false;
             self.stop_master();
+            self.start_standby(ctx);
         }
         if self.stopping.is_some() && !self.is_leader() {
             self.finish_stop();
         }
     }
 
+    /// Milestones of actor generation `gen_` come to this actor.
+    fn watch(&mut self, gen_: u64, ctx: &mut Context<Self>) -> mpsc::UnboundedSender<Milestone> {
+        let (tx, mut rx) = mpsc::unbounded_channel::<Milestone>();
+        ctx.add_stream(futures_util::stream::poll_fn(move |cx| {
+            rx.poll_recv(cx).map(|o| o.map(|m| (gen_, m)))
+        }));
+        tx
+    }
+
+    /// Attaches a standby SM (SMInfo STANDBY) while this replica is not master.
+    fn start_standby(&mut self, ctx: &mut Context<Self>) {
+        if self.shut
+            || self.is_leader()
+            || self.standby.is_some()
+            || self.master.is_some()
+            || self.detaching.is_some()
+            || self.stopping.is_some()
+            || self.master_retry_at.is_some_and(|t| Instant::now() < t)
+        {
+            return;
+        }
+        let node_cfg = self.node_cfg.clone();
+        let built = (|| -> Result<_, crate::NodeError> {
+            let (mut scfg, _) = node_cfg.sweeper_config()?;
+            scfg.role = sm_core::Role::Standby;
+            scfg.guid2lid = sm_core::Guid2Lid::new();
+            let (attached, _) = daemon::attach(&node_cfg)?;
+            scfg.sm_port_guid = Some(attached.transport.port_guid());
+            Ok((Sweeper::new(scfg)?, attached))
+        })();
+        let (sweeper, mut attached) = match built {
+            Ok(x) => x,
+            Err(e) => {
+                tracing::warn!("E_NODE_STANDBY: cannot attach the standby SM (retrying): {e}");
+                self.master_retry_at = Some(Instant::now() + Duration::from_millis(200));
+                return;
+            }
+        };
+        attached.transport = Box::new(super::fence::FencedTransport::new(
+            attached.transport,
+            self.lease.clone(),
+            self.fence_dropped.clone(),
+        ));
+        self.master_retry_at = None;
+        self.master_gen += 1;
+        let gen_ = self.master_gen;
+        let tx = self.watch(gen_, ctx);
+        let addr = MasterActor::new(MasterParts {
+            sweeper,
+            attached,
+            pool: self.pool.clone(),
+            store: None,
+            observers: vec![tx],
+        })
+        .start();
+        tracing::info!(
+            "replica {}: standby SM attached (SMInfo STANDBY)",
+            self.cfg.id
+        );
+        self.standby = Some((gen_, addr));
+    }
+
     fn start_master(&mut self, ctx: &mut Context<Self>) {
+        if let Some((g, s)) = self.standby.take() {
+            // Free the port first; the master attaches once the standby has stopped.
+            s.do_send(Shutdown);
+            self.detaching = Some(g);
+            return;
+        }
+        if self.detaching.is_some() || self.shut {
+            return;
+        }
         let term = self.raw.raft.term;
         let seeds = seed::seeds(&self.state);
         let pending = self.state.pending_intent().cloned();
@@ -555,7 +637,7 @@ impl RaftActor {
             Ok(x) => x,
             Err(e) => {
                 tracing::warn!("E_NODE_MASTER: cannot start the master (retrying in 100 ms): {e}");
-                self.master_retry_at = Some(Instant::now() + Duration::from_millis(100));
+                self.master_retry_at = Some(Instant::now() + Duration::from_millis(20));
                 return;
             }
         };
@@ -572,12 +654,9 @@ impl RaftActor {
         ctx.add_stream(futures_util::stream::poll_fn(move |cx| {
             irx.poll_recv(cx).map(|o| o.map(|m| IntentFrom(gen_, m)))
         }));
-        let (tx, mut rx) = mpsc::unbounded_channel::<Milestone>();
+        let tx = self.watch(gen_, ctx);
         let mut observers = self.observers.clone();
         observers.push(tx);
-        ctx.add_stream(futures_util::stream::poll_fn(move |cx| {
-            rx.poll_recv(cx).map(|o| o.map(|m| (gen_, m)))
-        }));
         tracing::info!(
             "replica {} becomes MASTER for term {term} (seeded: {} LIDs, {} LFTs, {} P_Key tables, policy {})",
             self.cfg.id,
@@ -594,7 +673,10 @@ impl RaftActor {
             observers,
         })
         .start();
-        addr.do_send(SetIntentSink(itx));
+        addr.do_send(SetIntentSink {
+            intents: itx,
+            lease: self.lease.clone(),
+        });
         self.master = Some((gen_, addr));
         // The master record of this term.
         let rec = Command {
@@ -617,9 +699,10 @@ impl RaftActor {
     }
 
     fn stop_master_keep_lease(&mut self) {
-        if let Some((_, m)) = self.master.take() {
+        if let Some((g, m)) = self.master.take() {
             tracing::info!("replica {}: master role ends", self.cfg.id);
             m.do_send(Shutdown);
+            self.detaching = Some(g);
         }
     }
 
@@ -657,7 +740,11 @@ impl RaftActor {
 
     fn finish_stop(&mut self) {
         self.stopping = None;
+        self.shut = true;
         self.stop_master();
+        if let Some((_, s)) = self.standby.take() {
+            s.do_send(Shutdown);
+        }
         for w in self.stop_waiters.drain(..) {
             let _ = w.send(());
         }
@@ -994,10 +1081,17 @@ impl StreamHandler<(u64, Milestone)> for RaftActor {
                 if current {
                     tracing::warn!("the master stopped by itself ({reason})");
                     self.master = None;
-                } else if self.restart_master && self.master.is_none() {
-                    self.restart_master = false;
-                    self.after_apply(ctx);
                 }
+                if self.standby.as_ref().is_some_and(|(g, _)| *g == gen_) {
+                    tracing::warn!("the standby SM stopped by itself ({reason})");
+                    self.standby = None;
+                }
+                if self.detaching == Some(gen_) {
+                    // The port is free: attach the master or the standby.
+                    self.detaching = None;
+                    self.restart_master = false;
+                }
+                self.after_apply(ctx);
             }
             _ => {}
         }
