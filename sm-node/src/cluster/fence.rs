@@ -49,3 +49,61 @@ impl Transport for FencedTransport {
         format!("{} (fenced by the Raft lease)", self.inner.describe())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Mutex;
+    use std::time::{Duration, Instant};
+
+    struct Sink(Arc<Mutex<Vec<Method>>>);
+
+    impl Transport for Sink {
+        fn send(&mut self, _: Lid, smp: &Smp) -> Result<(), TransportError> {
+            self.0.lock().unwrap().push(smp.method);
+            Ok(())
+        }
+        fn flush(&mut self) -> Result<(), TransportError> {
+            Ok(())
+        }
+        fn port_guid(&self) -> Guid {
+            Guid(1)
+        }
+        fn describe(&self) -> String {
+            "sink".into()
+        }
+    }
+
+    #[test]
+    fn sets_pass_only_within_the_lease_and_gets_always() {
+        let sent = Arc::new(Mutex::new(Vec::new()));
+        let lease = Lease::new();
+        let dropped = Arc::new(AtomicU64::new(0));
+        let mut t =
+            FencedTransport::new(Box::new(Sink(sent.clone())), lease.clone(), dropped.clone());
+        let mut get = Smp::default();
+        get.method = Method::GET;
+        let mut set = Smp::default();
+        set.method = Method::SET;
+        // No lease yet.
+        t.send(Lid(1), &get).unwrap();
+        t.send(Lid(1), &set).unwrap();
+        assert_eq!(*sent.lock().unwrap(), [Method::GET]);
+        // Within the lease.
+        lease.hold_until(Instant::now() + Duration::from_secs(60));
+        t.send(Lid(1), &set).unwrap();
+        assert_eq!(sent.lock().unwrap().len(), 2);
+        // Expired (a paused process wakes up past it), then revoked.
+        lease.hold_until(Instant::now() - Duration::from_millis(1));
+        t.send(Lid(1), &set).unwrap();
+        lease.hold_until(Instant::now() + Duration::from_secs(60));
+        lease.revoke();
+        t.send(Lid(1), &set).unwrap();
+        t.send(Lid(1), &get).unwrap();
+        assert_eq!(
+            *sent.lock().unwrap(),
+            [Method::GET, Method::SET, Method::GET]
+        );
+        assert_eq!(dropped.load(Ordering::Relaxed), 3);
+    }
+}

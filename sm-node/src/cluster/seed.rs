@@ -222,3 +222,117 @@ pub fn m_key_of_term(base: u64, term: u64) -> u64 {
     z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
     (z ^ (z >> 31)).max(1)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn intent_round_trips_through_the_replicated_form() {
+        let mut ports = [NO_ROUTE; 64];
+        ports[3] = 7;
+        let mut keys = [0u16; 32];
+        keys[0] = 0xFFFF;
+        keys[1] = 0x8002;
+        let it = sm_core::Intent {
+            id: 42,
+            lft_blocks: vec![sm_core::LftBlockWrite {
+                switch: Guid(0x10),
+                block: 2,
+                ports,
+            }],
+            pkey_blocks: vec![sm_core::PKeyBlockWrite {
+                node: Guid(0x20),
+                port: 1,
+                block: 0,
+                keys,
+                assumed: false,
+            }],
+            port_changes: Vec::new(),
+        };
+        let p = proto::state::Intent {
+            id: 42,
+            term: 3,
+            chunks: 1,
+            sealed: true,
+            begun_at_index: 9,
+            contents: Some(intent_to_contents(&it)),
+        };
+        assert_eq!(intent_from_proto(&p), it);
+    }
+
+    #[test]
+    fn m_keys_differ_per_term_and_are_never_zero() {
+        let keys: std::collections::BTreeSet<u64> =
+            (1..=1000).map(|t| m_key_of_term(7, t)).collect();
+        assert_eq!(keys.len(), 1000);
+        assert!(!keys.contains(&0));
+        assert_eq!(m_key_of_term(7, 5), m_key_of_term(7, 5));
+    }
+
+    #[test]
+    fn seeds_trim_tables_to_the_highest_lid_and_lids_round_trip() {
+        let mut st = ReplicatedState::new();
+        let lids = Command {
+            request_id: 0,
+            kind: Some(Kind::UpdateLids(LidUpdate {
+                set: vec![
+                    LidEntry {
+                        port_guid: 1,
+                        base_lid: 1,
+                        lmc: 0,
+                    },
+                    LidEntry {
+                        port_guid: 2,
+                        base_lid: 4,
+                        lmc: 2,
+                    },
+                ],
+                remove: Vec::new(),
+                replace_all: true,
+            })),
+        };
+        assert!(st.apply(1, 1, &lids).is_accepted());
+        let mut ports = vec![NO_ROUTE; 64];
+        ports[1] = 1;
+        ports[7] = 2;
+        let it = IntentContents {
+            lfts: vec![ProtoSwitchLft {
+                switch_guid: 1,
+                blocks: vec![LftBlock { block: 0, ports }],
+            }],
+            ..Default::default()
+        };
+        let mut cmds = replica::split_intent(5, 1, it, 1 << 20);
+        cmds.push(Command {
+            request_id: 0,
+            kind: Some(Kind::IntentDone(proto::state::IntentDone {
+                id: 5,
+                failed_switches: Vec::new(),
+                failed_ports: Vec::new(),
+            })),
+        });
+        for (i, c) in cmds.iter().enumerate() {
+            assert!(st.apply(2 + i as u64, 1, c).is_accepted(), "{c:?}");
+        }
+        let s = seeds(&st);
+        // Highest LID 7 (4 + 2^2 - 1): LinearFDBTop 7, a table of 8 entries.
+        let l = s.known_lfts.unwrap();
+        assert_eq!(l.switches[0].ports.len(), 8);
+        assert_eq!(l.switches[0].ports[7], 2);
+        assert_eq!(s.guid2lid.get(Guid(2)), Some((Lid(4), Lid(7))));
+        let t = SweepTables {
+            guid2lid: s.guid2lid.clone(),
+            lfts: None,
+            pkeys: Default::default(),
+        };
+        assert!(lid_command(&st, &t).is_none(), "same map, no command");
+        let mut other = s.guid2lid.clone();
+        other.set(Guid(3), Lid(9), Lid(9));
+        let t = SweepTables {
+            guid2lid: other,
+            ..t
+        };
+        assert!(lid_command(&st, &t).is_some());
+    }
+}
