@@ -81,10 +81,14 @@ mod tests {
         let dropped = Arc::new(AtomicU64::new(0));
         let mut t =
             FencedTransport::new(Box::new(Sink(sent.clone())), lease.clone(), dropped.clone());
-        let mut get = Smp::default();
-        get.method = Method::GET;
-        let mut set = Smp::default();
-        set.method = Method::SET;
+        let get = Smp {
+            method: Method::GET,
+            ..Smp::default()
+        };
+        let set = Smp {
+            method: Method::SET,
+            ..Smp::default()
+        };
         // No lease yet.
         t.send(Lid(1), &get).unwrap();
         t.send(Lid(1), &set).unwrap();

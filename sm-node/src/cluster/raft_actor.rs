@@ -1009,8 +1009,10 @@ impl Handler<ChangeMembership> for RaftActor {
         if !self.is_leader() {
             return Err(self.not_leader());
         }
-        let mut cc = ConfChange::default();
-        cc.node_id = m.id;
+        let mut cc = ConfChange {
+            node_id: m.id,
+            ..Default::default()
+        };
         cc.set_change_type(if m.add {
             ConfChangeType::AddNode
         } else {
@@ -1054,27 +1056,26 @@ impl StreamHandler<(u64, Milestone)> for RaftActor {
     fn handle(&mut self, (gen_, m): (u64, Milestone), ctx: &mut Context<Self>) {
         let current = self.master.as_ref().is_some_and(|(g, _)| *g == gen_);
         match &m.kind {
-            MilestoneKind::SubnetUp { .. } if current => {
-                if self.subnet_up_unix_ms == 0 {
-                    self.subnet_up_unix_ms = unix_ms();
-                }
+            MilestoneKind::SubnetUp { .. } if current && self.subnet_up_unix_ms == 0 => {
+                self.subnet_up_unix_ms = unix_ms();
             }
             MilestoneKind::HeavySweepComplete { .. } | MilestoneKind::LightSweepComplete { .. }
                 if current =>
             {
                 self.last_sweep_unix_ms = unix_ms();
-                if matches!(m.kind, MilestoneKind::HeavySweepComplete { .. }) && !self.recording {
-                    if let Some((_, a)) = &self.master {
-                        self.recording = true;
-                        let fut = a.send(GetTables);
-                        ctx.spawn(fut.into_actor(self).map(|r, act, ctx| {
-                            act.recording = false;
-                            if let Ok(t) = r {
-                                act.record(t);
-                                act.on_ready(ctx);
-                            }
-                        }));
-                    }
+                if matches!(m.kind, MilestoneKind::HeavySweepComplete { .. })
+                    && !self.recording
+                    && let Some((_, a)) = &self.master
+                {
+                    self.recording = true;
+                    let fut = a.send(GetTables);
+                    ctx.spawn(fut.into_actor(self).map(|r, act, ctx| {
+                        act.recording = false;
+                        if let Ok(t) = r {
+                            act.record(t);
+                            act.on_ready(ctx);
+                        }
+                    }));
                 }
             }
             MilestoneKind::Stopped { reason } => {
