@@ -1,0 +1,141 @@
+//! The same partitions.conf gives the same P_Key tables under OpenSM and under our SM
+//! (issue 9): each SM runs on its own fresh ibsim instance of the same fabric, and
+//! `smpquery pkeys` reads every CA port's table back on both. Skipped, with the reason
+//! printed, when ibsim, OpenSM or the diags are not installed.
+
+mod ibsim_common;
+
+use fabric::{GenSpec, Guid, Topology};
+use ibsim_common::*;
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::Duration;
+use umad::testing::{Ibsim, NET_2SW2PATH4HCA};
+
+/// Port GUID → LID of every CA port, from ibnetdiscover's port lines
+/// (`[1](100001) "S-..."[1] # lid 1 lmc 0 ...`).
+fn ca_port_lids(ibnetdiscover: &str) -> BTreeMap<Guid, u16> {
+    let mut m = BTreeMap::new();
+    let mut in_ca = false;
+    for line in ibnetdiscover.lines() {
+        if line.starts_with("Ca") {
+            in_ca = true;
+        } else if line.starts_with("Switch") || line.starts_with("Rt") {
+            in_ca = false;
+        } else if in_ca && line.starts_with('[') {
+            let guid = line
+                .split_once('(')
+                .and_then(|(_, r)| r.split_once(')'))
+                .and_then(|(g, _)| u64::from_str_radix(g, 16).ok());
+            let lid = line
+                .split_once("# lid ")
+                .and_then(|(_, r)| r.split_whitespace().next())
+                .and_then(|l| l.parse().ok());
+            if let (Some(g), Some(l)) = (guid, lid) {
+                m.insert(Guid(g), l);
+            }
+        }
+    }
+    m
+}
+
+/// Every CA port's valid P_Keys (index, key), read with smpquery at `diag_host`.
+fn read_pkeys(sim: &Ibsim, diag_host: &str, topo: &Topology) -> BTreeMap<Guid, Vec<(usize, u16)>> {
+    let lids = ca_port_lids(&tool(sim, diag_host, "ibnetdiscover", &[]));
+    let mut out = BTreeMap::new();
+    for (guid, pr) in ca_ports(topo) {
+        let lid = lids
+            .get(&guid)
+            .unwrap_or_else(|| panic!("port {guid} has no LID in ibnetdiscover"));
+        let text = tool(
+            sim,
+            diag_host,
+            "smpquery",
+            &["pkeys", &lid.to_string(), &pr.port.0.to_string()],
+        );
+        out.insert(guid, parse_pkeys(&text));
+    }
+    out
+}
+
+fn compare(netfile: &Path, sm_host: &str, diag_host: &str) {
+    if let Some(r) = skip_reason() {
+        println!("skipped: {r}");
+        return;
+    }
+    if umad::testing::find_program("opensm").is_none() {
+        println!("skipped: opensm is not installed");
+        return;
+    }
+    // OpenSM.
+    let sim = Ibsim::start(netfile, &[]).expect("ibsim");
+    let topo = fabric::netfile::parse(&tool(&sim, diag_host, "ibnetdiscover", &[]))
+        .expect("ibnetdiscover parses");
+    let conf = two_tenants(&topo);
+    let conf_path = sim.dir().join("partitions.conf");
+    std::fs::write(&conf_path, &conf).unwrap();
+    let osm_dir = sim.dir().join("opensm");
+    std::fs::create_dir_all(&osm_dir).unwrap();
+    let mut c = sim.client("opensm", Some(sm_host));
+    c.env("OSM_TMP_DIR", &osm_dir)
+        .env("OSM_CACHE_DIR", &osm_dir)
+        .arg("-e")
+        .arg("-f")
+        .arg(osm_dir.join("osm.log"))
+        .args(["-s", "0", "-o", "-P"])
+        .arg(&conf_path);
+    let out = sim.run(c, Duration::from_secs(60)).expect("opensm");
+    assert!(out.success(), "opensm: {}", out.describe());
+    let theirs = read_pkeys(&sim, diag_host, &topo);
+    sim.stop();
+
+    // Ours, on a fresh instance of the same file (ibsim gives the same GUIDs).
+    let sim = Ibsim::start(netfile, &[]).expect("ibsim");
+    let topo2 = fabric::netfile::parse(&tool(&sim, diag_host, "ibnetdiscover", &[]))
+        .expect("ibnetdiscover parses");
+    assert_eq!(
+        shape(&topo2, true),
+        shape(&topo, true),
+        "same fabric, same GUIDs"
+    );
+    let conf_path = sim.dir().join("partitions.conf");
+    std::fs::write(&conf_path, &conf).unwrap();
+    let sm = start_sm(
+        &sim,
+        sm_host,
+        &["--partitions", conf_path.to_str().unwrap()],
+    );
+    let ours = read_pkeys(&sim, diag_host, &topo);
+    drop(sm);
+    sim.stop();
+
+    let with_tenant = ours.values().filter(|k| k.len() > 1).count();
+    println!(
+        "{}: {} CA ports, {with_tenant} with a tenant key; OpenSM and ours agree: {}",
+        netfile.display(),
+        ours.len(),
+        ours == theirs
+    );
+    assert!(with_tenant > 0, "the partitions reached the ports");
+    assert_eq!(ours, theirs, "P_Key tables: ours (left) vs OpenSM (right)");
+}
+
+#[test]
+fn opensm_and_ours_program_the_same_pkeys_on_net_2sw2path4hca() {
+    compare(Path::new(NET_2SW2PATH4HCA), "Hca1", "Hca2");
+}
+
+#[test]
+fn opensm_and_ours_program_the_same_pkeys_on_ft2_8() {
+    if skip_reason().is_some() {
+        println!("skipped: {}", skip_reason().unwrap_or_default());
+        return;
+    }
+    let topo = "ft2:8".parse::<GenSpec>().unwrap().generate().unwrap();
+    let dir = std::env::temp_dir().join(format!("qsm-pkeys-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let net = dir.join("ft2_8.net");
+    std::fs::write(&net, fabric::netfile::write(&topo).unwrap()).unwrap();
+    compare(&net, &first_ca_host(&topo), &last_ca_host(&topo));
+    let _ = std::fs::remove_dir_all(&dir);
+}
