@@ -54,11 +54,11 @@ fn prove(
         sm_host,
         diag_host,
         expected,
-        guids,
         &conf,
         Checks {
             ca_stride,
             priority: 5,
+            guids,
         },
     );
     println!(

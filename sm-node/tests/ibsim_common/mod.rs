@@ -405,6 +405,9 @@ pub struct Checks {
     pub ca_stride: usize,
     /// Expected SM priority.
     pub priority: u8,
+    /// Compare node and port GUIDs with the topology too (generated files carry them;
+    /// ibsim makes up the GUIDs of the example files).
+    pub guids: bool,
 }
 
 /// What the checks found, for the test's printout.
@@ -433,7 +436,6 @@ pub fn verify(
     sm_host: &str,
     diag_host: &str,
     expected: &Topology,
-    guids: bool,
     partitions_conf: &str,
     checks: Checks,
 ) -> Verified {
@@ -442,8 +444,8 @@ pub fn verify(
     let disc = fabric::netfile::parse(&disc_text)
         .unwrap_or_else(|e| panic!("ibnetdiscover output does not parse: {e}\n{disc_text}"));
     assert_eq!(
-        shape(&disc, guids),
-        shape(expected, guids),
+        shape(&disc, checks.guids),
+        shape(expected, checks.guids),
         "ibnetdiscover differs from the topology"
     );
 
