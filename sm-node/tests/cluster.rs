@@ -340,3 +340,57 @@ fn higher_priority_replica_takes_leadership_back_by_transfer() {
     drop(c);
     cleanup(&d);
 }
+
+/// A follower that was down while the log was compacted past its last entry catches up from
+/// the leader's snapshot (and then holds the same policy).
+#[test]
+fn lagging_follower_catches_up_from_a_snapshot() {
+    let d = dir("snapshot");
+    let mut c = LocalCluster::new(&bin(), "ft2:8", 3, &d).unwrap();
+    c.common
+        .extend(["--snapshot-every".to_string(), "20".to_string()]);
+    c.start_all().unwrap();
+    rt().block_on(async {
+        let st = c.wait_serving(0, BOUND).await.unwrap();
+        let leader = st.leader_id;
+        let lagging = (1..=3).find(|i| *i != leader).unwrap();
+        c.kill9(lagging);
+        let mut a = c.admin(leader).unwrap();
+        let mut text = String::new();
+        for v in 0..60u64 {
+            text = format!(
+                "Default=0x7fff : ALL=full ;\nP{v}=0x{:04x} : ALL=full ;\n",
+                2 + v
+            );
+            a.apply_policy(ApplyPolicyRequest {
+                text: text.clone(),
+                expected_version: v,
+                request_id: 0,
+            })
+            .await
+            .unwrap();
+        }
+        let commit = c.status(leader).await.unwrap().commit_index;
+        c.start(lagging).unwrap();
+        c.wait_status(lagging, BOUND, |s| {
+            s.applied_index >= commit && s.policy_version == 60
+        })
+        .await
+        .unwrap();
+        let p = c
+            .admin(lagging)
+            .unwrap()
+            .get_policy(GetPolicyRequest::default())
+            .await
+            .unwrap()
+            .into_inner();
+        assert_eq!(p.text, text);
+        let log = std::fs::read_to_string(d.join(format!("replica{lagging}.log"))).unwrap();
+        assert!(
+            log.contains("applied a snapshot from the leader"),
+            "caught up without a snapshot"
+        );
+    });
+    drop(c);
+    cleanup(&d);
+}

@@ -40,6 +40,8 @@ pub struct ClusterConfig {
     pub election_ticks: usize,
     /// Heartbeat interval in ticks.
     pub heartbeat_ticks: usize,
+    /// Snapshot and compact the log every this many applied entries.
+    pub snapshot_every: u64,
     /// This replica's fabric port GUID (0 when the port is named otherwise).
     pub port_guid: Guid,
 }

@@ -34,8 +34,6 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use storage::{RaftLog, SledStorage};
 use tokio::sync::{mpsc, oneshot};
 
-/// Entries applied between two snapshots (log compaction).
-const SNAPSHOT_EVERY: u64 = 1_000;
 /// Entries applied between two saves of the applied state.
 const SAVE_APPLIED_EVERY: u64 = 64;
 /// M_Key base when the replicated configuration sets none.
@@ -410,7 +408,7 @@ impl RaftActor {
         if applied >= self.last_saved + SAVE_APPLIED_EVERY {
             self.save_applied(ctx);
         }
-        if applied >= self.last_snapshot + SNAPSHOT_EVERY {
+        if applied >= self.last_snapshot + self.cfg.snapshot_every {
             self.make_snapshot(ctx);
         }
         if policy_changed && self.master.is_some() {

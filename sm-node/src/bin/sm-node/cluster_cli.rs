@@ -113,6 +113,7 @@ pub struct ReplicaArgs {
     pub data_dir: PathBuf,
     pub tick_ms: u64,
     pub election_ticks: usize,
+    pub snapshot_every: u64,
     pub node: NodeConfig,
 }
 
@@ -140,6 +141,7 @@ pub fn run_replica(a: ReplicaArgs) -> anyhow::Result<ExitCode> {
         data_dir: a.data_dir,
         tick: Duration::from_millis(a.tick_ms.max(1)),
         election_ticks: a.election_ticks.max(3),
+        snapshot_every: a.snapshot_every.max(1),
         heartbeat_ticks: 2,
         port_guid,
     };

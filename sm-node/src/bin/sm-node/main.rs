@@ -41,6 +41,10 @@ struct Cli {
     /// Cluster mode: election timeout in ticks (randomised up to twice that).
     #[arg(long, default_value_t = 10)]
     election_ticks: usize,
+    /// Cluster mode: snapshot the replicated state and compact the log every N applied
+    /// entries.
+    #[arg(long, default_value_t = 1000)]
+    snapshot_every: u64,
     /// TOML configuration file (keys as the long flags: fabric, priority, routing-engine,
     /// sweep-interval, partitions, guid2lid, data-dir, lmc, routing-workers, sim-pace,
     /// sim-seed, smp-timeout-ms); flags override it.
@@ -164,6 +168,7 @@ fn run_cluster(cli: Cli) -> anyhow::Result<ExitCode> {
         data_dir,
         tick_ms: cli.tick_ms,
         election_ticks: cli.election_ticks,
+        snapshot_every: cli.snapshot_every,
         node: cfg,
     })
 }
