@@ -392,6 +392,9 @@ impl Handler<GetTables> for MasterActor {
             guid2lid: self.sweeper.guid2lid().clone(),
             lfts: self.sweeper.lfts().cloned(),
             pkeys: self.sweeper.pkey_tables(),
+            topology: Some(replica::topology_to_proto(
+                &self.sweeper.discovered_topology(),
+            )),
         })
     }
 }

@@ -389,7 +389,12 @@ impl RaftActor {
             }
             let out = self.state.apply(index, term, &cmd);
             if let Err(err) = &out.result {
-                tracing::debug!("entry {index} refused: {err}");
+                if cmd.request_id == 0 {
+                    // The replicas' own commands (records, intents) should never be refused.
+                    tracing::warn!("E_NODE_APPLY: entry {index} refused: {err}");
+                } else {
+                    tracing::debug!("entry {index} refused: {err}");
+                }
             }
             if matches!(cmd.kind, Some(Kind::ApplyPolicy(_))) && out.is_accepted() {
                 policy_changed = true;
@@ -634,7 +639,7 @@ impl RaftActor {
         let (sweeper, mut attached) = match built {
             Ok(x) => x,
             Err(e) => {
-                tracing::warn!("E_NODE_MASTER: cannot start the master (retrying in 100 ms): {e}");
+                tracing::warn!("E_NODE_MASTER: cannot start the master (retrying in 20 ms): {e}");
                 self.master_retry_at = Some(Instant::now() + Duration::from_millis(20));
                 return;
             }
@@ -718,13 +723,16 @@ impl RaftActor {
         }
     }
 
-    /// Records the master's LIDs after a completed sweep (what it programmed was committed
+    /// Records the master's topology and LIDs after a completed sweep (what it programmed was committed
     /// as intents before the Sets left).
     fn record(&mut self, t: SweepTables) {
         if !self.is_leader() {
             return;
         }
         let mut cmds = Vec::new();
+        if let Some(c) = seed::topology_command(&self.state, &t) {
+            cmds.push(c);
+        }
         if let Some(c) = seed::lid_command(&self.state, &t) {
             cmds.push(c);
         }

@@ -74,6 +74,8 @@ pub struct SweepTables {
     pub lfts: Option<Lfts>,
     /// P_Key tables programmed.
     pub pkeys: PKeyTables,
+    /// The fabric as the sweep discovered it (None: not read).
+    pub topology: Option<proto::state::Topology>,
 }
 
 /// The LID update recording `t` when it differs from `st` (replace-all).
@@ -113,6 +115,18 @@ pub fn guid_of_port_name(name: &str) -> Guid {
             .and_then(|h| u64::from_str_radix(h, 16).ok())
             .unwrap_or(0),
     )
+}
+
+/// The topology command when `t` found a fabric other than the one `st` records.
+pub fn topology_command(st: &ReplicatedState, t: &SweepTables) -> Option<Command> {
+    let topo = t.topology.as_ref()?;
+    if topo.nodes.is_empty() || st.topology() == topo {
+        return None;
+    }
+    Some(Command {
+        request_id: 0,
+        kind: Some(Kind::SetTopology(topo.clone())),
+    })
 }
 
 /// A sweeper's intent as replicated contents.
@@ -325,6 +339,7 @@ mod tests {
             guid2lid: s.guid2lid.clone(),
             lfts: None,
             pkeys: Default::default(),
+            topology: None,
         };
         assert!(lid_command(&st, &t).is_none(), "same map, no command");
         let mut other = s.guid2lid.clone();
