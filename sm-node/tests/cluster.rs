@@ -394,3 +394,60 @@ fn lagging_follower_catches_up_from_a_snapshot() {
     drop(c);
     cleanup(&d);
 }
+
+/// SMInfo on each replica's port answers truthfully: MASTER on the leader's, STANDBY on the
+/// others' (asked LID-routed by a client attached at another CA port).
+#[test]
+fn sminfo_answers_master_and_standby_truthfully() {
+    use mad::{AttributeId, SmInfo, SmState, Smp};
+    let d = dir("sminfo");
+    let mut c = LocalCluster::new(&bin(), "ft2:8", 3, &d).unwrap();
+    c.start_all().unwrap();
+    let (leader, lids) = rt().block_on(async {
+        let st = c.wait_serving(0, BOUND).await.unwrap();
+        // Every follower has its standby attached once it knows the leader.
+        for id in (1..=3).filter(|i| *i != st.leader_id) {
+            c.wait_status(id, BOUND, |s| s.leader_id == st.leader_id)
+                .await
+                .unwrap();
+        }
+        let lids = c.ca_lids();
+        (st.leader_id, lids)
+    });
+    let ports: Vec<_> = c.replicas.iter().map(|r| (r.id, r.port_guid)).collect();
+    let client_port = sm_node::cluster::harness::ca_ports(&c.topo)[3].2;
+    let socket = c.server.as_ref().unwrap().path().to_path_buf();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut cl = fabric_sim::client::SimClient::connect(&socket).unwrap();
+        cl.attach(&format!("0x{:016x}", client_port.0)).unwrap();
+        let mut answers = Vec::new();
+        for (id, g) in ports {
+            let lid = lids.iter().find(|(p, _)| *p == g).unwrap().1;
+            // Ask until the standby is attached (a standby answers from its attach on).
+            loop {
+                cl.send(lid, &Smp::lid_get(id, AttributeId::SM_INFO, 0))
+                    .unwrap();
+                cl.flush().unwrap();
+                let (_, _, smp) = cl.recv().unwrap();
+                let info: SmInfo = smp.attr().unwrap();
+                if smp.status == 0 {
+                    answers.push((id, info.state()));
+                    break;
+                }
+            }
+        }
+        let _ = tx.send(answers);
+    });
+    let answers = rx.recv_timeout(BOUND).expect("no SMInfo answers");
+    for (id, state) in answers {
+        let want = if id == leader {
+            SmState::Master
+        } else {
+            SmState::Standby
+        };
+        assert_eq!(state, Some(want), "replica {id}");
+    }
+    drop(c);
+    cleanup(&d);
+}
