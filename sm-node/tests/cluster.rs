@@ -451,3 +451,43 @@ fn sminfo_answers_master_and_standby_truthfully() {
     drop(c);
     cleanup(&d);
 }
+
+/// SIGTERM on the master hands leadership to a caught-up follower before it exits; the
+/// successor takes over without LFT writes.
+#[test]
+fn sigterm_on_the_master_hands_leadership_over_first() {
+    let d = dir("sigterm");
+    let mut c = LocalCluster::new(&bin(), "ft2:8", 3, &d).unwrap();
+    c.start_all().unwrap();
+    rt().block_on(async {
+        let st = c.wait_serving(0, BOUND).await.unwrap();
+        let old = st.leader_id;
+        let st = c
+            .wait_status(old, BOUND, |s| {
+                !s.intent_pending && s.applied_index == s.commit_index
+            })
+            .await
+            .unwrap();
+        for id in 1..=3 {
+            c.wait_status(id, BOUND, |s| s.applied_index >= st.commit_index)
+                .await
+                .unwrap();
+        }
+        c.take_sets();
+        let t = unix_ms();
+        c.terminate(old);
+        let st = c.wait_serving(t, BOUND).await.unwrap();
+        assert_ne!(st.self_id, old);
+        assert_eq!(lft_sets(&c.take_sets()), 0);
+        let log = std::fs::read_to_string(d.join(format!("replica{old}.log"))).unwrap();
+        assert!(
+            log.contains(&format!(
+                "graceful stop: handing leadership to replica {}",
+                st.self_id
+            )),
+            "no transfer before exit"
+        );
+    });
+    drop(c);
+    cleanup(&d);
+}

@@ -119,14 +119,50 @@ pub fn guid_of_port_name(name: &str) -> Guid {
 
 /// The topology command when `t` found a fabric other than the one `st` records.
 pub fn topology_command(st: &ReplicatedState, t: &SweepTables) -> Option<Command> {
-    let topo = t.topology.as_ref()?;
-    if topo.nodes.is_empty() || st.topology() == topo {
+    let topo = canonical(t.topology.as_ref()?);
+    if topo.nodes.is_empty() || st.topology() == &topo {
         return None;
     }
     Some(Command {
         request_id: 0,
-        kind: Some(Kind::SetTopology(topo.clone())),
+        kind: Some(Kind::SetTopology(topo)),
     })
+}
+
+/// The topology with its nodes in GUID order and its links sorted, so that masters that
+/// discovered the same fabric from different ports record the same value.
+pub fn canonical(t: &proto::state::Topology) -> proto::state::Topology {
+    let mut order: Vec<usize> = (0..t.nodes.len()).collect();
+    order.sort_by_key(|&i| t.nodes[i].node_guid);
+    let mut new_index = vec![0u32; t.nodes.len()];
+    for (new, &old) in order.iter().enumerate() {
+        new_index[old] = new as u32;
+    }
+    let remap = |i: u32| new_index.get(i as usize).copied().unwrap_or(u32::MAX);
+    let mut links: Vec<proto::state::TopoLink> = t
+        .links
+        .iter()
+        .map(|l| {
+            let (mut a, mut ap, mut b, mut bp) =
+                (remap(l.a_node), l.a_port, remap(l.b_node), l.b_port);
+            if (b, bp) < (a, ap) {
+                std::mem::swap(&mut a, &mut b);
+                std::mem::swap(&mut ap, &mut bp);
+            }
+            proto::state::TopoLink {
+                a_node: a,
+                a_port: ap,
+                b_node: b,
+                b_port: bp,
+                ..l.clone()
+            }
+        })
+        .collect();
+    links.sort_by_key(|l| (l.a_node, l.a_port, l.b_node, l.b_port));
+    proto::state::Topology {
+        nodes: order.iter().map(|&i| t.nodes[i].clone()).collect(),
+        links,
+    }
 }
 
 /// A sweeper's intent as replicated contents.
@@ -273,6 +309,34 @@ mod tests {
             contents: Some(intent_to_contents(&it)),
         };
         assert_eq!(intent_from_proto(&p), it);
+    }
+
+    #[test]
+    fn canonical_topology_ignores_discovery_order() {
+        use proto::state::{TopoLink, TopoNode, Topology};
+        let node = |g: u64| TopoNode {
+            node_guid: g,
+            ..Default::default()
+        };
+        let link = |a, ap, b, bp| TopoLink {
+            a_node: a,
+            a_port: ap,
+            b_node: b,
+            b_port: bp,
+            ..Default::default()
+        };
+        // The same fabric found from two ends: nodes and link ends in other orders.
+        let x = Topology {
+            nodes: vec![node(30), node(10), node(20)],
+            links: vec![link(0, 1, 1, 2), link(2, 1, 1, 1)],
+        };
+        let y = Topology {
+            nodes: vec![node(10), node(20), node(30)],
+            links: vec![link(0, 1, 1, 1), link(0, 2, 2, 1)],
+        };
+        assert_eq!(canonical(&x), canonical(&y));
+        assert_eq!(canonical(&canonical(&x)), canonical(&x));
+        assert_ne!(canonical(&x), canonical(&Topology::default()));
     }
 
     #[test]
