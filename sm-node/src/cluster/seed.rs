@@ -154,7 +154,7 @@ pub fn canonical(t: &proto::state::Topology) -> proto::state::Topology {
                 a_port: ap,
                 b_node: b,
                 b_port: bp,
-                ..l.clone()
+                ..*l
             }
         })
         .collect();

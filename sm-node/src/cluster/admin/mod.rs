@@ -393,7 +393,7 @@ impl SmAdmin for AdminService {
             if !me_master && !is_forwarded(&req) {
                 // The priority is the master's own configuration: ask it.
                 if let Ok(Some(mut c)) = self.leader_client().await
-                    && let Ok(l) = c.sm_info(forwarded(&req, req.get_ref().clone())).await
+                    && let Ok(l) = c.sm_info(forwarded(&req, *req.get_ref())).await
                 {
                     info.priority = l.into_inner().priority;
                 }
@@ -492,7 +492,7 @@ impl SmAdmin for AdminService {
         req: Request<ChangeMembershipRequest>,
     ) -> Result<Response<ChangeMembershipReply>, Status> {
         self.auth.admin(&req, "ChangeMembership")?;
-        let r = req.get_ref().clone();
+        let r = *req.get_ref();
         match self
             .raft
             .send(ChangeMembership {
