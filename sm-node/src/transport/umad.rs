@@ -13,11 +13,13 @@
 //! timeout is set well above the sweeper's, so that the kernel never drops a late response
 //! the sweeper still waits for; its `ETIMEDOUT` copies of requests are dropped here.
 
-use super::{Attached, Inbound, Transport, TransportError};
+use super::{Attached, Inbound, InboundTx, Transport, TransportError};
 use ::umad::{Dest, ReaderThread, ReceivedMad, RecvStatus, UmadPort};
 use fabric::{Guid, Lid};
 use mad::Smp;
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 /// MADs handed to the master in one batch at most.
@@ -36,14 +38,38 @@ pub const UMAD_SMP_TIMEOUT_MS: u64 = 200;
 /// How long attach waits for the local port's answers.
 const ATTACH_TIMEOUT: Duration = Duration::from_secs(2);
 
-/// Opens `device`, registers the SMP agents, claims the SM role, checks the local port number
-/// against `expect_port` (when given) and starts the reader thread. `smp_timeout_ms` is the
-/// sweeper's per-attempt timeout (the kernel's is set to four times it, at least 1 s).
-pub fn attach(
-    device: &str,
-    expect_port: Option<u8>,
-    smp_timeout_ms: u64,
-) -> Result<Attached, TransportError> {
+/// A umad port open in this process, with its reader thread. Opened once per device and
+/// kept for the life of the process: umad2sim serves one umad fd per process, does not
+/// survive a close followed by a new open (later MADs find "no one to handle"), and crashes
+/// when a fd closes while MADs still arrive. A replica that goes from standby to master
+/// (or back) attaches again to the same port.
+struct Shared {
+    port: Arc<UmadPort>,
+    local: ::umad::LocalPort,
+    /// Where received MADs go: the current attachment's channel, with its generation.
+    sink: Arc<Mutex<Option<(u64, InboundTx)>>>,
+    reader: ReaderThread,
+    attaches: AtomicU64,
+    /// High 32 bits of the TIDs the attached sweeper sends (its `tid_high`: a cluster puts
+    /// the term there). The kernel and umad2sim overwrite them in responses; they are put
+    /// back before the sweeper sees a response, which checks them.
+    tid_high: Arc<AtomicU32>,
+}
+
+/// Open ports by device path.
+fn open_ports() -> &'static Mutex<HashMap<String, Arc<Shared>>> {
+    static OPEN: OnceLock<Mutex<HashMap<String, Arc<Shared>>>> = OnceLock::new();
+    OPEN.get_or_init(|| Mutex::new(HashMap::new()))
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    // A panic while holding these locks leaves a map or an Option, both consistent.
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Opens `device` (once per process), registers the SMP agents, claims the SM role, reads
+/// the local port and starts the reader thread.
+fn open_shared(device: &str, smp_timeout_ms: u64) -> Result<Arc<Shared>, TransportError> {
     let att = |e: ::umad::UmadError| TransportError::Attach(format!("{device}: {e}"));
     let port = UmadPort::open(device).map_err(att)?;
     port.register_smp_agents().map_err(att)?;
@@ -53,6 +79,66 @@ pub fn attach(
         .clamp(1000, u64::from(u32::MAX));
     port.set_kernel_timeout_ms(u32::try_from(kernel_ms).unwrap_or(u32::MAX));
     let local = port.query_local(ATTACH_TIMEOUT).map_err(att)?;
+    let port = Arc::new(port);
+    let sink: Arc<Mutex<Option<(u64, InboundTx)>>> = Arc::new(Mutex::new(None));
+    let to = Arc::clone(&sink);
+    let tid_high = Arc::new(AtomicU32::new(0));
+    let high = Arc::clone(&tid_high);
+    let dev = device.to_string();
+    let reader = ReaderThread::spawn(Arc::clone(&port), MAX_BATCH, move |batch| match batch {
+        Ok(b) => {
+            let inbound = to_inbound(b, high.load(Ordering::Relaxed));
+            let mut g = lock(&to);
+            if !inbound.is_empty()
+                && let Some((_, tx)) = g.as_ref()
+                && tx.send(inbound).is_err()
+            {
+                *g = None;
+            }
+            // Nobody attached (between a standby and a master): MADs are dropped.
+            true
+        }
+        Err(e) => {
+            // Dropping the sender closes the attached master's channel: it stops. The
+            // port is forgotten so that a later attach opens the device again.
+            tracing::error!("E_NODE_TRANSPORT_IO: umad read failed on {dev}: {e}");
+            *lock(&to) = None;
+            lock(open_ports()).remove(&dev);
+            false
+        }
+    })?;
+    Ok(Arc::new(Shared {
+        port,
+        local,
+        sink,
+        reader,
+        attaches: AtomicU64::new(0),
+        tid_high,
+    }))
+}
+
+/// Attaches at `device`: opens it the first time (agents for 0x81 and 0x01, the SM role,
+/// the local port by directed route, a reader thread), reuses the open port afterwards.
+/// Checks the local port number against `expect_port` when given. `smp_timeout_ms` is the
+/// sweeper's per-attempt timeout (the kernel's is set to four times it, at least 1 s).
+/// Received MADs go to the newest attachment only.
+pub fn attach(
+    device: &str,
+    expect_port: Option<u8>,
+    smp_timeout_ms: u64,
+) -> Result<Attached, TransportError> {
+    let shared = {
+        let mut open = lock(open_ports());
+        match open.get(device) {
+            Some(s) if !s.reader.is_finished() => Arc::clone(s),
+            _ => {
+                let s = open_shared(device, smp_timeout_ms)?;
+                open.insert(device.to_string(), Arc::clone(&s));
+                s
+            }
+        }
+    };
+    let local = &shared.local;
     if let Some(p) = expect_port
         && p != local.port_num()
     {
@@ -62,44 +148,41 @@ pub fn attach(
             local.node_guid()
         )));
     }
+    let generation = shared.attaches.fetch_add(1, Ordering::Relaxed) + 1;
     let label = format!(
-        "umad {device} port {} (node {}, LID {} at attach)",
+        "umad {device} port {} (node {}, LID {} at open)",
         local.port_num(),
         local.node_guid(),
         local.lid().0
     );
-    tracing::info!("attached: {label}");
-    let port = Arc::new(port);
+    tracing::info!("attached: {label}, attachment {generation}");
     let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
-    let reader = ReaderThread::spawn(Arc::clone(&port), MAX_BATCH, move |batch| match batch {
-        Ok(b) => {
-            let inbound = to_inbound(b);
-            inbound.is_empty() || tx.send(inbound).is_ok()
-        }
-        Err(e) => {
-            // Dropping `tx` (the thread ends) closes the master's channel: it stops.
-            tracing::error!("E_NODE_TRANSPORT_IO: umad read failed: {e}");
-            false
-        }
-    })?;
+    *lock(&shared.sink) = Some((generation, tx));
+    shared.tid_high.store(0, Ordering::Relaxed);
     Ok(Attached {
         transport: Box::new(UmadTransport {
             label,
             port_guid: local.port_guid(),
-            reader: Some(reader),
-            port,
+            generation,
+            shared,
         }),
         inbound: rx,
     })
 }
 
-/// Keeps the SMPs of a batch of reads; drops the kernel's timed-out request copies (the
-/// sweeper keeps its own clock) and, with a warning, anything that is not an SMP.
-fn to_inbound(batch: Vec<::umad::Received>) -> Vec<Inbound> {
+/// Keeps the SMPs of a batch of reads, with `tid_high` put back into the high 32 bits of
+/// responses' TIDs; drops the kernel's timed-out request copies (the sweeper keeps its own
+/// clock) and, with a warning, anything that is not an SMP.
+fn to_inbound(batch: Vec<::umad::Received>, tid_high: u32) -> Vec<Inbound> {
     let mut out = Vec::with_capacity(batch.len());
     for r in batch {
         match (r.status, r.mad) {
-            (RecvStatus::Ok, ReceivedMad::Smp(smp)) => out.push(Inbound { slid: r.slid, smp }),
+            (RecvStatus::Ok, ReceivedMad::Smp(mut smp)) => {
+                if smp.is_response() {
+                    smp.tid = (u64::from(tid_high) << 32) | (smp.tid & 0xFFFF_FFFF);
+                }
+                out.push(Inbound { slid: r.slid, smp })
+            }
             (RecvStatus::TimedOut, _) => {}
             (RecvStatus::Error(e), _) => {
                 tracing::warn!("E_NODE_TRANSPORT_IO: umad receive status {e}, MAD dropped")
@@ -116,24 +199,30 @@ fn to_inbound(batch: Vec<::umad::Received>) -> Vec<Inbound> {
 }
 
 /// The sending half. Writes go to the device at once (`flush` has nothing to do). Dropping
-/// it stops the reader thread first, then closes the port (umad2sim must not receive for a
-/// closed fd).
+/// it detaches: received MADs stop going to its channel (the port stays open, see
+/// [`Shared`]).
 struct UmadTransport {
     label: String,
     port_guid: Guid,
-    reader: Option<ReaderThread>,
-    port: Arc<UmadPort>,
+    generation: u64,
+    shared: Arc<Shared>,
 }
 
 impl Transport for UmadTransport {
     fn send(&mut self, dlid: Lid, smp: &Smp) -> Result<(), TransportError> {
-        self.port
+        if !smp.is_response() {
+            self.shared
+                .tid_high
+                .store((smp.tid >> 32) as u32, Ordering::Relaxed);
+        }
+        self.shared
+            .port
             .send(smp, Dest::for_smp(smp, dlid))
             .map_err(|e| TransportError::Sim(format!("umad send to LID {}: {e}", dlid.0)))
     }
 
     fn flush(&mut self) -> Result<(), TransportError> {
-        if self.reader.as_ref().is_some_and(ReaderThread::is_finished) {
+        if self.shared.reader.is_finished() {
             return Err(TransportError::Closed(format!(
                 "{}: the reader thread stopped",
                 self.label
@@ -153,12 +242,15 @@ impl Transport for UmadTransport {
 
 impl Drop for UmadTransport {
     fn drop(&mut self) {
-        if let Some(r) = self.reader.take() {
-            r.stop();
+        let mut g = lock(&self.shared.sink);
+        if matches!(g.as_ref(), Some((gen_, _)) if *gen_ == self.generation) {
+            *g = None;
         }
-        let c = self.port.counters();
+        drop(g);
+        let c = self.shared.port.counters();
         tracing::info!(
-            "umad port closed: {} MADs sent, {} received, {} short reads",
+            "umad detached (attachment {}): port totals {} MADs sent, {} received, {} short reads",
+            self.generation,
             c.sent,
             c.received,
             c.short_reads
@@ -204,9 +296,32 @@ mod tests {
                 },
             ),
         ];
-        let out = to_inbound(batch);
+        let out = to_inbound(batch, 0);
         assert_eq!(out.len(), 1);
         assert_eq!(out[0].slid, Lid(7));
+    }
+
+    #[test]
+    fn responses_get_the_senders_high_tid_bits_back() {
+        let mut resp = Smp {
+            tid: 0x0003_0000_1234_5678, // high bits as umad2sim leaves them
+            ..Smp::default()
+        };
+        resp.method = mad::Method::GET_RESP;
+        let mut trap = resp.clone();
+        trap.method = mad::Method::TRAP;
+        let out = to_inbound(
+            vec![
+                received(RecvStatus::Ok, ReceivedMad::Smp(resp)),
+                received(RecvStatus::Ok, ReceivedMad::Smp(trap)),
+            ],
+            7,
+        );
+        assert_eq!(out[0].smp.tid, 0x0000_0007_1234_5678);
+        assert_eq!(
+            out[1].smp.tid, 0x0003_0000_1234_5678,
+            "requests keep their TID"
+        );
     }
 
     #[test]
