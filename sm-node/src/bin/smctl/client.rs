@@ -134,7 +134,10 @@ pub async fn connect() -> anyhow::Result<Client> {
                 .domain_name(c.tls_domain.clone())
                 .ca_certificate(Certificate::from_pem(std::fs::read(ca)?));
             if let (Some(cert), Some(key)) = (&c.cert, &c.key) {
-                tls = tls.identity(Identity::from_pem(std::fs::read(cert)?, std::fs::read(key)?));
+                tls = tls.identity(Identity::from_pem(
+                    std::fs::read(cert)?,
+                    std::fs::read(key)?,
+                ));
             }
             Endpoint::from_shared(format!("https://{server}"))?.tls_config(tls)?
         }
@@ -147,7 +150,10 @@ pub async fn connect() -> anyhow::Result<Client> {
         .map_err(|e| {
             anyhow::Error::new(CmdError {
                 code: EXIT_UNAVAILABLE,
-                msg: format!("cannot connect to {server}: {e} ({:?})", std::error::Error::source(&e)),
+                msg: format!(
+                    "cannot connect to {server}: {e} ({:?})",
+                    std::error::Error::source(&e)
+                ),
             })
         })?;
     let tok = match &c.token {

@@ -68,7 +68,13 @@ pub struct ReadOpts {
 pub fn sminfo(o: ReadOpts) -> anyhow::Result<ExitCode> {
     let js = o.json;
     run(|mut c| async move {
-        let r = call!(c, sm_info, SmInfoRequest { linearizable: o.linearizable });
+        let r = call!(
+            c,
+            sm_info,
+            SmInfoRequest {
+                linearizable: o.linearizable
+            }
+        );
         if js {
             return json(&serde_json::json!({
                 "sm_lid": r.sm_lid, "sm_guid": format!("{:#018x}", r.sm_guid),
@@ -87,12 +93,24 @@ pub fn sminfo(o: ReadOpts) -> anyhow::Result<ExitCode> {
 pub fn cluster(o: ReadOpts) -> anyhow::Result<ExitCode> {
     let js = o.json;
     run(|mut c| async move {
-        let s = call!(c, cluster_status, ClusterStatusRequest { linearizable: o.linearizable });
+        let s = call!(
+            c,
+            cluster_status,
+            ClusterStatusRequest {
+                linearizable: o.linearizable
+            }
+        );
         if js {
-            let reps: Vec<_> = s.replicas.iter().map(|r| serde_json::json!({
+            let reps: Vec<_> = s
+                .replicas
+                .iter()
+                .map(|r| {
+                    serde_json::json!({
                 "id": r.id, "address": r.admin_address, "role": role_name(r.role),
                 "match_index": r.match_index, "lag": r.lag, "priority": r.priority,
-                "port_guid": format!("{:#018x}", r.port_guid)})).collect();
+                "port_guid": format!("{:#018x}", r.port_guid)})
+                })
+                .collect();
             return json(&serde_json::json!({
                 "self_id": s.self_id, "term": s.term, "leader_id": s.leader_id,
                 "commit_index": s.commit_index, "applied_index": s.applied_index,
@@ -110,7 +128,11 @@ pub fn cluster(o: ReadOpts) -> anyhow::Result<ExitCode> {
             s.commit_index,
             s.applied_index,
             s.policy_version,
-            if s.intent_pending { " (intent pending)" } else { "" }
+            if s.intent_pending {
+                " (intent pending)"
+            } else {
+                ""
+            }
         );
         if let Some(m) = &s.master {
             println!(
@@ -123,7 +145,10 @@ pub fn cluster(o: ReadOpts) -> anyhow::Result<ExitCode> {
             ms_utc(s.last_sweep_unix_ms),
             ms_utc(s.subnet_up_unix_ms)
         );
-        println!("{:>3}  {:<21} {:<12} {:>8} {:>5}", "ID", "ADDRESS", "ROLE", "MATCH", "LAG");
+        println!(
+            "{:>3}  {:<21} {:<12} {:>8} {:>5}",
+            "ID", "ADDRESS", "ROLE", "MATCH", "LAG"
+        );
         for r in &s.replicas {
             println!(
                 "{:>3}  {:<21} {:<12} {:>8} {:>5}",
@@ -164,12 +189,16 @@ pub fn nodes(a: NodesArgs) -> anyhow::Result<ExitCode> {
     let js = a.read.json;
     let guid = a.guid.as_deref().map(parse_guid).transpose()?.unwrap_or(0);
     run(|mut c| async move {
-        let r = call!(c, list_nodes, ListNodesRequest {
-            linearizable: a.read.linearizable,
-            node_type: a.node_type.unwrap_or_default(),
-            name_contains: a.name.unwrap_or_default(),
-            guid,
-        });
+        let r = call!(
+            c,
+            list_nodes,
+            ListNodesRequest {
+                linearizable: a.read.linearizable,
+                node_type: a.node_type.unwrap_or_default(),
+                name_contains: a.name.unwrap_or_default(),
+                guid,
+            }
+        );
         if js {
             let v: Vec<_> = r.nodes.iter().map(|n| serde_json::json!({
                 "type": n.node_type, "node_guid": format!("{:#018x}", n.node_guid),
@@ -194,7 +223,12 @@ pub fn nodes(a: NodesArgs) -> anyhow::Result<ExitCode> {
             for l in &n.links {
                 println!(
                     "[{}]\t\"{:#018x}\"[{}]\t\t# \"{}\" {}{}",
-                    l.port, l.remote_node_guid, l.remote_port, l.remote_description, l.width, l.speed
+                    l.port,
+                    l.remote_node_guid,
+                    l.remote_port,
+                    l.remote_description,
+                    l.width,
+                    l.speed
                 );
             }
             println!();
@@ -211,7 +245,15 @@ fn dots(name: &str, value: impl std::fmt::Display) {
 pub fn port(lid: u32, port: u32, o: ReadOpts) -> anyhow::Result<ExitCode> {
     let js = o.json;
     run(|mut c| async move {
-        let p = call!(c, get_port, GetPortRequest { linearizable: o.linearizable, lid, port });
+        let p = call!(
+            c,
+            get_port,
+            GetPortRequest {
+                linearizable: o.linearizable,
+                lid,
+                port
+            }
+        );
         if js {
             return json(&serde_json::json!({
                 "node_guid": format!("{:#018x}", p.node_guid), "description": p.node_description,
@@ -222,21 +264,45 @@ pub fn port(lid: u32, port: u32, o: ReadOpts) -> anyhow::Result<ExitCode> {
                 "pkeys": p.pkeys.iter().map(|k| format!("{k:#06x}")).collect::<Vec<_>>(),
                 "source": p.source}));
         }
-        println!("# Port info: Lid {lid} port {port} ({}, source: {})", p.node_description, p.source);
+        println!(
+            "# Port info: Lid {lid} port {port} ({}, source: {})",
+            p.node_description, p.source
+        );
         dots("NodeGuid:", format!("{:#018x}", p.node_guid));
         dots("PortGuid:", format!("{:#018x}", p.port_guid));
         dots("Lid:", p.lid);
         dots("LMC:", p.lmc);
         dots("SMLid:", p.master_sm_lid);
         dots("LinkState:", &p.port_state);
-        dots("LinkWidthActive:", if p.link_width.is_empty() { "-" } else { &p.link_width });
-        dots("LinkSpeedActive:", if p.link_speed.is_empty() { "-" } else { &p.link_speed });
+        dots(
+            "LinkWidthActive:",
+            if p.link_width.is_empty() {
+                "-"
+            } else {
+                &p.link_width
+            },
+        );
+        dots(
+            "LinkSpeedActive:",
+            if p.link_speed.is_empty() {
+                "-"
+            } else {
+                &p.link_speed
+            },
+        );
         if p.remote_node_guid != 0 {
-            dots("Remote:", format!("{:#018x}[{}]", p.remote_node_guid, p.remote_port));
+            dots(
+                "Remote:",
+                format!("{:#018x}[{}]", p.remote_node_guid, p.remote_port),
+            );
         }
         dots(
             "P_KeyTable:",
-            p.pkeys.iter().map(|k| format!("{k:#06x}")).collect::<Vec<_>>().join(" "),
+            p.pkeys
+                .iter()
+                .map(|k| format!("{k:#06x}"))
+                .collect::<Vec<_>>()
+                .join(" "),
         );
         Ok(ExitCode::SUCCESS)
     })
@@ -270,11 +336,21 @@ pub fn route(lid: u32, linearizable: bool, js: bool) -> anyhow::Result<ExitCode>
 pub fn trace(slid: u32, dlid: u32, o: ReadOpts) -> anyhow::Result<ExitCode> {
     let js = o.json;
     run(|mut c| async move {
-        let r = call!(c, trace_path, TracePathRequest { linearizable: o.linearizable, slid, dlid });
+        let r = call!(
+            c,
+            trace_path,
+            TracePathRequest {
+                linearizable: o.linearizable,
+                slid,
+                dlid
+            }
+        );
         if js {
-            return json(&serde_json::json!({"complete": r.complete, "problem": r.problem,
+            return json(
+                &serde_json::json!({"complete": r.complete, "problem": r.problem,
                 "hops": r.hops.iter().map(|h| serde_json::json!({"node_guid": format!("{:#018x}", h.node_guid),
-                "description": h.description, "type": h.node_type, "lid": h.lid, "in_port": h.in_port, "out_port": h.out_port})).collect::<Vec<_>>()}));
+                "description": h.description, "type": h.node_type, "lid": h.lid, "in_port": h.in_port, "out_port": h.out_port})).collect::<Vec<_>>()}),
+            );
         }
         let n = r.hops.len();
         for (i, h) in r.hops.iter().enumerate() {
@@ -291,7 +367,12 @@ pub fn trace(slid: u32, dlid: u32, o: ReadOpts) -> anyhow::Result<ExitCode> {
             } else {
                 println!(
                     "[{}] -> {} port {{{:#018x}}}[{}] lid {} \"{}\"",
-                    r.hops[i - 1].out_port, h.node_type, h.node_guid, h.in_port, h.lid, h.description
+                    r.hops[i - 1].out_port,
+                    h.node_type,
+                    h.node_guid,
+                    h.in_port,
+                    h.lid,
+                    h.description
                 );
             }
         }
@@ -307,11 +388,22 @@ pub fn trace(slid: u32, dlid: u32, o: ReadOpts) -> anyhow::Result<ExitCode> {
 pub fn partitions_show(o: ReadOpts) -> anyhow::Result<ExitCode> {
     let js = o.json;
     run(|mut c| async move {
-        let p = call!(c, get_policy, GetPolicyRequest { linearizable: o.linearizable });
+        let p = call!(
+            c,
+            get_policy,
+            GetPolicyRequest {
+                linearizable: o.linearizable
+            }
+        );
         if js {
-            return json(&serde_json::json!({"version": p.version, "applied_at_index": p.applied_at_index, "text": p.text}));
+            return json(
+                &serde_json::json!({"version": p.version, "applied_at_index": p.applied_at_index, "text": p.text}),
+            );
         }
-        println!("# partition policy version {} (applied at index {})", p.version, p.applied_at_index);
+        println!(
+            "# partition policy version {} (applied at index {})",
+            p.version, p.applied_at_index
+        );
         print!("{}", p.text);
         Ok(ExitCode::SUCCESS)
     })
@@ -338,14 +430,21 @@ pub fn partitions_check(file: &str, js: bool) -> anyhow::Result<ExitCode> {
                 "line": d.line, "col": d.col, "message": d.message})).collect::<Vec<_>>()}));
         }
         for d in &r.diagnostics {
-            println!("{file}:{}:{}: {} {}: {}", d.line, d.col, d.severity, d.code, d.message);
+            println!(
+                "{file}:{}:{}: {} {}: {}",
+                d.line, d.col, d.severity, d.code, d.message
+            );
         }
         println!(
             "{file}: {} ({} partitions with members on the fabric)",
             if r.ok { "ok" } else { "errors" },
             r.partitions
         );
-        Ok(if r.ok { ExitCode::SUCCESS } else { ExitCode::from(client::EXIT_ERROR) })
+        Ok(if r.ok {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::from(client::EXIT_ERROR)
+        })
     })
 }
 
@@ -353,7 +452,10 @@ fn keys(v: &[u32]) -> String {
     if v.is_empty() {
         return "-".into();
     }
-    v.iter().map(|k| format!("{k:#06x}")).collect::<Vec<_>>().join(",")
+    v.iter()
+        .map(|k| format!("{k:#06x}"))
+        .collect::<Vec<_>>()
+        .join(",")
 }
 
 /// `smctl partitions diff FILE`.
@@ -361,17 +463,35 @@ pub fn partitions_diff(file: &str, o: ReadOpts) -> anyhow::Result<ExitCode> {
     let text = read_text(file)?;
     let js = o.json;
     run(|mut c| async move {
-        let r = call!(c, diff_policy, DiffPolicyRequest { linearizable: o.linearizable, text });
+        let r = call!(
+            c,
+            diff_policy,
+            DiffPolicyRequest {
+                linearizable: o.linearizable,
+                text
+            }
+        );
         if js {
-            return json(&serde_json::json!({"base_version": r.base_version, "unchanged": r.unchanged,
+            return json(
+                &serde_json::json!({"base_version": r.base_version, "unchanged": r.unchanged,
                 "changes": r.changes.iter().map(|t| serde_json::json!({"node_guid": format!("{:#018x}", t.node_guid),
-                "port": t.port, "description": t.description, "current": keys(&t.current), "proposed": keys(&t.proposed)})).collect::<Vec<_>>()}));
+                "port": t.port, "description": t.description, "current": keys(&t.current), "proposed": keys(&t.proposed)})).collect::<Vec<_>>()}),
+            );
         }
-        println!("# against policy version {}: {} table(s) change, {} unchanged", r.base_version, r.changes.len(), r.unchanged);
+        println!(
+            "# against policy version {}: {} table(s) change, {} unchanged",
+            r.base_version,
+            r.changes.len(),
+            r.unchanged
+        );
         for t in &r.changes {
             println!(
                 "{:#018x}[{}] \"{}\"\n  - {}\n  + {}",
-                t.node_guid, t.port, t.description, keys(&t.current), keys(&t.proposed)
+                t.node_guid,
+                t.port,
+                t.description,
+                keys(&t.current),
+                keys(&t.proposed)
             );
         }
         Ok(ExitCode::SUCCESS)
@@ -386,14 +506,27 @@ pub fn partitions_apply(file: &str, expect: Option<u64>, js: bool) -> anyhow::Re
             Some(v) => v,
             None => call!(c, get_policy, GetPolicyRequest { linearizable: true }).version,
         };
-        let r = call!(c, apply_policy, ApplyPolicyRequest { text, expected_version, request_id: 0 });
+        let r = call!(
+            c,
+            apply_policy,
+            ApplyPolicyRequest {
+                text,
+                expected_version,
+                request_id: 0
+            }
+        );
         if js {
-            return json(&serde_json::json!({"version": r.version, "index": r.index, "warnings": r.warnings}));
+            return json(
+                &serde_json::json!({"version": r.version, "index": r.index, "warnings": r.warnings}),
+            );
         }
         for w in &r.warnings {
             eprintln!("warning: {w}");
         }
-        println!("partition policy version {} committed at index {}", r.version, r.index);
+        println!(
+            "partition policy version {} committed at index {}",
+            r.version, r.index
+        );
         Ok(ExitCode::SUCCESS)
     })
 }
@@ -403,12 +536,22 @@ pub fn partitions_plan(file: Option<&str>, o: ReadOpts) -> anyhow::Result<ExitCo
     let text = file.map(read_text).transpose()?.unwrap_or_default();
     let js = o.json;
     run(|mut c| async move {
-        let r = call!(c, plan_policy, PlanPolicyRequest { linearizable: o.linearizable, text });
+        let r = call!(
+            c,
+            plan_policy,
+            PlanPolicyRequest {
+                linearizable: o.linearizable,
+                text
+            }
+        );
         if js {
             println!("{}", r.plan_json);
             return Ok(ExitCode::SUCCESS);
         }
-        println!("{:<20} {:>4} {:<6} {:<3} {:<28} KEYS", "NODE", "PORT", "KIND", "ENF", "DESCRIPTION");
+        println!(
+            "{:<20} {:>4} {:<6} {:<3} {:<28} KEYS",
+            "NODE", "PORT", "KIND", "ENF", "DESCRIPTION"
+        );
         for p in &r.ports {
             let enf = match (p.enforce_in, p.enforce_out) {
                 (true, true) => "io",
@@ -418,7 +561,12 @@ pub fn partitions_plan(file: Option<&str>, o: ReadOpts) -> anyhow::Result<ExitCo
             };
             println!(
                 "{:#018x}   {:>4} {:<6} {:<3} {:<28} {}",
-                p.node_guid, p.port, p.kind, enf, p.description, keys(&p.pkeys)
+                p.node_guid,
+                p.port,
+                p.kind,
+                enf,
+                p.description,
+                keys(&p.pkeys)
             );
         }
         Ok(ExitCode::SUCCESS)
@@ -430,8 +578,17 @@ pub fn audit(o: ReadOpts) -> anyhow::Result<ExitCode> {
     let js = o.json;
     run(|mut c| async move {
         eprintln!("audit: collecting P_Key tables ...");
-        let r = call!(c, audit, AuditRequest { linearizable: o.linearizable });
-        eprintln!("audit: {} port tables audited (source: {})", r.ports, r.source);
+        let r = call!(
+            c,
+            audit,
+            AuditRequest {
+                linearizable: o.linearizable
+            }
+        );
+        eprintln!(
+            "audit: {} port tables audited (source: {})",
+            r.ports, r.source
+        );
         if js {
             println!("{}", r.report_json);
         } else {
@@ -440,11 +597,19 @@ pub fn audit(o: ReadOpts) -> anyhow::Result<ExitCode> {
             }
             println!(
                 "audit: {} ({} finding(s))",
-                if r.has_errors { "ISOLATION BROKEN" } else { "ok" },
+                if r.has_errors {
+                    "ISOLATION BROKEN"
+                } else {
+                    "ok"
+                },
                 r.findings.len()
             );
         }
-        Ok(if r.has_errors { ExitCode::from(client::EXIT_ERROR) } else { ExitCode::SUCCESS })
+        Ok(if r.has_errors {
+            ExitCode::from(client::EXIT_ERROR)
+        } else {
+            ExitCode::SUCCESS
+        })
     })
 }
 
@@ -539,9 +704,18 @@ pub fn watch(a: WatchArgs) -> anyhow::Result<ExitCode> {
         let mut n = 0;
         while let Some(e) = s.message().await.map_err(status_err)? {
             if js {
-                println!("{}", serde_json::json!({"unix_ms": e.unix_ms, "kind": e.kind, "text": e.text, "term": e.term, "leader_id": e.leader_id}));
+                println!(
+                    "{}",
+                    serde_json::json!({"unix_ms": e.unix_ms, "kind": e.kind, "text": e.text, "term": e.term, "leader_id": e.leader_id})
+                );
             } else {
-                println!("{} {:<8} term {:<3} {}", ms_utc(e.unix_ms), e.kind, e.term, e.text);
+                println!(
+                    "{} {:<8} term {:<3} {}",
+                    ms_utc(e.unix_ms),
+                    e.kind,
+                    e.term,
+                    e.text
+                );
             }
             n += 1;
             if a.count.is_some_and(|c| n >= c) {

@@ -1,0 +1,232 @@
+//! Admin API security on a 3-replica process cluster with TLS (certificates made here with
+//! rcgen; no key is committed) and bearer tokens: no token cannot read, a read token
+//! cannot apply, sweep or transfer, an admin token can; a client trusting another CA
+//! cannot connect, nor can a plain-text client.
+
+use proto::admin::sm_admin_client::SmAdminClient;
+use proto::admin::*;
+use rcgen::{BasicConstraints, CertificateParams, IsCa, Issuer, KeyPair};
+use sm_node::cluster::harness::LocalCluster;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+use tonic::Code;
+use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint, Identity};
+
+const BOUND: Duration = Duration::from_secs(60);
+const READ: &str = "read-token-0123";
+const ADMIN: &str = "admin-token-4567";
+
+struct Pki {
+    ca_pem: String,
+    cert_pem: String,
+    key_pem: String,
+}
+
+/// A CA and a certificate for localhost/127.0.0.1 signed by it.
+fn pki() -> Pki {
+    let mut ca = CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    let ca_key = KeyPair::generate().unwrap();
+    let ca_cert = ca.self_signed(&ca_key).unwrap();
+    let issuer = Issuer::new(ca, ca_key);
+    let leaf =
+        CertificateParams::new(vec!["localhost".to_string(), "127.0.0.1".to_string()]).unwrap();
+    let key = KeyPair::generate().unwrap();
+    let cert = leaf.signed_by(&key, &issuer).unwrap();
+    Pki {
+        ca_pem: ca_cert.pem(),
+        cert_pem: cert.pem(),
+        key_pem: key.serialize_pem(),
+    }
+}
+
+fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+async fn client(addr: &str, p: &Pki, ca_pem: &str) -> Result<SmAdminClient<Channel>, String> {
+    let tls = ClientTlsConfig::new()
+        .domain_name("localhost")
+        .ca_certificate(Certificate::from_pem(ca_pem))
+        .identity(Identity::from_pem(&p.cert_pem, &p.key_pem));
+    let ch = Endpoint::from_shared(format!("https://{addr}"))
+        .unwrap()
+        .tls_config(tls)
+        .unwrap()
+        .connect_timeout(Duration::from_secs(2))
+        .connect()
+        .await
+        .map_err(|e| format!("{e:?}"))?;
+    Ok(SmAdminClient::new(ch))
+}
+
+fn with_token<T>(t: &str, m: T) -> tonic::Request<T> {
+    let mut r = tonic::Request::new(m);
+    r.metadata_mut()
+        .insert("authorization", format!("Bearer {t}").parse().unwrap());
+    r
+}
+
+#[test]
+fn tokens_roles_and_tls() {
+    let d = std::env::temp_dir().join(format!("smnode-admin-sec-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    let p = pki();
+    let other = pki();
+    // The replicas inherit this process's environment. SAFETY: set before any other thread
+    // of this test binary exists (its only test, first statements).
+    unsafe {
+        std::env::set_var("SM_TLS_CERT", write(&d, "cert.pem", &p.cert_pem));
+        std::env::set_var("SM_TLS_KEY", write(&d, "key.pem", &p.key_pem));
+        std::env::set_var("SM_TLS_CA", write(&d, "ca.pem", &p.ca_pem));
+        std::env::set_var("SM_TOKENS", format!("read:{READ},admin:{ADMIN}"));
+    }
+    let mut c = LocalCluster::new(
+        &PathBuf::from(env!("CARGO_BIN_EXE_sm-node")),
+        "ft2:8",
+        3,
+        &d.join("cluster"),
+    )
+    .unwrap();
+    c.start_all().unwrap();
+    let addrs: Vec<String> = c.replicas.iter().map(|r| r.addr.clone()).collect();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        // Wait for a leader whose subnet is up, asking over TLS with the read token.
+        let start = Instant::now();
+        let (leader, addr) = loop {
+            assert!(start.elapsed() < BOUND, "no serving master over TLS");
+            let mut found = None;
+            for a in &addrs {
+                if let Ok(mut cl) = client(a, &p, &p.ca_pem).await
+                    && let Ok(s) = cl
+                        .cluster_status(with_token(READ, ClusterStatusRequest::default()))
+                        .await
+                {
+                    let s = s.into_inner();
+                    if s.leader_id == s.self_id && s.subnet_up_unix_ms != 0 {
+                        found = Some((s.self_id, a.clone()));
+                    }
+                }
+            }
+            if let Some(f) = found {
+                break f;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        };
+        let follower_addr = addrs.iter().find(|a| **a != addr).unwrap().clone();
+        let mut la = client(&addr, &p, &p.ca_pem).await.unwrap();
+        let mut fa = client(&follower_addr, &p, &p.ca_pem).await.unwrap();
+        // No token: UNAUTHENTICATED on a read.
+        for cl in [&mut la, &mut fa] {
+            let e = cl
+                .cluster_status(ClusterStatusRequest::default())
+                .await
+                .unwrap_err();
+            assert_eq!(e.code(), Code::Unauthenticated, "{e:?}");
+            let e = cl
+                .get_policy(with_token(
+                    "not-a-token-at-all",
+                    GetPolicyRequest::default(),
+                ))
+                .await
+                .unwrap_err();
+            assert_eq!(e.code(), Code::Unauthenticated, "{e:?}");
+            // A read token reads but cannot write.
+            cl.get_policy(with_token(READ, GetPolicyRequest::default()))
+                .await
+                .unwrap();
+            let e = cl
+                .apply_policy(with_token(
+                    READ,
+                    ApplyPolicyRequest {
+                        text: "Default=0x7fff : ALL=full ;\n".into(),
+                        expected_version: 0,
+                        request_id: 0,
+                    },
+                ))
+                .await
+                .unwrap_err();
+            assert_eq!(e.code(), Code::PermissionDenied, "{e:?}");
+            let e = cl
+                .trigger_sweep(with_token(READ, TriggerSweepRequest { heavy: true }))
+                .await
+                .unwrap_err();
+            assert_eq!(e.code(), Code::PermissionDenied, "{e:?}");
+            let e = cl
+                .transfer_master(with_token(READ, TransferMasterRequest { to_replica: 1 }))
+                .await
+                .unwrap_err();
+            assert_eq!(e.code(), Code::PermissionDenied, "{e:?}");
+            let e = cl
+                .change_membership(with_token(
+                    READ,
+                    ChangeMembershipRequest { id: 9, add: true },
+                ))
+                .await
+                .unwrap_err();
+            assert_eq!(e.code(), Code::PermissionDenied, "{e:?}");
+        }
+        // The policy is unchanged by all of that.
+        let g = la
+            .get_policy(with_token(READ, GetPolicyRequest { linearizable: true }))
+            .await
+            .unwrap()
+            .into_inner();
+        assert_eq!(g.version, 0);
+        // An admin token writes, through the follower (forwarded over TLS to the leader).
+        let r = fa
+            .apply_policy(with_token(
+                ADMIN,
+                ApplyPolicyRequest {
+                    text: "Default=0x7fff : ALL=full ;\n".into(),
+                    expected_version: 0,
+                    request_id: 0,
+                },
+            ))
+            .await
+            .unwrap()
+            .into_inner();
+        assert_eq!(r.version, 1);
+        let s = fa
+            .trigger_sweep(with_token(ADMIN, TriggerSweepRequest { heavy: false }))
+            .await
+            .unwrap()
+            .into_inner();
+        assert_eq!(s.master_id, leader);
+        // A client trusting another CA fails the handshake; so does plain text.
+        let bad = client(&addr, &other, &other.ca_pem).await;
+        match bad {
+            Err(_) => {}
+            Ok(mut cl) => {
+                let e = cl
+                    .cluster_status(with_token(READ, ClusterStatusRequest::default()))
+                    .await
+                    .unwrap_err();
+                assert_eq!(e.code(), Code::Unavailable, "{e:?}");
+            }
+        }
+        let plain = Endpoint::from_shared(format!("http://{addr}"))
+            .unwrap()
+            .connect_timeout(Duration::from_secs(2))
+            .connect()
+            .await;
+        if let Ok(ch) = plain {
+            let e = SmAdminClient::new(ch)
+                .cluster_status(with_token(READ, ClusterStatusRequest::default()))
+                .await
+                .unwrap_err();
+            assert_ne!(e.code(), Code::Ok);
+        }
+    });
+    if std::env::var_os("SMNODE_KEEP").is_none() {
+        let _ = std::fs::remove_dir_all(&d);
+    }
+}
