@@ -300,6 +300,7 @@ pub fn port(lid: u32, port: u32, o: ReadOpts) -> anyhow::Result<ExitCode> {
             "P_KeyTable:",
             p.pkeys
                 .iter()
+                .filter(|k| **k & 0x7fff != 0)
                 .map(|k| format!("{k:#06x}"))
                 .collect::<Vec<_>>()
                 .join(" "),

@@ -37,7 +37,7 @@ pub enum PartitionsCmd {
         #[arg(default_value = "")]
         file: String,
         /// Topology: an ibnetdiscover/ibsim file or a generator spec.
-        #[arg(long, required_unless_present = "server", default_value = "")]
+        #[arg(long, default_value = "")]
         topology: String,
         /// Print JSON.
         #[arg(long)]
