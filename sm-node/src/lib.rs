@@ -16,6 +16,7 @@ pub mod config;
 pub mod daemon;
 pub mod error;
 pub mod master;
+pub mod metrics;
 pub mod mem;
 pub mod milestone;
 pub mod pool;

@@ -154,6 +154,8 @@ pub fn run_replica(a: ReplicaArgs) -> anyhow::Result<ExitCode> {
         let tx = cluster::net::spawn_senders(a.id, &peers);
         let replica = cluster::start_replica(ccfg, a.node, tx, Vec::new())?;
         tracing::info!("replica {} serving Peer and SmAdmin on {listen}", a.id);
+        sm_node::metrics::spawn_from_env(replica.raft.clone(), a.id)
+            .map_err(|e| anyhow!("E_NODE_METRICS: {e}"))?;
         cluster::preference::spawn(replica.raft.clone());
         let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
         let mut server = tokio::spawn(cluster::serve_grpc(

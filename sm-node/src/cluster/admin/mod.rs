@@ -105,6 +105,7 @@ impl AdminService {
 
     /// Proposes here when leader, else forwards to the leader.
     async fn propose(&self, cmd: Command) -> Result<ApplyResult, Status> {
+        crate::metrics::proposal();
         match propose_local(&self.raft, cmd.clone()).await {
             Ok(r) => Ok(r),
             Err(ProposeError::Failed(m)) => {
@@ -257,6 +258,7 @@ impl SmAdmin for AdminService {
         &self,
         req: Request<ClusterStatusRequest>,
     ) -> Result<Response<ClusterStatusReply>, Status> {
+        let _t = crate::metrics::RpcTimer::new("ClusterStatus");
         state_read!(self, req, cluster_status, {
             let st = self.raft.send(GetClusterStatus).await.map_err(actor_err)?;
             Ok(Response::new(st))
@@ -267,6 +269,7 @@ impl SmAdmin for AdminService {
         &self,
         req: Request<GetPolicyRequest>,
     ) -> Result<Response<GetPolicyReply>, Status> {
+        let _t = crate::metrics::RpcTimer::new("GetPolicy");
         state_read!(self, req, get_policy, {
             Ok(Response::new(
                 self.raft.send(GetPolicy).await.map_err(actor_err)?,
@@ -278,6 +281,7 @@ impl SmAdmin for AdminService {
         &self,
         req: Request<ApplyPolicyRequest>,
     ) -> Result<Response<ApplyPolicyReply>, Status> {
+        let _t = crate::metrics::RpcTimer::new("ApplyPolicy");
         self.auth.admin(&req, "ApplyPolicy")?;
         let r = req.into_inner();
         // Check here first: a bad text never reaches the log.
@@ -321,6 +325,7 @@ impl SmAdmin for AdminService {
         &self,
         req: Request<TriggerSweepRequest>,
     ) -> Result<Response<TriggerSweepReply>, Status> {
+        let _t = crate::metrics::RpcTimer::new("TriggerSweep");
         self.auth.admin(&req, "TriggerSweep")?;
         let heavy = req.get_ref().heavy;
         match self
@@ -342,6 +347,7 @@ impl SmAdmin for AdminService {
         &self,
         req: Request<TransferMasterRequest>,
     ) -> Result<Response<TransferMasterReply>, Status> {
+        let _t = crate::metrics::RpcTimer::new("TransferMaster");
         self.auth.admin(&req, "TransferMaster")?;
         let to = req.get_ref().to_replica;
         match self
@@ -382,6 +388,7 @@ impl SmAdmin for AdminService {
     }
 
     async fn sm_info(&self, req: Request<SmInfoRequest>) -> Result<Response<SmInfoReply>, Status> {
+        let _t = crate::metrics::RpcTimer::new("SmInfo");
         state_read!(self, req, sm_info, {
             let r = self
                 .read(|v| {
@@ -406,6 +413,7 @@ impl SmAdmin for AdminService {
         &self,
         req: Request<ListNodesRequest>,
     ) -> Result<Response<ListNodesReply>, Status> {
+        let _t = crate::metrics::RpcTimer::new("ListNodes");
         topo_read!(
             self,
             req,
@@ -420,6 +428,7 @@ impl SmAdmin for AdminService {
         &self,
         req: Request<GetPortRequest>,
     ) -> Result<Response<GetPortReply>, Status> {
+        let _t = crate::metrics::RpcTimer::new("GetPort");
         topo_read!(self, req, get_port, query::get_port)
     }
 
@@ -427,6 +436,7 @@ impl SmAdmin for AdminService {
         &self,
         req: Request<GetRouteRequest>,
     ) -> Result<Response<GetRouteReply>, Status> {
+        let _t = crate::metrics::RpcTimer::new("GetRoute");
         topo_read!(self, req, get_route, query::get_route)
     }
 
@@ -434,6 +444,7 @@ impl SmAdmin for AdminService {
         &self,
         req: Request<TracePathRequest>,
     ) -> Result<Response<TracePathReply>, Status> {
+        let _t = crate::metrics::RpcTimer::new("TracePath");
         topo_read!(self, req, trace_path, query::trace)
     }
 
@@ -441,6 +452,7 @@ impl SmAdmin for AdminService {
         &self,
         req: Request<ValidatePolicyRequest>,
     ) -> Result<Response<ValidatePolicyReply>, Status> {
+        let _t = crate::metrics::RpcTimer::new("ValidatePolicy");
         self.auth.read(&req)?;
         let text = req.into_inner().text;
         let t = self.master_topology().await?;
@@ -454,6 +466,7 @@ impl SmAdmin for AdminService {
         &self,
         req: Request<DiffPolicyRequest>,
     ) -> Result<Response<DiffPolicyReply>, Status> {
+        let _t = crate::metrics::RpcTimer::new("DiffPolicy");
         topo_read!(
             self,
             req,
@@ -468,6 +481,7 @@ impl SmAdmin for AdminService {
         &self,
         req: Request<PlanPolicyRequest>,
     ) -> Result<Response<PlanPolicyReply>, Status> {
+        let _t = crate::metrics::RpcTimer::new("PlanPolicy");
         topo_read!(
             self,
             req,
@@ -479,6 +493,7 @@ impl SmAdmin for AdminService {
     }
 
     async fn audit(&self, req: Request<AuditRequest>) -> Result<Response<AuditReply>, Status> {
+        let _t = crate::metrics::RpcTimer::new("Audit");
         topo_read!(
             self,
             req,
@@ -491,6 +506,7 @@ impl SmAdmin for AdminService {
         &self,
         req: Request<ChangeMembershipRequest>,
     ) -> Result<Response<ChangeMembershipReply>, Status> {
+        let _t = crate::metrics::RpcTimer::new("ChangeMembership");
         self.auth.admin(&req, "ChangeMembership")?;
         let r = *req.get_ref();
         match self
@@ -519,6 +535,7 @@ impl SmAdmin for AdminService {
         &self,
         req: Request<WatchEventsRequest>,
     ) -> Result<Response<EventStream>, Status> {
+        let _t = crate::metrics::RpcTimer::new("WatchEvents");
         self.auth.read(&req)?;
         let mut rx = watch::spawn(self.raft.clone(), req.into_inner().kinds);
         let s = futures_util::stream::poll_fn(move |cx| rx.poll_recv(cx).map(|o| o.map(Ok)));
