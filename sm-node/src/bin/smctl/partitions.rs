@@ -92,10 +92,14 @@ pub enum ClusterPartitionsCmd {
 fn run_cluster(c: &ClusterPartitionsCmd) -> anyhow::Result<ExitCode> {
     match c {
         ClusterPartitionsCmd::Show(r) => crate::cluster_cmds::partitions_show(*r),
-        ClusterPartitionsCmd::Diff { file, read } => crate::cluster_cmds::partitions_diff(file, *read),
-        ClusterPartitionsCmd::Apply { file, expect_version, json } => {
-            crate::cluster_cmds::partitions_apply(file, *expect_version, *json)
+        ClusterPartitionsCmd::Diff { file, read } => {
+            crate::cluster_cmds::partitions_diff(file, *read)
         }
+        ClusterPartitionsCmd::Apply {
+            file,
+            expect_version,
+            json,
+        } => crate::cluster_cmds::partitions_apply(file, *expect_version, *json),
     }
 }
 
@@ -190,12 +194,24 @@ fn run_into(o: &mut String, cmd: PartitionsCmd) -> anyhow::Result<ExitCode> {
     // With --server, check and plan run on the cluster (the replicated topology).
     if crate::client::server_given() {
         match &cmd {
-            PartitionsCmd::Check { file, topology: None, .. } => {
+            PartitionsCmd::Check {
+                file,
+                topology: None,
+                ..
+            } => {
                 return crate::cluster_cmds::partitions_check(file, false);
             }
-            PartitionsCmd::Plan { file, json, topology, .. } if topology.is_empty() => {
+            PartitionsCmd::Plan {
+                file,
+                json,
+                topology,
+                ..
+            } if topology.is_empty() => {
                 let f = (!file.is_empty() && file != "-").then_some(file.as_str());
-                let read = crate::cluster_cmds::ReadOpts { linearizable: false, json: *json };
+                let read = crate::cluster_cmds::ReadOpts {
+                    linearizable: false,
+                    json: *json,
+                };
                 return crate::cluster_cmds::partitions_plan(f, read);
             }
             PartitionsCmd::Cluster(c) => return run_cluster(c),
