@@ -307,6 +307,8 @@ fn admin_api_on_three_replicas() {
             }
         }
     });
+    // Stop the replicas and the fabric before removing its socket's directory.
+    drop(c);
     if std::env::var_os("SMNODE_KEEP").is_none() {
         let _ = std::fs::remove_dir_all(&d);
     }

@@ -226,6 +226,8 @@ fn tokens_roles_and_tls() {
             assert_ne!(e.code(), Code::Ok);
         }
     });
+    // Stop the replicas and the fabric before removing its socket's directory.
+    drop(c);
     if std::env::var_os("SMNODE_KEEP").is_none() {
         let _ = std::fs::remove_dir_all(&d);
     }
