@@ -1,15 +1,14 @@
 //! Generates the prost messages (always) and the tonic services (feature `grpc`) from
-//! `proto/*.proto`, with the protoc shipped by the protoc-bin-vendored crate. PROTOC is never
+//! the `*.proto` files at the crate root (`proto/admin.proto`, …), with the protoc shipped by the protoc-bin-vendored crate. PROTOC is never
 //! set in the environment: the path goes to prost-build's Config for this invocation only.
 
 use std::path::PathBuf;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let dir = PathBuf::from("proto");
+    let dir = PathBuf::from(".");
     let files = ["state.proto", "peer.proto", "admin.proto"].map(|f| dir.join(f));
     // tonic-prost-build prints no rerun-if-changed lines of its own.
-    println!("cargo:rerun-if-changed=proto");
-    for f in &files {
+        for f in &files {
         println!("cargo:rerun-if-changed={}", f.display());
     }
     println!("cargo:rerun-if-changed=build.rs");
