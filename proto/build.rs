@@ -8,7 +8,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let dir = PathBuf::from(".");
     let files = ["state.proto", "peer.proto", "admin.proto"].map(|f| dir.join(f));
     // tonic-prost-build prints no rerun-if-changed lines of its own.
-        for f in &files {
+    for f in &files {
         println!("cargo:rerun-if-changed={}", f.display());
     }
     println!("cargo:rerun-if-changed=build.rs");
