@@ -36,6 +36,7 @@ fn signal_after_subnet_up(sig: &str) {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
+    let _guard = common::watchdog(child.id());
     let mut err = BufReader::new(child.stderr.take().unwrap());
     let mut log = String::new();
     let mut line = String::new();

@@ -147,3 +147,16 @@ pub fn check_delivery(
 pub fn all_full(_: Guid, _: Guid) -> Option<PKey> {
     Some(PKey(0xFFFF))
 }
+
+/// Kills `pid` with SIGKILL if the returned guard is still alive after [`BOUND`]: a child that
+/// ignores its stop signal fails the test (its pipes close) instead of hanging the suite.
+pub fn watchdog(pid: u32) -> std::sync::mpsc::Sender<()> {
+    let (tx, rx) = std::sync::mpsc::channel::<()>();
+    std::thread::spawn(move || {
+        if let Err(std::sync::mpsc::RecvTimeoutError::Timeout) = rx.recv_timeout(BOUND) {
+            // SAFETY: kill(2) with a plain pid and signal has no memory effects.
+            unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+        }
+    });
+    tx
+}

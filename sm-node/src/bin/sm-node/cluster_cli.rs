@@ -151,6 +151,7 @@ pub fn run_replica(a: ReplicaArgs) -> anyhow::Result<ExitCode> {
         .build()?;
     sm_node::tls::install_from_env(listen).map_err(|e| anyhow!("E_NODE_TLS: {e}"))?;
     rt.block_on(async move {
+        let mut signals = crate::stop::StopSignals::install()?;
         let tx = cluster::net::spawn_senders(a.id, &peers);
         let replica = cluster::start_replica(ccfg, a.node, tx, Vec::new())?;
         tracing::info!("replica {} serving Peer and SmAdmin on {listen}", a.id);
@@ -166,11 +167,8 @@ pub fn run_replica(a: ReplicaArgs) -> anyhow::Result<ExitCode> {
                 let _ = stop_rx.await;
             },
         ));
-        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-            .context("E_NODE_SIGNAL: cannot install the SIGTERM handler")?;
         let reason = tokio::select! {
-            _ = tokio::signal::ctrl_c() => "SIGINT".to_string(),
-            _ = term.recv() => "SIGTERM".to_string(),
+            sig = signals.recv() => sig.to_string(),
             r = &mut server => format!("gRPC server ended: {r:?}"),
         };
         tracing::info!("replica {} stopping ({reason})", a.id);

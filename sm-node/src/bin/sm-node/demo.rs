@@ -67,6 +67,7 @@ impl Drop for Children {
 
 /// Runs the demo.
 pub async fn run(a: &DemoArgs) -> anyhow::Result<ExitCode> {
+    let mut signals = crate::stop::StopSignals::install()?;
     let dir = a.dir.clone().unwrap_or_else(|| {
         std::env::temp_dir().join(format!("quorum-sm-demo-{}", std::process::id()))
     });
@@ -158,7 +159,8 @@ pub async fn run(a: &DemoArgs) -> anyhow::Result<ExitCode> {
         println!(
             "Ctrl-C stops everything (try: kill -9 the master's pid, then `sm-node status --addr {first}`)"
         );
-        tokio::signal::ctrl_c().await?;
+        let sig = signals.recv().await;
+        println!("{sig}");
     }
     println!("stopping the replicas (SIGTERM) and the fabric");
     children.stop();

@@ -6,10 +6,11 @@
 mod bench;
 mod cluster_cli;
 mod demo;
+mod stop;
 mod summary;
 mod tables;
 
-use anyhow::{Context, anyhow};
+use anyhow::anyhow;
 use clap::Parser;
 use sm_node::config::{FileConfig, NodeConfig};
 use sm_node::daemon;
@@ -191,6 +192,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
 }
 
 async fn serve(cfg: NodeConfig, exit_after: bool) -> anyhow::Result<ExitCode> {
+    let mut signals = stop::StopSignals::install()?;
     let t_attach = std::time::Instant::now();
     let (attached, sim) = daemon::attach(&cfg)?;
     tracing::info!(
@@ -201,13 +203,10 @@ async fn serve(cfg: NodeConfig, exit_after: bool) -> anyhow::Result<ExitCode> {
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     let master = daemon::start_master(&cfg, attached, vec![tx])?;
     let mut sum = summary::Summary::default();
-    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-        .context("E_NODE_SIGNAL: cannot install the SIGTERM handler")?;
     let mut stopped = false;
     let reason = loop {
         tokio::select! {
-            _ = tokio::signal::ctrl_c() => break "SIGINT",
-            _ = term.recv() => break "SIGTERM",
+            sig = signals.recv() => break sig,
             m = rx.recv() => {
                 let Some(m) = m else { break "master gone" };
                 let done = exit_after && sum.subnet_up.is_some()
