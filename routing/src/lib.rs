@@ -21,6 +21,7 @@ pub mod hops;
 pub mod ibroute;
 pub mod input;
 pub mod lft;
+pub mod mcast;
 pub mod metrics;
 mod select;
 pub mod updn;
