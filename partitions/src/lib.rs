@@ -76,6 +76,7 @@ pub mod lints;
 pub mod parser;
 pub mod plan;
 pub mod policy;
+pub mod tenants;
 
 pub use ast::{PartitionFile, Pos};
 pub use audit::{AuditReport, audit};
