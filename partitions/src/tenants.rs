@@ -857,7 +857,8 @@ pub fn reachability(c: &Compiled, tables: &BTreeMap<Guid, Vec<PKey>>) -> Vec<Rea
         sigs.entry((group_of(c, *g), sig)).or_default().push(*g);
     }
     let entries: Vec<(&(String, Sig), &Vec<Guid>)> = sigs.iter().collect();
-    let mut out: BTreeMap<(String, String), (BTreeSet<u16>, (Guid, Guid))> = BTreeMap::new();
+    type Acc = (BTreeSet<u16>, (Guid, Guid));
+    let mut out: BTreeMap<(String, String), Acc> = BTreeMap::new();
     for (i, ((ga, sa), pa)) in entries.iter().enumerate() {
         for ((gb, sb), pb) in entries.iter().skip(i) {
             let same = std::ptr::eq(*pa, *pb);
