@@ -25,10 +25,15 @@
 //! Pure like the rest of the crate: no IO, no clock, never panics on any input.
 
 use crate::policy::{DEFAULT_PARTITION, EndPort, Policy};
-use fabric::{Guid, NodeType, PKey, Topology};
+use fabric::{Guid, NodeType, Topology};
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
+
+mod error;
+mod reach;
+pub use error::TenantError;
+pub use reach::{Reach, reachability, tenants_leak};
 
 /// Highest value the kernel accepts for an RDMA cgroup limit (S32_MAX).
 pub const RDMA_LIMIT_MAX: u32 = i32::MAX as u32;
@@ -155,152 +160,6 @@ impl PortDirectory {
     pub fn with_aliases(mut self, aliases: impl IntoIterator<Item = (Guid, Guid)>) -> Self {
         self.aliases.extend(aliases);
         self
-    }
-}
-
-/// A conflict that stops a tenant set from compiling.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-pub enum TenantError {
-    /// TENANT-E001.
-    #[error("TENANT-E001: invalid name '{name}': {why}")]
-    InvalidName {
-        /// The name.
-        name: String,
-        /// What is wrong.
-        why: &'static str,
-    },
-    /// TENANT-E002.
-    #[error(
-        "TENANT-E002: name '{0}' is used twice (tenants and storage partitions share one namespace)"
-    )]
-    DuplicateName(String),
-    /// TENANT-E003.
-    #[error(
-        "TENANT-E003: '{name}' has PKey {pkey:#06x}: a tenant or storage PKey must be 0x0001..=0x7ffe"
-    )]
-    InvalidPKey {
-        /// Owner.
-        name: String,
-        /// The value given.
-        pkey: u32,
-    },
-    /// TENANT-E004.
-    #[error("TENANT-E004: PKey {pkey:#06x} is claimed by both '{a}' and '{b}'")]
-    PKeyClash {
-        /// Partition number.
-        pkey: u16,
-        /// First owner.
-        a: String,
-        /// Second owner.
-        b: String,
-    },
-    /// TENANT-E005.
-    #[error(
-        "TENANT-E005: '{name}' uses PKey {pkey:#06x}, which the operator's partitions.conf defines as '{operator}'"
-    )]
-    OperatorPKey {
-        /// Tenant or storage partition.
-        name: String,
-        /// Partition number.
-        pkey: u16,
-        /// The operator's partition name.
-        operator: String,
-    },
-    /// TENANT-E006.
-    #[error("TENANT-E006: '{0}' is also a partition name in the operator's partitions.conf")]
-    OperatorName(String),
-    /// TENANT-E007.
-    #[error("TENANT-E007: port {port} is a member of both tenant '{a}' and tenant '{b}'")]
-    PortInTwoTenants {
-        /// Port GUID.
-        port: Guid,
-        /// First tenant.
-        a: String,
-        /// Second tenant.
-        b: String,
-    },
-    /// TENANT-E008.
-    #[error("TENANT-E008: '{owner}' names {member}, which is not in the fabric")]
-    UnknownMember {
-        /// Tenant or storage partition.
-        owner: String,
-        /// The reference.
-        member: MemberRef,
-    },
-    /// TENANT-E009.
-    #[error(
-        "TENANT-E009: tenant '{tenant}' uses storage partition '{storage}', which does not exist"
-    )]
-    UnknownStorage {
-        /// Tenant.
-        tenant: String,
-        /// Missing storage partition.
-        storage: String,
-    },
-    /// TENANT-E010.
-    #[error(
-        "TENANT-E010: port {port} is a server of storage partition '{storage}' and a member of tenant '{tenant}'"
-    )]
-    ServerInTenant {
-        /// Port GUID.
-        port: Guid,
-        /// Storage partition.
-        storage: String,
-        /// Tenant.
-        tenant: String,
-    },
-    /// TENANT-E011.
-    #[error("TENANT-E011: tenant '{tenant}': RDMA limit for device '{device}': {why}")]
-    BadRdmaLimit {
-        /// Tenant.
-        tenant: String,
-        /// Device.
-        device: String,
-        /// What is wrong.
-        why: String,
-    },
-    /// TENANT-E012.
-    #[error(
-        "TENANT-E012: the operator's partitions.conf does not parse ({count} error(s); first: {first})"
-    )]
-    OperatorSyntax {
-        /// Number of syntax errors.
-        count: usize,
-        /// The first one.
-        first: String,
-    },
-    /// TENANT-E013.
-    #[error(
-        "TENANT-E013: VF/PF ports sharing physical port {pf} are named by tenants '{a}' and '{b}': the fabric cannot separate them (one LID, one P_KeyTable)"
-    )]
-    SharedPortAcrossTenants {
-        /// The physical port.
-        pf: Guid,
-        /// First tenant.
-        a: String,
-        /// Second tenant.
-        b: String,
-    },
-}
-
-impl TenantError {
-    /// The stable code (`TENANT-Ennn`).
-    pub fn code(&self) -> &'static str {
-        match self {
-            TenantError::InvalidName { .. } => "TENANT-E001",
-            TenantError::DuplicateName(_) => "TENANT-E002",
-            TenantError::InvalidPKey { .. } => "TENANT-E003",
-            TenantError::PKeyClash { .. } => "TENANT-E004",
-            TenantError::OperatorPKey { .. } => "TENANT-E005",
-            TenantError::OperatorName(_) => "TENANT-E006",
-            TenantError::PortInTwoTenants { .. } => "TENANT-E007",
-            TenantError::UnknownMember { .. } => "TENANT-E008",
-            TenantError::UnknownStorage { .. } => "TENANT-E009",
-            TenantError::ServerInTenant { .. } => "TENANT-E010",
-            TenantError::BadRdmaLimit { .. } => "TENANT-E011",
-            TenantError::OperatorSyntax { .. } => "TENANT-E012",
-            TenantError::SharedPortAcrossTenants { .. } => "TENANT-E013",
-        }
     }
 }
 
@@ -817,86 +676,4 @@ fn operator_joins(text: &str, tenants: &[ResolvedTenant]) -> Option<Vec<TenantWa
         }
     }
     Some(out)
-}
-
-/// Who a port is, for [`reachability`].
-fn group_of(c: &Compiled, g: Guid) -> String {
-    if let Some(t) = c.tenant_of(g) {
-        return format!("tenant:{}", t.name);
-    }
-    if let Some(s) = c.storage.iter().find(|s| s.servers.contains(&g)) {
-        return format!("storage:{}", s.name);
-    }
-    "other".to_string()
-}
-
-/// Traffic possible between two groups of ports (tenants, storage servers, other ports).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct Reach {
-    /// First group (`tenant:NAME`, `storage:NAME` or `other`).
-    pub a: String,
-    /// Second group (may equal `a`).
-    pub b: String,
-    /// Partitions through which some port of `a` and some port of `b` match.
-    #[serde(serialize_with = "crate::hexser::parts")]
-    pub via: Vec<u16>,
-    /// One example pair.
-    #[serde(serialize_with = "crate::hexser::guid_pair")]
-    pub example: (Guid, Guid),
-}
-
-/// The tenant-level audit: from the P_KeyTables read back (port GUID -> keys), which groups
-/// can exchange traffic and through which partitions (IBA match rule: same partition, one
-/// side full). Pairs of distinct ports only; groups are listed in name order.
-pub fn reachability(c: &Compiled, tables: &BTreeMap<Guid, Vec<PKey>>) -> Vec<Reach> {
-    // Group ports by (group, key set) so the pair walk is over signatures, not ports.
-    type Sig = BTreeSet<PKey>;
-    let mut sigs: BTreeMap<(String, Sig), Vec<Guid>> = BTreeMap::new();
-    for (g, keys) in tables {
-        let sig: Sig = keys.iter().copied().filter(|k| !k.is_invalid()).collect();
-        sigs.entry((group_of(c, *g), sig)).or_default().push(*g);
-    }
-    let entries: Vec<(&(String, Sig), &Vec<Guid>)> = sigs.iter().collect();
-    type Acc = (BTreeSet<u16>, (Guid, Guid));
-    let mut out: BTreeMap<(String, String), Acc> = BTreeMap::new();
-    for (i, ((ga, sa), pa)) in entries.iter().enumerate() {
-        for ((gb, sb), pb) in entries.iter().skip(i) {
-            let same = std::ptr::eq(*pa, *pb);
-            if same && pa.len() < 2 {
-                continue;
-            }
-            let via: BTreeSet<u16> = sa
-                .iter()
-                .flat_map(|ka| sb.iter().filter(move |kb| ka.matches(**kb)))
-                .map(|k| k.partition())
-                .collect();
-            if via.is_empty() {
-                continue;
-            }
-            let example = if same { (pa[0], pa[1]) } else { (pa[0], pb[0]) };
-            let key = if ga <= gb {
-                (ga.clone(), gb.clone())
-            } else {
-                (gb.clone(), ga.clone())
-            };
-            let e = out.entry(key).or_insert((BTreeSet::new(), example));
-            e.0.extend(via);
-        }
-    }
-    out.into_iter()
-        .map(|((a, b), (via, example))| Reach {
-            a,
-            b,
-            via: via.into_iter().collect(),
-            example,
-        })
-        .collect()
-}
-
-/// True when the reachability report lets two different tenants exchange traffic.
-pub fn tenants_leak(reach: &[Reach]) -> Vec<&Reach> {
-    reach
-        .iter()
-        .filter(|r| r.a != r.b && r.a.starts_with("tenant:") && r.b.starts_with("tenant:"))
-        .collect()
 }
