@@ -15,6 +15,24 @@
 //! | 46-47 | reserved | |
 //! | 48-55 | ComponentMask | `IB_SA_COMPMASK_F` |
 //! | 56-255 | SA data | `IB_SA_DATA_F` |
+//!
+//! The records themselves (IBA 15.2.5) are in the submodules, each a [`SaRecord`] with its
+//! ComponentMask table ([`CompField`]).
+
+mod fabric_records;
+mod mcast;
+mod path;
+mod record;
+mod service;
+
+pub use fabric_records::{
+    LftRecord, LinkRecord, NodeRecord, PKeyTableRecord, PortInfoRecord, SmInfoRecord,
+    SwitchInfoRecord,
+};
+pub use mcast::{McMemberRecord, join_state};
+pub use path::{MultiPathRecord, PathRecord, selector};
+pub use record::{CompField, Gid, SaRecord, bits_equal, bits_value, comp_match, record_matches};
+pub use service::{ClassPortInfo, InformInfo, InformInfoRecord, ServiceRecord};
 
 use crate::MadError;
 use crate::header::{MadHeader, MgmtClass, header_of};
@@ -268,5 +286,56 @@ impl<'a> Iterator for SaRecords<'a> {
         let rec = self.rest.get(..self.record_len)?;
         self.rest = self.rest.get(self.stride..).unwrap_or(&[]);
         Some(rec)
+    }
+}
+
+/// SA class-specific status codes (IBA 15.2.1.1 Table 186), in bits 15..8 of the MAD status.
+pub mod sa_status {
+    /// ERR_NO_RESOURCES: the SA has no resources to complete the request.
+    pub const NO_RESOURCES: u16 = 0x0100;
+    /// ERR_REQ_INVALID: the request is invalid (e.g. a limited member creating a group).
+    pub const REQ_INVALID: u16 = 0x0200;
+    /// ERR_NO_RECORDS: no record matched a Get.
+    pub const NO_RECORDS: u16 = 0x0300;
+    /// ERR_TOO_MANY_RECORDS: more than one record matched a Get.
+    pub const TOO_MANY_RECORDS: u16 = 0x0400;
+    /// ERR_REQ_INVALID_GID: a GID in the request is invalid.
+    pub const REQ_INVALID_GID: u16 = 0x0500;
+    /// ERR_REQ_INSUFFICIENT_COMPONENTS: the ComponentMask lacks components the request needs.
+    pub const REQ_INSUFFICIENT_COMPONENTS: u16 = 0x0600;
+    /// ERR_REQ_DENIED: the request is denied (e.g. not trusted).
+    pub const REQ_DENIED: u16 = 0x0700;
+}
+
+impl SaMad {
+    /// A request of `method` for record `attr_id` with `mask` and `data`, class version 2.
+    pub fn request(
+        method: crate::header::Method,
+        attr_id: crate::header::AttributeId,
+        tid: u64,
+        mask: u64,
+        data: [u8; SA_DATA_LEN],
+    ) -> SaMad {
+        let mut m = SaMad::default();
+        m.header.mad.method = method;
+        m.header.mad.attr_id = attr_id;
+        m.header.mad.tid = tid;
+        m.header.comp_mask = mask;
+        m.data = data;
+        m
+    }
+
+    /// The skeleton of the response to this request: same TID, attribute, modifier and
+    /// ComponentMask, the response method, status 0, no data, no RMPP.
+    pub fn response(&self) -> SaMad {
+        let mut r = SaMad::default();
+        r.header.mad.base_version = self.header.mad.base_version;
+        r.header.mad.class_version = self.header.mad.class_version;
+        r.header.mad.method = self.header.mad.method.response();
+        r.header.mad.tid = self.header.mad.tid;
+        r.header.mad.attr_id = self.header.mad.attr_id;
+        r.header.mad.attr_mod = self.header.mad.attr_mod;
+        r.header.comp_mask = self.header.comp_mask;
+        r
     }
 }
