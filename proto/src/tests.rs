@@ -126,8 +126,18 @@ fn every_command() -> Vec<Command> {
         command::Kind::SetTenants(Tenants {
             tenants: vec![Tenant {
                 name: "blue".into(),
-                members: vec![4, 5],
+                pkey: 0x102,
+                members: vec![TenantMember {
+                    kind: Some(tenant_member::Kind::PortGuid(4)),
+                }],
+                rdma: vec![RdmaLimit {
+                    device: "mlx5_0".into(),
+                    hca_handle: Some(2),
+                    hca_object: None,
+                }],
+                ..Default::default()
             }],
+            ..Default::default()
         }),
         command::Kind::SetSaState(SaState {
             groups: vec![McGroup {

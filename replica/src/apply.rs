@@ -77,8 +77,11 @@ pub enum Effect {
         /// Its term.
         term: u64,
     },
-    /// Tenants replaced.
-    TenantsSet,
+    /// Tenants replaced; the tenant set version now in force.
+    TenantsSet {
+        /// New version.
+        version: u64,
+    },
     /// SA state replaced.
     SaStateSet,
 }
@@ -185,10 +188,7 @@ impl ReplicatedState {
             Kind::IntentDone(d) => self.intent_done(d),
             Kind::AbortIntent(a) => self.abort_intent(a.id),
             Kind::SetMaster(m) => self.set_master(m),
-            Kind::SetTenants(t) => {
-                self.tenants = t.clone();
-                Ok(Effect::TenantsSet)
-            }
+            Kind::SetTenants(t) => self.set_tenants(t),
             Kind::SetSaState(s) => {
                 self.sa = s.clone();
                 Ok(Effect::SaStateSet)
@@ -224,6 +224,7 @@ impl ReplicatedState {
                 count: errs.len(),
             }
         })?;
+        self.check_policy_with_tenants(&p.text)?;
         self.policy = proto::state::PartitionPolicy {
             text: p.text.clone(),
             version: self.policy.version + 1,

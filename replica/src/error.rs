@@ -152,6 +152,20 @@ pub enum ApplyError {
     /// A configuration with out-of-range fields or duplicate replica ids.
     #[error("REPL-E018 invalid configuration: {0}")]
     BadConfig(String),
+    /// SetTenants' version is not the tenant set version in force.
+    #[error("REPL-E201 stale tenants version: expected {expected}, current is {current}")]
+    StaleTenants {
+        /// What the proposer read.
+        expected: u64,
+        /// What is in force.
+        current: u64,
+    },
+    /// A tenant set that does not convert (member without a kind, PKey above 16 bits).
+    #[error("REPL-E202 malformed tenant set: {0}")]
+    BadTenants(String),
+    /// A tenant set (or a policy) that does not compile: the tenant conflict, with its code.
+    #[error("{0}")]
+    Tenants(partitions::tenants::TenantError),
 }
 
 impl ApplyError {
@@ -176,6 +190,9 @@ impl ApplyError {
             ApplyError::BadLid { .. } => "REPL-E016",
             ApplyError::BadTopology(_) => "REPL-E017",
             ApplyError::BadConfig(_) => "REPL-E018",
+            ApplyError::StaleTenants { .. } => "REPL-E201",
+            ApplyError::BadTenants(_) => "REPL-E202",
+            ApplyError::Tenants(e) => e.code(),
         }
     }
 }

@@ -4,7 +4,7 @@
 //! to a [`ReplicatedState`]: cluster configuration, partition policy (text, version, parsed
 //! form, bounded history), topology, guid -> LID map, each switch's LFT and each port's
 //! P_KeyTable and PortInfo as programmed, the pending programming intent, the master record,
-//! tenants and SA state (placeholders). [`ReplicatedState::apply`] is deterministic: the same
+//! tenants (see [`tenants`]) and SA state (placeholder). [`ReplicatedState::apply`] is deterministic: the same
 //! log gives bit-identical state (and identical [`ReplicatedState::snapshot_bytes`]) on every
 //! replica, and a refused command changes nothing but the applied index.
 //!
@@ -23,6 +23,7 @@ mod error;
 pub mod intent;
 mod snapshot;
 mod state;
+pub mod tenants;
 
 pub use apply::{ApplyOutcome, Effect};
 pub use convert::{ConvertError, topology_from_proto, topology_to_proto};

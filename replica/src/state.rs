@@ -163,7 +163,7 @@ impl ReplicatedState {
         self.master.as_ref()
     }
 
-    /// Tenants (placeholder).
+    /// Tenants in force (see [`crate::tenants`]).
     pub fn tenants(&self) -> &Tenants {
         &self.tenants
     }

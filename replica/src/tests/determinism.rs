@@ -149,8 +149,15 @@ fn to_command(op: &Op, term: u64, request_id: u64) -> Command {
         Op::Tenants(n) => Some(Kind::SetTenants(Tenants {
             tenants: vec![Tenant {
                 name: format!("t{n}"),
-                members: vec![u64::from(n)],
+                pkey: 0x100 + u32::from(n),
+                members: vec![proto::state::TenantMember {
+                    kind: Some(proto::state::tenant_member::Kind::PortGuid(u64::from(n))),
+                }],
+                ..Default::default()
             }],
+            // Sometimes current, sometimes stale: both outcomes are replicated.
+            version: u64::from(n % 3),
+            ..Default::default()
         })),
         Op::Sa(n) => Some(Kind::SetSaState(SaState {
             groups: vec![proto::state::McGroup {
