@@ -160,3 +160,21 @@ impl ReplicatedState {
         .map_err(ApplyError::Tenants)
     }
 }
+
+impl ReplicatedState {
+    /// True when some tenant or storage member is named by node description (its ports then
+    /// depend on the recorded topology).
+    pub fn tenants_use_descriptions(&self) -> bool {
+        let by_desc =
+            |m: &ps::TenantMember| matches!(m.kind, Some(tenant_member::Kind::NodeDescription(_)));
+        self.tenants
+            .tenants
+            .iter()
+            .any(|t| t.members.iter().any(by_desc))
+            || self
+                .tenants
+                .storage
+                .iter()
+                .any(|s| s.servers.iter().any(by_desc))
+    }
+}

@@ -387,7 +387,22 @@ impl RaftActor {
             if index <= self.state.applied_index() {
                 continue; // replayed after a snapshot that already holds it
             }
+            // Tenants named by node description resolve through the recorded topology.
+            let tenant_text_before = (matches!(cmd.kind, Some(Kind::SetTopology(_)))
+                && self.state.tenants_use_descriptions())
+            .then(|| self.state.effective_policy_text().ok().flatten());
             let out = self.state.apply(index, term, &cmd);
+            if out.is_accepted()
+                && (matches!(cmd.kind, Some(Kind::SetTenants(_)))
+                    || tenant_text_before
+                        .is_some_and(|b| b != self.state.effective_policy_text().ok().flatten()))
+            {
+                policy_changed = true;
+                tracing::info!(
+                    "tenant set version {} in force (index {index})",
+                    self.state.tenants().version
+                );
+            }
             if let Err(err) = &out.result {
                 if cmd.request_id == 0 {
                     // The replicas' own commands (records, intents) should never be refused.

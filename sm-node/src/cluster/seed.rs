@@ -21,7 +21,8 @@ pub struct Seeds {
     pub known_lfts: Option<Arc<Lfts>>,
     /// P_Key tables as programmed.
     pub known_pkeys: Option<Arc<PKeyTables>>,
-    /// Partition policy text in force (None: never applied through the cluster).
+    /// Partition policy text to plan from: the operator's text with the tenants compiled in
+    /// (None: no policy nor tenants ever applied through the cluster).
     pub policy: Option<String>,
 }
 
@@ -56,12 +57,19 @@ pub fn seeds(st: &ReplicatedState) -> Seeds {
         .pkey_tables()
         .map(|((g, p), t)| ((g, p.0), t.to_vec()))
         .collect();
-    let policy = st.policy();
+    // The operator's policy with the tenants compiled in (issue 12).
+    let policy = st.effective_policy_text().unwrap_or_else(|e| {
+        tracing::error!(
+            "E_NODE_TENANTS: tenants do not compile ({e}); planning from the operator policy alone"
+        );
+        let p = st.policy();
+        (p.version > 0).then(|| p.text.clone())
+    });
     Seeds {
         guid2lid,
         known_lfts: (!switches.is_empty()).then(|| Arc::new(Lfts { switches })),
         known_pkeys: (!pkeys.is_empty()).then(|| Arc::new(pkeys)),
-        policy: (policy.version > 0).then(|| policy.text.clone()),
+        policy,
     }
 }
 
