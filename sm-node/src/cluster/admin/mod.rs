@@ -15,6 +15,7 @@
 
 pub mod policy;
 pub mod query;
+pub mod tenants;
 pub mod watch;
 
 use super::net::{MAX_MESSAGE, PROPOSE_TIMEOUT, channel, propose_local};
@@ -527,6 +528,38 @@ impl SmAdmin for AdminService {
                 "E_NODE_MEMBERSHIP: {m}"
             ))),
         }
+    }
+
+    async fn list_tenants(
+        &self,
+        req: Request<ListTenantsRequest>,
+    ) -> Result<Response<ListTenantsReply>, Status> {
+        let _t = crate::metrics::RpcTimer::new("ListTenants");
+        self.list_tenants_impl(req).await
+    }
+
+    async fn set_tenant(
+        &self,
+        req: Request<SetTenantRequest>,
+    ) -> Result<Response<SetTenantReply>, Status> {
+        let _t = crate::metrics::RpcTimer::new("SetTenant");
+        self.set_tenant_impl(req).await
+    }
+
+    async fn delete_tenant(
+        &self,
+        req: Request<DeleteTenantRequest>,
+    ) -> Result<Response<DeleteTenantReply>, Status> {
+        let _t = crate::metrics::RpcTimer::new("DeleteTenant");
+        self.delete_tenant_impl(req).await
+    }
+
+    async fn get_tenant_assignment(
+        &self,
+        req: Request<GetTenantAssignmentRequest>,
+    ) -> Result<Response<GetTenantAssignmentReply>, Status> {
+        let _t = crate::metrics::RpcTimer::new("GetTenantAssignment");
+        self.get_tenant_assignment_impl(req).await
     }
 
     type WatchEventsStream = EventStream;
