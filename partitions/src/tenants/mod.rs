@@ -31,8 +31,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 
 mod error;
+mod rdma;
 mod reach;
 pub use error::TenantError;
+pub use rdma::RdmaLineError;
 pub use reach::{Reach, reachability, tenants_leak};
 
 /// Highest value the kernel accepts for an RDMA cgroup limit (S32_MAX).
