@@ -8,6 +8,7 @@ mod client;
 mod cluster_cmds;
 mod partitions;
 mod route;
+mod tenants;
 mod topo;
 
 /// Quorum SM operator CLI.
@@ -72,6 +73,9 @@ enum Command {
     Members(cluster_cmds::MembersCmd),
     /// Cluster: stream events (sweeps, traps, port changes, failovers, policy changes).
     Watch(cluster_cmds::WatchArgs),
+    /// Cluster: tenants (own partition, shared storage, RDMA cgroup limits for host agents).
+    #[command(subcommand)]
+    Tenants(tenants::TenantsCmd),
     /// Shell completion script: `smctl completion bash > /etc/bash_completion.d/smctl`.
     Completion {
         /// bash, zsh, fish, elvish or powershell.
@@ -97,6 +101,7 @@ fn main() -> std::process::ExitCode {
         Command::Master(m) => cluster_cmds::master(m),
         Command::Members(m) => cluster_cmds::members(m),
         Command::Watch(a) => cluster_cmds::watch(a),
+        Command::Tenants(c) => tenants::run_cmd(c),
         Command::Completion { shell } => {
             use clap::CommandFactory;
             let mut buf = Vec::new();
