@@ -1,0 +1,175 @@
+//! The records read straight from the fabric view: NodeRecord, PortInfoRecord,
+//! LinkRecord, SMInfoRecord, SwitchInfoRecord, LinearForwardingTableRecord and
+//! P_KeyTableRecord. Each function lists every candidate; the engine filters by the
+//! ComponentMask.
+
+use crate::view::FabricView;
+use fabric::Lid;
+use mad::sa::{
+    LftRecord, LinkRecord, NodeRecord, PKeyTableRecord, PortInfoRecord, SmInfoRecord,
+    SwitchInfoRecord,
+};
+use mad::{LinearForwardingTable, PKeyTable, SmInfo};
+
+/// One NodeRecord per end port (a switch once, through port 0).
+pub fn node_records(view: &FabricView) -> Vec<NodeRecord> {
+    let mut out = Vec::new();
+    for n in &view.nodes {
+        for p in n.end_ports() {
+            let mut info = n.info;
+            info.port_guid = p.guid;
+            info.local_port_num = if n.is_switch() {
+                info.local_port_num
+            } else {
+                p.num
+            };
+            out.push(NodeRecord {
+                lid: p.lid,
+                node_info: info,
+                node_desc: n.desc,
+            });
+        }
+    }
+    out
+}
+
+/// One PortInfoRecord per port (a switch's ports carry its port-0 LID).
+pub fn port_info_records(view: &FabricView) -> Vec<PortInfoRecord> {
+    let mut out = Vec::new();
+    for n in &view.nodes {
+        let sw_lid = n.ports.first().map(|p| p.lid).unwrap_or_default();
+        for p in n.ports.iter().filter(|p| p.present) {
+            let lid = if n.is_switch() { sw_lid } else { p.lid };
+            if lid.0 == 0 {
+                continue;
+            }
+            let mut info = p.info;
+            info.m_key = 0;
+            out.push(PortInfoRecord {
+                lid,
+                port_num: p.num,
+                options: 0,
+                port_info: info,
+            });
+        }
+    }
+    out
+}
+
+/// One LinkRecord per direction of every link between ports with LIDs.
+pub fn link_records(view: &FabricView) -> Vec<LinkRecord> {
+    let mut out = Vec::new();
+    let lid_of = |n: usize, p: u8| -> Lid {
+        let node = &view.nodes[n];
+        if node.is_switch() {
+            node.ports.first().map(|x| x.lid).unwrap_or_default()
+        } else {
+            node.ports
+                .get(usize::from(p))
+                .map(|x| x.lid)
+                .unwrap_or_default()
+        }
+    };
+    for (ni, n) in view.nodes.iter().enumerate() {
+        for p in n.ports.iter().filter(|p| p.present && p.num != 0) {
+            let Some((rn, rp)) = p.remote else { continue };
+            if rn >= view.nodes.len() {
+                continue;
+            }
+            let (from, to) = (lid_of(ni, p.num), lid_of(rn, rp));
+            if from.0 == 0 || to.0 == 0 {
+                continue;
+            }
+            out.push(LinkRecord {
+                from_lid: from,
+                from_port: p.num,
+                to_port: rp,
+                to_lid: to,
+            });
+        }
+    }
+    out
+}
+
+/// The SM's SMInfoRecord (SM_Key shown only to a trusted requester).
+pub fn sm_info_records(view: &FabricView, sm_key: u64, trusted: bool) -> Vec<SmInfoRecord> {
+    vec![SmInfoRecord {
+        lid: view.sm.lid,
+        sm_info: SmInfo {
+            guid: view.sm.port_guid,
+            sm_key: if trusted { sm_key } else { 0 },
+            act_count: view.sm.act_count,
+            priority: view.sm.priority,
+            sm_state: view.sm.state,
+        },
+    }]
+}
+
+/// One SwitchInfoRecord per switch with a LID.
+pub fn switch_info_records(view: &FabricView) -> Vec<SwitchInfoRecord> {
+    view.nodes
+        .iter()
+        .filter_map(|n| {
+            let lid = n.ports.first()?.lid;
+            Some(SwitchInfoRecord {
+                lid,
+                switch_info: n.switch_info?,
+            })
+            .filter(|_| lid.0 != 0)
+        })
+        .collect()
+}
+
+/// One LinearForwardingTableRecord per LFT block of every switch (up to LinearFDBTop).
+pub fn lft_records(view: &FabricView) -> Vec<LftRecord> {
+    let mut out = Vec::new();
+    for n in view.nodes.iter().filter(|n| n.is_switch()) {
+        let lid = n.ports.first().map(|p| p.lid).unwrap_or_default();
+        if lid.0 == 0 {
+            continue;
+        }
+        let top = n
+            .switch_info
+            .map(|s| usize::from(s.linear_fdb_top) + 1)
+            .unwrap_or(n.lft.len())
+            .min(n.lft.len());
+        for (b, chunk) in n.lft[..top].chunks(64).enumerate() {
+            let mut lft = LinearForwardingTable::default();
+            lft.ports[..chunk.len()].copy_from_slice(chunk);
+            out.push(LftRecord {
+                lid,
+                block: b as u16,
+                lft,
+            });
+        }
+    }
+    out
+}
+
+/// One P_KeyTableRecord per 32-entry block of every port with a known table (switch
+/// ports carry the switch's LID and their port number; CA ports their own LID).
+pub fn pkey_records(view: &FabricView) -> Vec<PKeyTableRecord> {
+    let mut out = Vec::new();
+    for n in &view.nodes {
+        let sw_lid = n.ports.first().map(|p| p.lid).unwrap_or_default();
+        for p in n.ports.iter().filter(|p| p.present && !p.pkeys.is_empty()) {
+            let lid = if n.is_switch() { sw_lid } else { p.lid };
+            if lid.0 == 0 {
+                continue;
+            }
+            for (b, chunk) in p.pkeys.chunks(32).enumerate() {
+                let mut table = PKeyTable::default();
+                for (k, v) in table.keys.iter_mut().zip(chunk) {
+                    *k = fabric::PKey(*v);
+                }
+                out.push(PKeyTableRecord {
+                    lid,
+                    block: b as u16,
+                    port_num: p.num,
+                    table,
+                });
+            }
+        }
+    }
+    out
+}

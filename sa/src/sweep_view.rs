@@ -1,0 +1,56 @@
+//! Building a [`FabricView`] from sm-core's [`Sweeper`]: the topology of its last
+//! discovery, its guid -> LID map, the LFTs and P_Key tables it programmed, its own SM
+//! identity. PortInfo the caller read from the fabric may be given; the rest is filled
+//! from the topology (see [`ViewInput`]).
+
+use crate::view::{FabricView, SmSelf, ViewInput};
+use fabric::Guid;
+use mad::PortInfo;
+use sm_core::Sweeper;
+use std::collections::HashMap;
+
+/// The view of the fabric the sweeper discovered. `sm_port_guid` is the SM's port;
+/// `partition_sl` the SL of each partition (low 15 bits of the key); `port_info` PortInfo
+/// known by (node GUID, port).
+pub fn view_from_sweeper(
+    sw: &Sweeper,
+    sm_port_guid: Guid,
+    subnet_prefix: u64,
+    partition_sl: HashMap<u16, u8>,
+    port_info: HashMap<(Guid, u8), PortInfo>,
+) -> FabricView {
+    let topo = sw.discovered_topology();
+    let mut lids = HashMap::new();
+    for (g, lo, hi) in sw.guid2lid().iter() {
+        let span = u32::from(hi.0.saturating_sub(lo.0)) + 1;
+        let lmc = (32 - span.leading_zeros()).saturating_sub(1) as u8;
+        lids.insert(g, (lo, lmc));
+    }
+    let lfts = sw
+        .lfts()
+        .map(|l| {
+            l.switches
+                .iter()
+                .map(|s| (s.guid, s.ports.clone()))
+                .collect()
+        })
+        .unwrap_or_default();
+    let cfg = sw.config();
+    let inp = ViewInput {
+        subnet_prefix,
+        sm: SmSelf {
+            lid: sw.sm_lid(),
+            port_guid: sm_port_guid,
+            priority: cfg.sm_priority,
+            state: sw.sm_state().to_wire(),
+            act_count: sw.sweep_number() as u32,
+        },
+        lids,
+        lfts,
+        pkeys: sw.pkey_tables().into_iter().collect(),
+        port_info,
+        switch_info: HashMap::new(),
+        partition_sl,
+    };
+    FabricView::from_topology(&topo, &inp)
+}

@@ -1,0 +1,149 @@
+//! Test driver: sm-core's sweeper brings a simulated fabric up (virtual time), then an SA
+//! engine answers from the view of what it discovered, with PortInfo read from the
+//! simulator (the fabric's truth).
+#![allow(dead_code)]
+
+use fabric::{Guid, Lid, NodeId, Topology};
+use fabric_sim::{AttachId, SimConfig, SimFabric};
+use sa::{FabricView, Request, SaConfig, SaEngine, view_from_sweeper};
+use sm_core::{Event, Sweeper, SweeperConfig, VTime, route_inline};
+use std::collections::HashMap;
+use std::sync::Arc;
+
+pub const PREFIX: u64 = 0xfe80_0000_0000_0000;
+
+pub struct Up {
+    pub topo: Topology,
+    pub fab: SimFabric,
+    pub sm: AttachId,
+    pub sm_port: Guid,
+    pub sw: Sweeper,
+    pub now: VTime,
+}
+
+pub fn topo(spec: &str) -> Topology {
+    spec.parse::<fabric::GenSpec>().unwrap().generate().unwrap()
+}
+
+/// Every cabled CA port: (node, port, port GUID), node order.
+pub fn ca_ports(t: &Topology) -> Vec<(NodeId, u8, Guid)> {
+    let mut v = Vec::new();
+    for (id, n) in t.cas() {
+        for p in n.port_numbers() {
+            if n.ports[p.0 as usize].remote.is_some() {
+                v.push((id, p.0, n.ports[p.0 as usize].guid));
+            }
+        }
+    }
+    v
+}
+
+/// Brings `spec` up with `partitions` (None: no file) and the SM on the first CA port.
+pub fn bring_up(spec: &str, partitions: Option<&str>) -> Up {
+    let t = topo(spec);
+    let mut fab = SimFabric::new(
+        &t,
+        SimConfig {
+            seed: 7,
+            ..SimConfig::default()
+        },
+    )
+    .unwrap();
+    let sm_port = ca_ports(&t)[0].2;
+    let sm = fab.attach(sm_port).unwrap();
+    let cfg = SweeperConfig {
+        partitions_conf: partitions.map(str::to_string),
+        sm_key: 1,
+        ..SweeperConfig::default()
+    };
+    let mut sw = Sweeper::new(cfg).unwrap();
+    let mut now: VTime = 0;
+    let mut up = false;
+    for _ in 0..2_000_000 {
+        while let Some(tx) = sw.poll_transmit() {
+            if tx.dlid.is_permissive() {
+                fab.send(now, sm, &tx.smp).unwrap();
+            } else {
+                fab.send_lid(now, sm, tx.dlid, &tx.smp).unwrap();
+            }
+        }
+        let next = match (fab.next_event_time(), sw.poll_timeout()) {
+            (Some(a), Some(b)) => a.min(b),
+            (a, b) => match a.or(b) {
+                Some(t) => t,
+                None => break,
+            },
+        };
+        now = now.max(next);
+        fab.run_until(now);
+        while let Some(r) = fab.poll_recv_full(sm) {
+            sw.handle_mad(now, r.slid, r.smp);
+        }
+        if matches!(sw.poll_timeout(), Some(x) if x <= now) {
+            sw.handle_timeout(now);
+        }
+        while let Some(ev) = sw.poll_event() {
+            match ev {
+                Event::RoutingNeeded(job) => {
+                    let r = route_inline(&job);
+                    sw.handle_routing_result(now, r);
+                }
+                Event::SubnetUp { .. } => up = true,
+                _ => {}
+            }
+        }
+        if up {
+            break;
+        }
+    }
+    assert!(up, "no SUBNET UP");
+    Up {
+        topo: t,
+        fab,
+        sm,
+        sm_port,
+        sw,
+        now,
+    }
+}
+
+impl Up {
+    /// PortInfo of every port as the simulator holds it, by (node GUID, port).
+    pub fn port_infos(&self) -> HashMap<(Guid, u8), mad::PortInfo> {
+        let mut m = HashMap::new();
+        for (id, n) in self.topo.nodes() {
+            let first = if n.is_switch() { 0 } else { 1 };
+            for p in first..n.ports.len() as u8 {
+                if let Ok(pi) = self.fab.port_info(id, p) {
+                    m.insert((n.node_guid, p), pi);
+                }
+            }
+        }
+        m
+    }
+
+    pub fn view(&self, partition_sl: HashMap<u16, u8>) -> FabricView {
+        view_from_sweeper(
+            &self.sw,
+            self.sm_port,
+            PREFIX,
+            partition_sl,
+            self.port_infos(),
+        )
+    }
+
+    pub fn engine(&self) -> SaEngine {
+        let mut e = SaEngine::new(SaConfig::default());
+        e.set_view(Arc::new(self.view(HashMap::new())));
+        e
+    }
+
+    pub fn lid_of_guid(&self, g: Guid) -> Lid {
+        self.sw.guid2lid().get(g).unwrap().0
+    }
+}
+
+/// A request from `slid`.
+pub fn req(slid: Lid, mad: mad::sa::SaMad) -> Request {
+    Request { slid, mad }
+}

@@ -1,0 +1,721 @@
+//! The SA engine on a fabric brought up by sm-core on the simulator: every answer is
+//! compared with the simulator's state (the fabric's truth) or the sweeper's tables.
+
+mod common;
+
+use common::*;
+use fabric::{Guid, Lid};
+use mad::sa::{
+    ClassPortInfo, Gid, InformInfo, InformInfoRecord, LftRecord, LinkRecord, McMemberRecord,
+    NodeRecord, PKeyTableRecord, PathRecord, PortInfoRecord, SaMad, SaRecord, ServiceRecord,
+    SmInfoRecord, SwitchInfoRecord, join_state, sa_status,
+};
+use mad::{AttributeId, Method};
+use proptest::prelude::*;
+use sa::{RmppConfig, RmppSender, SaClient, SaEngine, SaResponse, policy_groups};
+use std::collections::HashMap;
+use std::sync::Arc;
+
+/// Sends one request through the engine and reassembles the answer (RMPP in memory).
+fn ask(e: &mut SaEngine, slid: Lid, sm_key: u64, m: SaMad, now_ms: u64) -> (SaResponse, bool) {
+    let mut c = SaClient::new(0, sm_key);
+    let (mut q, mut t) = c.request(
+        m.header.mad.method,
+        m.header.mad.attr_id,
+        m.header.comp_mask,
+        m.data,
+    );
+    q.header.sm_key = sm_key;
+    let h = e.handle(now_ms, &req(slid, q));
+    let reply = h.reply.expect("an answer");
+    assert_eq!(reply.dlid, slid);
+    if let Some(one) = reply.single() {
+        let st = t.handle(&one).unwrap();
+        return (st.done.expect("complete"), h.changed);
+    }
+    let mut s = RmppSender::new(
+        reply.mad.clone(),
+        reply.table.clone().unwrap(),
+        RmppConfig::default(),
+    );
+    for _ in 0..10_000 {
+        let Some(seg) = s.poll_transmit(0) else {
+            panic!("sender stalled in {:?}", s.state());
+        };
+        let st = t.handle(&seg).unwrap();
+        if let Some(a) = st.send {
+            s.handle(0, &a);
+        }
+        if let Some(done) = st.done {
+            return (done, h.changed);
+        }
+    }
+    panic!("no end");
+}
+
+fn query<R: SaRecord>(e: &mut SaEngine, slid: Lid, method: Method, mask: u64, r: &R) -> SaResponse {
+    ask(
+        e,
+        slid,
+        0,
+        SaMad::request(method, R::ID, 1, mask, r.to_data()),
+        0,
+    )
+    .0
+}
+
+#[test]
+fn node_records_are_the_fabric_nodes() {
+    let up = bring_up("ft2:4", None);
+    let mut e = up.engine();
+    let me = up.lid_of_guid(up.sm_port);
+    let all: Vec<NodeRecord> = query(&mut e, me, Method::GET_TABLE, 0, &NodeRecord::default())
+        .records()
+        .unwrap();
+    let ends = ca_ports(&up.topo).len() + up.topo.switches().count();
+    assert_eq!(all.len(), ends);
+    // Every CA port by its LID: the simulator's NodeInfo and description.
+    for (id, port, guid) in ca_ports(&up.topo) {
+        let lid = up.fab.port_info(id, port).unwrap().lid;
+        let one: Vec<NodeRecord> = query(
+            &mut e,
+            me,
+            Method::GET,
+            1,
+            &NodeRecord {
+                lid,
+                ..NodeRecord::default()
+            },
+        )
+        .records()
+        .unwrap();
+        let n = up.topo.node(id);
+        assert_eq!(one.len(), 1);
+        assert_eq!(one[0].lid, lid);
+        assert_eq!(one[0].node_info.node_guid, n.node_guid);
+        assert_eq!(one[0].node_info.port_guid, guid);
+        assert_eq!(one[0].node_info.local_port_num, port);
+        assert_eq!(one[0].node_desc.text(), n.description);
+    }
+    // A Get matching several records.
+    let many = query(&mut e, me, Method::GET, 0, &NodeRecord::default());
+    assert_eq!(many.status(), sa_status::TOO_MANY_RECORDS);
+    let none = query(
+        &mut e,
+        me,
+        Method::GET,
+        1,
+        &NodeRecord {
+            lid: Lid(0xBFFF),
+            ..NodeRecord::default()
+        },
+    );
+    assert_eq!(none.status(), sa_status::NO_RECORDS);
+}
+
+#[test]
+fn port_info_links_switches_and_lfts_match_the_fabric() {
+    let up = bring_up("ft2:4", None);
+    let mut e = up.engine();
+    let me = up.lid_of_guid(up.sm_port);
+    for (id, port, _) in ca_ports(&up.topo) {
+        let truth = up.fab.port_info(id, port).unwrap();
+        let r: Vec<PortInfoRecord> = query(
+            &mut e,
+            me,
+            Method::GET,
+            0b11,
+            &PortInfoRecord {
+                lid: truth.lid,
+                port_num: port,
+                ..PortInfoRecord::default()
+            },
+        )
+        .records()
+        .unwrap();
+        assert_eq!(r[0].port_info.lid, truth.lid);
+        assert_eq!(r[0].port_info.master_sm_lid, truth.master_sm_lid);
+        assert_eq!(r[0].port_info.port_state, 4);
+        assert_eq!(r[0].port_info.gid_prefix, truth.gid_prefix);
+        assert_eq!(r[0].port_info.m_key, 0, "M_Key never shown");
+    }
+    let links: Vec<LinkRecord> = query(&mut e, me, Method::GET_TABLE, 0, &LinkRecord::default())
+        .records()
+        .unwrap();
+    assert_eq!(links.len(), 2 * up.topo.num_links());
+    let sws: Vec<SwitchInfoRecord> = query(
+        &mut e,
+        me,
+        Method::GET_TABLE,
+        0,
+        &SwitchInfoRecord::default(),
+    )
+    .records()
+    .unwrap();
+    assert_eq!(sws.len(), up.topo.switches().count());
+    let lfts = up.sw.lfts().unwrap();
+    let recs: Vec<LftRecord> = query(&mut e, me, Method::GET_TABLE, 0, &LftRecord::default())
+        .records()
+        .unwrap();
+    for r in &recs {
+        let s = lfts.switches.iter().find(|s| s.lid == r.lid).unwrap();
+        for i in 0..64 {
+            let lid = u16::from(r.block) * 64 + i as u16;
+            if usize::from(lid) < s.ports.len() {
+                assert_eq!(r.lft.ports[i], s.port(lid));
+            }
+        }
+    }
+    assert!(recs.len() >= lfts.switches.len());
+    let sm: Vec<SmInfoRecord> = query(&mut e, me, Method::GET_TABLE, 0, &SmInfoRecord::default())
+        .records()
+        .unwrap();
+    assert_eq!(sm.len(), 1);
+    assert_eq!(sm[0].lid, me);
+    assert_eq!(sm[0].sm_info.guid, up.sm_port);
+    assert_eq!(sm[0].sm_info.sm_state, 3);
+    assert_eq!(
+        sm[0].sm_info.sm_key, 0,
+        "SM_Key hidden from an untrusted requester"
+    );
+    let cpi = ask(
+        &mut e,
+        me,
+        0,
+        SaMad::request(Method::GET, ClassPortInfo::ID, 1, 0, [0; 200]),
+        0,
+    )
+    .0;
+    let c: Vec<ClassPortInfo> = cpi.records().unwrap();
+    assert_eq!(c[0].class_version, 2);
+    assert_eq!(c[0].resp_time_value, 18);
+}
+
+fn tenants_conf(g: &[Guid]) -> String {
+    format!(
+        "Default=0x7fff, ipoib : ALL=full ;\n\
+         TenantA=0x1001, ipoib, sl=3 : {:#018x}=full, {:#018x}=full ;\n\
+         TenantB=0x1002 : {:#018x}=full, {:#018x}=limited, {:#018x}=limited ;\n\
+         TenantC=0x1003 : {:#018x}=limited, {:#018x}=limited ;\n",
+        g[0].0, g[1].0, g[2].0, g[3].0, g[4].0, g[5].0, g[6].0
+    )
+}
+
+fn tenants() -> (common::Up, Vec<Guid>) {
+    let t = topo("ft2:4");
+    let g: Vec<Guid> = ca_ports(&t).iter().map(|x| x.2).collect();
+    let up = bring_up("ft2:4", Some(&tenants_conf(&g)));
+    (up, g)
+}
+
+fn path(
+    e: &mut SaEngine,
+    from: Lid,
+    s: Lid,
+    d: Lid,
+    mask_extra: u64,
+    pr: PathRecord,
+) -> SaResponse {
+    let q = PathRecord {
+        slid: s,
+        dlid: d,
+        ..pr
+    };
+    query(
+        e,
+        from,
+        Method::GET,
+        PathRecord::CM_SLID | PathRecord::CM_DLID | mask_extra,
+        &q,
+    )
+}
+
+#[test]
+fn path_records_carry_the_shared_pkey_and_refuse_across_partitions() {
+    let (up, g) = tenants();
+    let mut e = up.engine();
+    let lid = |i: usize| up.lid_of_guid(g[i]);
+    let me = lid(0);
+    // g0-g1 share Default (full) and TenantA: the first shared key in g0's table.
+    let r: Vec<PathRecord> = path(&mut e, me, lid(0), lid(1), 0, PathRecord::default())
+        .records()
+        .unwrap();
+    let p = &r[0];
+    let table = &up.sw.pkey_tables()[&(up.topo.node(ca_ports(&up.topo)[0].0).node_guid, 1)];
+    let expect = table
+        .iter()
+        .copied()
+        .find(|k| k & 0x7FFF == 0x7FFF || k & 0x7FFF == 0x1001)
+        .unwrap();
+    assert_eq!(p.pkey, expect);
+    assert_eq!((p.slid, p.dlid), (lid(0), lid(1)));
+    assert_eq!(p.sgid, Gid::new(PREFIX, g[0].0));
+    assert_eq!(p.dgid, Gid::new(PREFIX, g[1].0));
+    assert!(p.reversible);
+    assert_eq!(p.mtu, 4);
+    assert_eq!(p.rate, 3);
+    // Asking for TenantA's key: the key and the partition's SL.
+    let a: Vec<PathRecord> = path(
+        &mut e,
+        me,
+        lid(0),
+        lid(1),
+        PathRecord::CM_PKEY,
+        PathRecord {
+            pkey: 0x9001,
+            ..PathRecord::default()
+        },
+    )
+    .records()
+    .unwrap();
+    assert_eq!(a[0].pkey & 0x7FFF, 0x1001);
+    // g0 and g2 share only Default: TenantB's key is refused.
+    let refused = path(
+        &mut e,
+        me,
+        lid(0),
+        lid(2),
+        PathRecord::CM_PKEY,
+        PathRecord {
+            pkey: 0x9002,
+            ..PathRecord::default()
+        },
+    );
+    assert_eq!(refused.status(), sa_status::NO_RECORDS);
+    // g3 and g4 are both limited in TenantB (and Default is full for all): asking for
+    // TenantB is refused; g2 (full) to g3 (limited) works.
+    let both_limited = path(
+        &mut e,
+        me,
+        lid(3),
+        lid(4),
+        PathRecord::CM_PKEY,
+        PathRecord {
+            pkey: 0x1002,
+            ..PathRecord::default()
+        },
+    );
+    assert_eq!(both_limited.status(), sa_status::NO_RECORDS);
+    let hub: Vec<PathRecord> = path(
+        &mut e,
+        me,
+        lid(2),
+        lid(3),
+        PathRecord::CM_PKEY,
+        PathRecord {
+            pkey: 0x1002,
+            ..PathRecord::default()
+        },
+    )
+    .records()
+    .unwrap();
+    assert_eq!(hub[0].pkey, 0x9002, "g2's own (full) key");
+    // A whole table from one source: one path per destination end port.
+    let table: Vec<PathRecord> = query(
+        &mut e,
+        me,
+        Method::GET_TABLE,
+        PathRecord::CM_SLID,
+        &PathRecord {
+            slid: lid(0),
+            ..PathRecord::default()
+        },
+    )
+    .records()
+    .unwrap();
+    assert_eq!(
+        table.len(),
+        ca_ports(&up.topo).len() + up.topo.switches().count()
+    );
+    // An exact MTU the path cannot carry.
+    let big = path(
+        &mut e,
+        me,
+        lid(0),
+        lid(1),
+        PathRecord::CM_MTU | PathRecord::CM_MTU_SELECTOR,
+        PathRecord {
+            mtu: 5,
+            mtu_selector: 2,
+            ..PathRecord::default()
+        },
+    );
+    assert_eq!(big.status(), sa_status::NO_RECORDS);
+}
+
+#[test]
+fn pkey_table_records_only_for_a_trusted_requester() {
+    let (up, _) = tenants();
+    let mut e = up.engine();
+    let me = up.lid_of_guid(up.sm_port);
+    let m = SaMad::request(
+        Method::GET_TABLE,
+        PKeyTableRecord::ID,
+        1,
+        0,
+        PKeyTableRecord::default().to_data(),
+    );
+    let (r, _) = ask(&mut e, me, 0, m.clone(), 0);
+    assert_eq!(r.status(), sa_status::REQ_INVALID);
+    let (r, _) = ask(&mut e, me, 1, m, 0);
+    let recs: Vec<PKeyTableRecord> = r.records().unwrap();
+    let tables = up.sw.pkey_tables();
+    let blocks: usize = tables.values().map(|t| t.len().div_ceil(32)).sum();
+    assert!(!recs.is_empty());
+    assert_eq!(recs.len(), blocks);
+    for rec in &recs {
+        let (node, port) = up
+            .view(HashMap::new())
+            .port_by_lid(rec.lid)
+            .map(|(n, p)| (n, p))
+            .unwrap();
+        let _ = (node, port);
+        assert!(rec.table.keys.iter().any(|k| k.0 != 0));
+    }
+}
+
+fn join_rec(mgid: Gid, port: Guid, js: u8) -> McMemberRecord {
+    McMemberRecord {
+        mgid,
+        port_gid: Gid::new(PREFIX, port.0),
+        join_state: js,
+        ..McMemberRecord::default()
+    }
+}
+
+const JOIN_MASK: u64 =
+    McMemberRecord::CM_MGID | McMemberRecord::CM_PORT_GID | McMemberRecord::CM_JOIN_STATE;
+const CREATE_MASK: u64 = JOIN_MASK
+    | McMemberRecord::CM_QKEY
+    | McMemberRecord::CM_PKEY
+    | McMemberRecord::CM_SL
+    | McMemberRecord::CM_FLOW_LABEL
+    | McMemberRecord::CM_TCLASS;
+
+fn set(e: &mut SaEngine, slid: Lid, mask: u64, r: &McMemberRecord) -> (SaResponse, bool) {
+    ask(
+        e,
+        slid,
+        0,
+        SaMad::request(Method::SET, McMemberRecord::ID, 1, mask, r.to_data()),
+        0,
+    )
+}
+
+#[test]
+fn multicast_groups_follow_the_membership_rules_and_survive_a_reload() {
+    let (up, g) = tenants();
+    let mut e = up.engine();
+    let lid = |i: usize| up.lid_of_guid(g[i]);
+    let policy = partitions::Policy::from_file(
+        &partitions::parse(&tenants_conf(&g)).unwrap(),
+        partitions::Options::default(),
+    )
+    .0;
+    assert!(e.set_policy_groups(policy_groups(&policy)));
+    assert!(!e.set_policy_groups(policy_groups(&policy)), "idempotent");
+    // IPoIB broadcast groups of Default and TenantA exist from the start, MLIDs from 0xC000.
+    let groups: Vec<McMemberRecord> = query(
+        &mut e,
+        lid(0),
+        Method::GET_TABLE,
+        0,
+        &McMemberRecord::default(),
+    )
+    .records()
+    .unwrap();
+    let bcast = Gid::ipoib_broadcast(2, 0x7FFF);
+    let tena = Gid::ipoib_broadcast(2, 0x1001);
+    assert_eq!(groups.len(), 2);
+    assert_eq!(groups[0].mgid.min(groups[1].mgid), bcast.min(tena));
+    let b = groups.iter().find(|r| r.mgid == bcast).unwrap();
+    assert_eq!(b.mlid, Lid(0xC000));
+    assert_eq!((b.q_key, b.mtu, b.rate, b.pkey), (0x0B1B, 4, 3, 0xFFFF));
+    let ta = groups.iter().find(|r| r.mgid == tena).unwrap();
+    assert_eq!(ta.mlid, Lid(0xC001));
+    assert_eq!(ta.sl, 3, "the policy's sl");
+
+    // Join the broadcast group.
+    let (r, changed) = set(
+        &mut e,
+        lid(0),
+        JOIN_MASK,
+        &join_rec(bcast, g[0], join_state::FULL),
+    );
+    assert!(changed);
+    let rec: Vec<McMemberRecord> = r.records().unwrap();
+    assert_eq!(rec[0].mlid, Lid(0xC000));
+    // Another port cannot join for g0 (not its port, no proxy).
+    let (r, changed) = set(
+        &mut e,
+        lid(1),
+        JOIN_MASK,
+        &join_rec(bcast, g[0], join_state::FULL),
+    );
+    assert_eq!(r.status(), sa_status::REQ_DENIED);
+    assert!(!changed);
+    // A port outside TenantA cannot join its group.
+    let (r, _) = set(
+        &mut e,
+        lid(2),
+        JOIN_MASK,
+        &join_rec(tena, g[2], join_state::FULL),
+    );
+    assert_eq!(r.status(), sa_status::REQ_INVALID);
+
+    // Create a TenantB group: g3 (limited) cannot create it; g2 (full) can.
+    let mut create = join_rec(Gid::default(), g[3], join_state::FULL);
+    create.pkey = 0x1002;
+    create.q_key = 0x1234;
+    let (r, _) = set(&mut e, lid(3), CREATE_MASK, &create);
+    assert_eq!(
+        r.status(),
+        sa_status::REQ_INVALID,
+        "limited members cannot create"
+    );
+    // A join missing the create components creates nothing.
+    create.port_gid = Gid::new(PREFIX, g[2].0);
+    let (r, _) = set(&mut e, lid(2), JOIN_MASK, &create);
+    assert_eq!(r.status(), sa_status::REQ_INSUFFICIENT_COMPONENTS);
+    let (r, changed) = set(&mut e, lid(2), CREATE_MASK, &create);
+    assert!(changed);
+    let made: Vec<McMemberRecord> = r.records().unwrap();
+    let mgid = made[0].mgid;
+    assert!(mgid.is_multicast());
+    assert_eq!(made[0].mlid, Lid(0xC002));
+    assert_eq!(made[0].pkey, 0x9002);
+    // g3 (limited) may join now that a full member is in; so may g4.
+    let (r, _) = set(
+        &mut e,
+        lid(3),
+        JOIN_MASK,
+        &join_rec(mgid, g[3], join_state::FULL),
+    );
+    assert_eq!(r.status(), 0);
+    // A TenantC group: both g5 and g6 limited: g5 cannot create, nor join anything there.
+    let mut c = join_rec(Gid::default(), g[5], join_state::FULL);
+    c.pkey = 0x1003;
+    let (r, _) = set(&mut e, lid(5), CREATE_MASK, &c);
+    assert_eq!(r.status(), sa_status::REQ_INVALID);
+
+    // Forwarding groups: MLIDs and members for the multicast programming.
+    let fwd = e.forwarding_groups();
+    let tb = fwd.iter().find(|x| x.0 == Lid(0xC002)).unwrap();
+    assert_eq!(tb.1.len(), 2);
+
+    // The replicated state rebuilds the same answers.
+    let state = e.state();
+    let mut e2 = up.engine();
+    e2.load(&state).unwrap();
+    let a: Vec<McMemberRecord> = query(
+        &mut e,
+        lid(0),
+        Method::GET_TABLE,
+        0,
+        &McMemberRecord::default(),
+    )
+    .records()
+    .unwrap();
+    let b2: Vec<McMemberRecord> = query(
+        &mut e2,
+        lid(0),
+        Method::GET_TABLE,
+        0,
+        &McMemberRecord::default(),
+    )
+    .records()
+    .unwrap();
+    assert_eq!(a, b2);
+    assert_eq!(e2.state(), state);
+
+    // Leave: g2 leaves, g3 leaves, the created group disappears; the policy group stays.
+    let del = |e: &mut SaEngine, i: usize, mgid: Gid| {
+        ask(
+            e,
+            lid(i),
+            0,
+            SaMad::request(
+                Method::DELETE,
+                McMemberRecord::ID,
+                1,
+                JOIN_MASK,
+                join_rec(mgid, g[i], join_state::FULL).to_data(),
+            ),
+            0,
+        )
+    };
+    assert_eq!(del(&mut e, 2, mgid).0.status(), 0);
+    assert_eq!(del(&mut e, 3, mgid).0.status(), 0);
+    assert!(!e.db().groups.contains_key(&mgid));
+    assert_eq!(del(&mut e, 0, bcast).0.status(), 0);
+    assert!(e.db().groups.contains_key(&bcast));
+    assert_eq!(del(&mut e, 0, bcast).0.status(), sa_status::REQ_INVALID);
+}
+
+#[test]
+fn services_register_expire_and_delete() {
+    let up = bring_up("ft2:4", None);
+    let mut e = up.engine();
+    let g = ca_ports(&up.topo)[1].2;
+    let me = up.lid_of_guid(g);
+    let mut s = ServiceRecord {
+        id: 0x42,
+        gid: Gid::new(PREFIX, g.0),
+        pkey: 0xFFFF,
+        lease: 10,
+        ..ServiceRecord::default()
+    };
+    s.set_name("storage");
+    let mask = ServiceRecord::CM_ID | ServiceRecord::CM_GID | ServiceRecord::CM_PKEY;
+    let put = SaMad::request(Method::SET, ServiceRecord::ID, 1, mask, s.to_data());
+    let (r, changed) = ask(&mut e, me, 0, put.clone(), 1_000);
+    assert_eq!(r.status(), 0);
+    assert!(changed);
+    // Another port may not register for g.
+    let other = up.lid_of_guid(ca_ports(&up.topo)[2].2);
+    assert_eq!(
+        ask(&mut e, other, 0, put, 1_000).0.status(),
+        sa_status::REQ_DENIED
+    );
+    let by_name = |e: &mut SaEngine, now: u64| {
+        let mut q = ServiceRecord::default();
+        q.set_name("storage");
+        ask(
+            e,
+            me,
+            0,
+            SaMad::request(
+                Method::GET_TABLE,
+                ServiceRecord::ID,
+                1,
+                ServiceRecord::CM_NAME,
+                q.to_data(),
+            ),
+            now,
+        )
+        .0
+        .records::<ServiceRecord>()
+        .unwrap()
+    };
+    assert_eq!(by_name(&mut e, 5_000).len(), 1);
+    // The lease (10 s from t=1 s) ends at 11 s.
+    assert_eq!(by_name(&mut e, 10_999).len(), 1);
+    assert_eq!(by_name(&mut e, 11_000).len(), 0);
+    assert!(e.expire(11_000));
+    // Register again, delete it.
+    s.lease = ServiceRecord::INFINITE_LEASE;
+    let put = SaMad::request(Method::SET, ServiceRecord::ID, 1, mask, s.to_data());
+    ask(&mut e, me, 0, put, 20_000);
+    let del = SaMad::request(
+        Method::DELETE,
+        ServiceRecord::ID,
+        1,
+        ServiceRecord::CM_ID,
+        s.to_data(),
+    );
+    let (r, changed) = ask(&mut e, me, 0, del.clone(), 1_000_000);
+    assert_eq!(r.status(), 0);
+    assert!(changed);
+    assert_eq!(
+        ask(&mut e, me, 0, del, 1_000_000).0.status(),
+        sa_status::NO_RECORDS
+    );
+}
+
+#[test]
+fn inform_info_subscribers_get_notices_64_and_65() {
+    let up = bring_up("ft2:4", None);
+    let mut e = up.engine();
+    let sub = ca_ports(&up.topo)[1].2;
+    let me = up.lid_of_guid(sub);
+    let ii = InformInfo {
+        lid_range_begin: Lid(0xFFFF),
+        is_generic: 1,
+        subscribe: 1,
+        trap_type: 0xFFFF,
+        trap_number: 64,
+        qpn: 1,
+        producer_type: 0xFF_FFFF,
+        ..InformInfo::default()
+    };
+    let (r, changed) = ask(
+        &mut e,
+        me,
+        0,
+        SaMad::request(Method::SET, InformInfo::ID, 1, 0, ii.to_data()),
+        0,
+    );
+    assert_eq!(r.status(), 0);
+    assert!(changed);
+    let recs: Vec<InformInfoRecord> = query(
+        &mut e,
+        me,
+        Method::GET_TABLE,
+        0,
+        &InformInfoRecord::default(),
+    )
+    .records()
+    .unwrap();
+    assert_eq!(recs.len(), 1);
+    assert_eq!(recs[0].subscriber_gid, Gid::new(PREFIX, sub.0));
+    let g = ca_ports(&up.topo)[3].2;
+    let out = e.port_changes(&[g], &[(g, Lid(9))]);
+    assert_eq!(out.len(), 1, "subscribed to 64 only");
+    assert_eq!(out[0].dlid, me);
+    assert_eq!(out[0].mad.header.mad.method, Method::REPORT);
+    assert_eq!(out[0].mad.header.mad.attr_id, AttributeId::NOTICE);
+    let mut full = [0u8; 80];
+    full.copy_from_slice(&out[0].mad.data[..80]);
+    let n = mad::Notice::decode_full(&full);
+    assert_eq!(n.trap_number(), Some(64));
+    assert_eq!(
+        n.details(),
+        mad::NoticeDetails::Gid {
+            gid: Gid::new(PREFIX, g.0).0
+        }
+    );
+    // Unsubscribe.
+    let mut un = ii;
+    un.subscribe = 0;
+    let (r, _) = ask(
+        &mut e,
+        me,
+        0,
+        SaMad::request(Method::SET, InformInfo::ID, 1, 0, un.to_data()),
+        0,
+    );
+    assert_eq!(r.status(), 0);
+    assert!(e.port_changes(&[g], &[]).is_empty());
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
+    #[test]
+    fn any_request_gets_an_answer_and_never_panics(
+        bytes in proptest::collection::vec(any::<u8>(), 256),
+        attr in prop_oneof![Just(0x11u16), Just(0x12), Just(0x20), Just(0x35), Just(0x38), Just(0x31), Just(0x33), Just(0x3A), Just(0x03), Just(0xF3), any::<u16>()],
+        method in prop_oneof![Just(1u8), Just(2), Just(0x12), Just(0x14), Just(0x15), any::<u8>()],
+    ) {
+        let up = shared_up();
+        let mut e = SaEngine::new(sa::SaConfig::default());
+        e.set_view(up.clone());
+        let mut b = [0u8; 256];
+        b.copy_from_slice(&bytes);
+        b[0] = 1;
+        b[1] = 3;
+        b[2] = 2;
+        b[3] = method & 0x7F;
+        b[16..18].copy_from_slice(&attr.to_be_bytes());
+        let m = SaMad::decode(&b).unwrap();
+        let h = e.handle(0, &common::req(Lid(1), m));
+        let rep = h.reply.expect("every request is answered");
+        prop_assert!(rep.mad.header.mad.method.is_response());
+    }
+}
+
+fn shared_up() -> Arc<sa::FabricView> {
+    use std::sync::OnceLock;
+    static V: OnceLock<Arc<sa::FabricView>> = OnceLock::new();
+    V.get_or_init(|| Arc::new(bring_up("ft2:4", None).view(HashMap::new())))
+        .clone()
+}
