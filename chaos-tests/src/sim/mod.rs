@@ -1,0 +1,178 @@
+//! Deterministic whole-cluster simulation: a [`Schedule`] from a seed, run by a [`World`] on
+//! virtual time with the invariants checked after every step, then [`World::settle`]'s
+//! convergence checks; a failing schedule is shrunk ([`shrink`]) to the fewest actions that
+//! still fail.
+
+pub mod check;
+pub mod net;
+pub mod node;
+pub mod schedule;
+mod settle;
+pub mod world;
+
+pub use check::{Checker, Violation};
+pub use schedule::{Action, Schedule, Step};
+pub use world::World;
+
+use sm_core::VTime;
+
+/// Which driver runs the replicas.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Variant {
+    /// The real rules: Sets only within the lease, the master stops on stepping down,
+    /// programming waits for the intent's commit.
+    Correct,
+    /// A deliberately broken driver for proving the checker: no lease, a deposed master
+    /// keeps running, intents are taken as committed without the quorum.
+    Unfenced,
+}
+
+/// What one run did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RunStats {
+    /// Schedule actions applied.
+    pub actions: u64,
+    /// Simulation steps.
+    pub steps: u64,
+    /// Replicas killed.
+    pub crashes: u64,
+    /// Replicas restarted.
+    pub restarts: u64,
+    /// Replicas paused.
+    pub pauses: u64,
+    /// Replicas cut off.
+    pub partitions: u64,
+    /// Network chaos settings applied.
+    pub net_faults: u64,
+    /// Link flaps, switch reboots and MAD-loss windows.
+    pub fabric_faults: u64,
+    /// Client policy proposals.
+    pub policies_proposed: u64,
+    /// Masters started.
+    pub masters: u64,
+    /// Faults that hit the replica holding the master.
+    pub failovers: u64,
+    /// Master hit -> another replica's master at SUBNET UP, virtual ns.
+    pub failover_ns: Vec<VTime>,
+    /// Takeovers found quiet (unchanged topology) and watched for LFT writes.
+    pub quiet_takeovers: u64,
+    /// Sets the fabric accepted.
+    pub sets: u64,
+    /// Convergence time after the faults, virtual ns.
+    pub settle_ns: VTime,
+    /// Invariant evaluations.
+    pub checks: u64,
+}
+
+/// A failed run.
+#[derive(Clone, Debug)]
+pub struct Failure {
+    /// The schedule.
+    pub schedule: Schedule,
+    /// The first violation.
+    pub violation: Violation,
+}
+
+impl std::fmt::Display for Failure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "INVARIANT VIOLATED (seed {}): {}\n{}",
+            self.schedule.seed, self.violation, self.schedule
+        )
+    }
+}
+
+/// Runs `s` with `variant`: its actions at their times, then healing and the convergence
+/// checks.
+pub fn run(s: &Schedule, variant: Variant) -> Result<RunStats, Failure> {
+    run_inner(s, variant, false).0
+}
+
+/// [`run`] keeping a trace of actions, leaders, masters and sweeper events.
+pub fn run_traced(s: &Schedule, variant: Variant) -> (Result<RunStats, Failure>, Vec<String>) {
+    run_inner(s, variant, true)
+}
+
+fn run_inner(
+    s: &Schedule,
+    variant: Variant,
+    trace: bool,
+) -> (Result<RunStats, Failure>, Vec<String>) {
+    let mut w = match World::new(&s.topology, s.seed, variant) {
+        Ok(w) => w,
+        Err(e) => {
+            let f = Failure {
+                schedule: s.clone(),
+                violation: Violation {
+                    at: 0,
+                    what: format!("INV-SETUP {e}"),
+                },
+            };
+            return (Err(f), Vec::new());
+        }
+    };
+    if trace {
+        w.enable_trace();
+    }
+    let r = drive(&mut w, s);
+    (r, w.take_trace())
+}
+
+fn drive(w: &mut World, s: &Schedule) -> Result<RunStats, Failure> {
+    let fail = |violation: Violation| Failure {
+        schedule: s.clone(),
+        violation,
+    };
+    // The cluster comes up first: a leader, a master, SUBNET UP.
+    w.run_until(3_000 * world::MS).map_err(fail)?;
+    for step in &s.steps {
+        let t = w.now + VTime::from(step.after_ms) * world::MS;
+        w.run_until(t).map_err(fail)?;
+        w.act(&step.action).map_err(|e| {
+            fail(Violation {
+                at: w.now,
+                what: format!("INV-SETUP action {}: {e}", step.action),
+            })
+        })?;
+        w.stats.actions += 1;
+    }
+    w.settle().map_err(fail)?;
+    w.stats.checks = w.checker.checks;
+    Ok(w.stats.clone())
+}
+
+/// Drops actions from a failing schedule while it still fails (with any violation);
+/// returns the shortest failure found.
+pub fn shrink(f: Failure, variant: Variant) -> Failure {
+    let mut best = f;
+    loop {
+        let mut smaller = None;
+        for i in 0..best.schedule.steps.len() {
+            let s = best.schedule.without(i);
+            if let Err(f) = run(&s, variant) {
+                smaller = Some(f);
+                break;
+            }
+        }
+        match smaller {
+            Some(f) => best = f,
+            None => return best,
+        }
+    }
+}
+
+/// Runs `seeds`, stopping at the first failure (shrunk).
+pub fn batch(
+    seeds: impl Iterator<Item = u64>,
+    variant: Variant,
+    mut each: impl FnMut(u64, &RunStats),
+) -> Result<(), Box<Failure>> {
+    for seed in seeds {
+        match run(&Schedule::generate(seed), variant) {
+            Ok(st) => each(seed, &st),
+            Err(f) => return Err(Box::new(shrink(f, variant))),
+        }
+    }
+    Ok(())
+}

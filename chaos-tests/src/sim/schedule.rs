@@ -1,0 +1,227 @@
+//! Fault schedules: a list of timed actions generated from a seed, printable one action a
+//! line so that a failure reruns exactly (`chaos sim --seed S`) and shrinks by dropping
+//! lines.
+
+use fabric::rng::SplitMix64;
+use std::fmt;
+
+/// One fault or client action. Actions naming "the leader" resolve when they run (the
+/// replica that is Raft leader then), so a shrunk schedule keeps its meaning.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Action {
+    /// kill -9 of the current leader (nothing when there is none).
+    CrashLeader,
+    /// kill -9 of replica `0` (1-based id).
+    Crash(u64),
+    /// Restart every crashed replica from its disk.
+    RestartAll,
+    /// SIGSTOP of the current leader.
+    PauseLeader,
+    /// SIGSTOP of replica `0`.
+    Pause(u64),
+    /// SIGCONT of every paused replica.
+    ResumeAll,
+    /// Cut the current leader off from its peers (both directions).
+    IsolateLeader,
+    /// Cut replica `0` off from its peers.
+    Isolate(u64),
+    /// Heal every network cut.
+    Heal,
+    /// Make the replica network lossy: drop and duplicate percentages, extra delay spread.
+    NetChaos {
+        /// Percent of messages dropped.
+        drop_pct: u8,
+        /// Percent of messages duplicated.
+        dup_pct: u8,
+        /// Delay spread in ms (reorders messages).
+        jitter_ms: u16,
+    },
+    /// Back to a clean network (cuts stay).
+    NetCalm,
+    /// Unplug link number `link` (in the topology's link order) for `down_ms`.
+    LinkFlap {
+        /// Link index (modulo the number of links).
+        link: u32,
+        /// Time down.
+        down_ms: u16,
+    },
+    /// Reboot switch number `switch` (modulo the number of switches).
+    SwitchReboot {
+        /// Switch index.
+        switch: u32,
+    },
+    /// Lose `pct` percent of fabric transmissions for `for_ms`.
+    MadLoss {
+        /// Percent lost.
+        pct: u8,
+        /// Duration.
+        for_ms: u16,
+    },
+    /// A client applies policy number `policy` through the leader.
+    ApplyPolicy {
+        /// Policy index (modulo the policies of the fabric).
+        policy: u32,
+    },
+}
+
+impl fmt::Display for Action {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Action::CrashLeader => write!(f, "kill -9 leader"),
+            Action::Crash(r) => write!(f, "kill -9 replica {r}"),
+            Action::RestartAll => write!(f, "restart crashed replicas"),
+            Action::PauseLeader => write!(f, "SIGSTOP leader"),
+            Action::Pause(r) => write!(f, "SIGSTOP replica {r}"),
+            Action::ResumeAll => write!(f, "SIGCONT paused replicas"),
+            Action::IsolateLeader => write!(f, "isolate leader"),
+            Action::Isolate(r) => write!(f, "isolate replica {r}"),
+            Action::Heal => write!(f, "heal network"),
+            Action::NetChaos {
+                drop_pct,
+                dup_pct,
+                jitter_ms,
+            } => write!(
+                f,
+                "network drop {drop_pct}% dup {dup_pct}% jitter {jitter_ms} ms"
+            ),
+            Action::NetCalm => write!(f, "network calm"),
+            Action::LinkFlap { link, down_ms } => {
+                write!(f, "link {link} down for {down_ms} ms")
+            }
+            Action::SwitchReboot { switch } => write!(f, "reboot switch {switch}"),
+            Action::MadLoss { pct, for_ms } => write!(f, "MAD loss {pct}% for {for_ms} ms"),
+            Action::ApplyPolicy { policy } => write!(f, "apply policy {policy}"),
+        }
+    }
+}
+
+/// An action and the virtual time to wait before it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Step {
+    /// Wait before the action, in virtual ms.
+    pub after_ms: u32,
+    /// The action.
+    pub action: Action,
+}
+
+/// A whole run: the fabric, the seed of every random choice, and the actions.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Schedule {
+    /// Seed (the fabric's and the network's random choices derive from it).
+    pub seed: u64,
+    /// Topology generator spec.
+    pub topology: String,
+    /// Actions in order.
+    pub steps: Vec<Step>,
+}
+
+impl fmt::Display for Schedule {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(
+            f,
+            "schedule seed {} on {} ({} actions):",
+            self.seed,
+            self.topology,
+            self.steps.len()
+        )?;
+        let mut t = 0u64;
+        for (i, s) in self.steps.iter().enumerate() {
+            t += u64::from(s.after_ms);
+            writeln!(f, "  {i:>2}. t={t:>6} ms (+{:>4}) {}", s.after_ms, s.action)?;
+        }
+        Ok(())
+    }
+}
+
+/// Small fabrics the generator picks from.
+pub const TOPOLOGIES: &[&str] = &["ft2:4", "ft2:4:hosts=1", "ft2:6:hosts=2", "ft2:8:hosts=1"];
+
+impl Schedule {
+    /// The schedule of `seed`: a small fabric and 4 to 12 actions.
+    pub fn generate(seed: u64) -> Schedule {
+        let mut r = SplitMix64::new(seed ^ 0x5CED_0000_C4A0_5000);
+        let topology = if r.chance(0.2) {
+            format!(
+                "random:4:seed={}:radix=6:links=3:hosts=2",
+                r.below(1000) as u32
+            )
+        } else {
+            TOPOLOGIES[r.below(TOPOLOGIES.len() as u64) as usize].to_string()
+        };
+        let n = 4 + r.below(9) as usize;
+        let steps = (0..n)
+            .map(|_| Step {
+                after_ms: 20 + r.below(1200) as u32,
+                action: random_action(&mut r),
+            })
+            .collect();
+        Schedule {
+            seed,
+            topology,
+            steps,
+        }
+    }
+
+    /// The schedule without step `i`.
+    pub fn without(&self, i: usize) -> Schedule {
+        let mut s = self.clone();
+        if i < s.steps.len() {
+            s.steps.remove(i);
+        }
+        s
+    }
+}
+
+fn random_action(r: &mut SplitMix64) -> Action {
+    let replica = |r: &mut SplitMix64| 1 + r.below(3);
+    // Weights: the master is the favourite target.
+    match r.below(100) {
+        0..=17 => Action::CrashLeader,
+        18..=22 => Action::Crash(replica(r)),
+        23..=34 => Action::RestartAll,
+        35..=41 => Action::PauseLeader,
+        42..=43 => Action::Pause(replica(r)),
+        44..=51 => Action::ResumeAll,
+        52..=58 => Action::IsolateLeader,
+        59..=61 => Action::Isolate(replica(r)),
+        62..=68 => Action::Heal,
+        69..=72 => Action::NetChaos {
+            drop_pct: r.below(30) as u8,
+            dup_pct: r.below(20) as u8,
+            jitter_ms: r.below(40) as u16,
+        },
+        73..=74 => Action::NetCalm,
+        75..=82 => Action::LinkFlap {
+            link: r.below(1 << 16) as u32,
+            down_ms: 1 + r.below(400) as u16,
+        },
+        83..=86 => Action::SwitchReboot {
+            switch: r.below(1 << 16) as u32,
+        },
+        87..=91 => Action::MadLoss {
+            pct: 1 + r.below(30) as u8,
+            for_ms: 10 + r.below(500) as u16,
+        },
+        _ => Action::ApplyPolicy {
+            policy: r.below(1 << 16) as u32,
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_seed_gives_one_schedule_and_seeds_differ() {
+        assert_eq!(Schedule::generate(7), Schedule::generate(7));
+        assert_ne!(Schedule::generate(7), Schedule::generate(8));
+        let s = Schedule::generate(7);
+        assert!((4..=12).contains(&s.steps.len()));
+        let text = s.to_string();
+        assert!(text.starts_with("schedule seed 7 on "), "{text}");
+        assert_eq!(text.lines().count(), 1 + s.steps.len());
+        assert_eq!(s.without(0).steps.len(), s.steps.len() - 1);
+        assert_eq!(s.without(0).steps[..], s.steps[1..]);
+    }
+}

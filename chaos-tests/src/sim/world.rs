@@ -1,0 +1,562 @@
+//! The simulated world: three replicas, their network and the fabric on one virtual clock,
+//! driven one discrete step at a time, with the checker run after every step.
+
+use super::check::{ATTR_PORT_INFO, Checker, Violation};
+use super::net::Net;
+use super::node::{Ctx, Node, Observed, TICK_NS};
+use super::schedule::Action;
+use super::{RunStats, Variant};
+use crate::ChaosError;
+use fabric::rng::SplitMix64;
+use fabric::{Guid, Lid, NodeId, PortState, Topology};
+use fabric_sim::{Fault, SimConfig, SimFabric};
+use sm_core::VTime;
+use std::collections::{BTreeMap, BTreeSet};
+
+/// One millisecond of virtual time.
+pub const MS: VTime = 1_000_000;
+/// Steps at one virtual instant before the run is declared livelocked.
+const SAME_TIME_LIMIT: u32 = 20_000;
+
+/// CA ports with a cable: (node, port, port GUID).
+pub fn ca_ports(t: &Topology) -> Vec<(NodeId, u8, Guid)> {
+    sm_node::cluster::harness::ca_ports(t)
+}
+
+/// The world.
+pub struct World {
+    /// Virtual now.
+    pub now: VTime,
+    /// The fabric.
+    pub fab: SimFabric,
+    /// Its topology.
+    pub topo: Topology,
+    /// Replica network.
+    pub net: Net,
+    /// Replicas (index = id - 1).
+    pub nodes: Vec<Node>,
+    /// Driver variant.
+    pub variant: Variant,
+    /// Invariants.
+    pub checker: Checker,
+    /// Counters.
+    pub stats: RunStats,
+    rng: SplitMix64,
+    /// CA ports.
+    pub cas: Vec<(NodeId, u8, Guid)>,
+    links: Vec<(NodeId, u8)>,
+    switches: Vec<NodeId>,
+    /// Policies a client may apply.
+    pub policies: Vec<String>,
+    /// Fabric faults in effect until this time (no quiet takeover before it).
+    pub fabric_busy_until: VTime,
+    /// Master (replica, term) behind each port that ever had one.
+    senders: BTreeMap<Guid, (u64, u64)>,
+    obs: Observed,
+    /// When a master-holding replica was hit (failover clock start).
+    failover_from: Option<(u64, VTime)>,
+    /// The links of the whole fabric, by node GUID and port.
+    links_full: BTreeSet<(u64, u32, u64, u32)>,
+    leaders_seen: BTreeSet<(u64, u64)>,
+}
+
+/// A topology's links as (node GUID, port, node GUID, port), each link once, lower end
+/// first.
+pub fn link_set(t: &proto::state::Topology) -> BTreeSet<(u64, u32, u64, u32)> {
+    let guid = |i: u32| t.nodes.get(i as usize).map_or(0, |n| n.node_guid);
+    t.links
+        .iter()
+        .map(|l| {
+            let a = (guid(l.a_node), l.a_port);
+            let b = (guid(l.b_node), l.b_port);
+            let (a, b) = if a <= b { (a, b) } else { (b, a) };
+            (a.0, a.1, b.0, b.1)
+        })
+        .collect()
+}
+
+/// Partition policies for the fabric's CA ports (GUIDs of the first four).
+pub fn policies(cas: &[(NodeId, u8, Guid)]) -> Vec<String> {
+    let g = |i: usize| cas[i % cas.len()].2;
+    vec![
+        "Default=0x7fff : ALL=full ;\n".to_string(),
+        format!(
+            "Default=0x7fff : ALL=full ;\nA=0x0001 : {}=full, {}=full, {}=limited ;\n",
+            g(0),
+            g(1),
+            g(2)
+        ),
+        format!(
+            "Default=0x7fff : ALL=full ;\nB=0x0002 : ALL=limited, {}=full ;\n",
+            g(3)
+        ),
+        format!(
+            "Default=0x7fff : ALL=full ;\nA=0x0001 : {}=full, {}=full ;\nC=0x0003 : {}=full, {}=limited ;\n",
+            g(1),
+            g(3),
+            g(0),
+            g(2)
+        ),
+    ]
+}
+
+impl World {
+    /// Three replicas at the first three CA ports of `topology`, the fabric and the network
+    /// seeded from `seed`.
+    pub fn new(topology: &str, seed: u64, variant: Variant) -> Result<World, ChaosError> {
+        let topo = topology
+            .parse::<fabric::GenSpec>()
+            .map_err(|e| e.to_string())
+            .and_then(|s| s.generate().map_err(|e| e.to_string()))
+            .map_err(|reason| ChaosError::Topology {
+                spec: topology.into(),
+                reason,
+            })?;
+        let cas = ca_ports(&topo);
+        if cas.len() < 3 {
+            return Err(ChaosError::Topology {
+                spec: topology.into(),
+                reason: format!("{} CA ports; three replicas need three", cas.len()),
+            });
+        }
+        let fab = SimFabric::new(
+            &topo,
+            SimConfig {
+                seed,
+                ..SimConfig::default()
+            },
+        )?;
+        let mut rng = SplitMix64::new(seed ^ 0x0A11_CE55_0000_0001);
+        let voters = vec![1, 2, 3];
+        let mut nodes = Vec::new();
+        for id in 1..=3u64 {
+            let phase = rng.below(TICK_NS);
+            nodes.push(Node::new(
+                id,
+                voters.clone(),
+                cas[(id - 1) as usize].2,
+                0,
+                phase,
+            )?);
+        }
+        let links = topo.links().map(|(a, _)| (a.node, a.port.0)).collect();
+        let switches = topo.switches().map(|(id, _)| id).collect();
+        let policies = policies(&cas);
+        let links_full = link_set(&replica::topology_to_proto(&topo));
+        Ok(World {
+            now: 0,
+            fab,
+            topo,
+            net: Net::new(seed ^ 0x4E37_0000_0000_0002),
+            nodes,
+            variant,
+            checker: Checker::default(),
+            stats: RunStats::default(),
+            rng,
+            cas,
+            links,
+            switches,
+            policies,
+            fabric_busy_until: 0,
+            senders: BTreeMap::new(),
+            obs: Observed::default(),
+            failover_from: None,
+            links_full,
+            leaders_seen: BTreeSet::new(),
+        })
+    }
+
+    fn driven(&self, i: usize) -> bool {
+        self.nodes[i].is_up() && !self.nodes[i].paused
+    }
+
+    /// The replica that is Raft leader (lowest id when several believe it), if any.
+    pub fn leader(&self) -> Option<u64> {
+        self.nodes.iter().find(|n| n.is_leader()).map(|n| n.id)
+    }
+
+    /// Runs until `end`, checking the invariants after every step.
+    pub fn run_until(&mut self, end: VTime) -> Result<(), Violation> {
+        let mut same = 0u32;
+        loop {
+            let prev = self.now;
+            for i in 0..self.nodes.len() {
+                if self.driven(i) {
+                    let mut cx = Ctx {
+                        now: self.now,
+                        net: &mut self.net,
+                        fab: &mut self.fab,
+                        obs: &mut self.obs,
+                        variant: self.variant,
+                    };
+                    self.nodes[i].master_transmit(&mut cx);
+                }
+            }
+            let mut next = self.fab.next_event_time();
+            let mut fold = |t: Option<VTime>| {
+                if let Some(t) = t {
+                    next = Some(next.map_or(t, |n: VTime| n.min(t)));
+                }
+            };
+            fold(self.net.next_time());
+            for i in 0..self.nodes.len() {
+                if self.driven(i) {
+                    fold(Some(self.nodes[i].next_tick));
+                    fold(self.nodes[i].master_timeout());
+                }
+            }
+            let t = next.unwrap_or(end).min(end);
+            self.now = self.now.max(t);
+            if self.now == prev {
+                same += 1;
+                if same > SAME_TIME_LIMIT {
+                    return Err(Violation {
+                        at: self.now,
+                        what: "INV-LIVE the simulation does not advance (livelock)".into(),
+                    });
+                }
+            } else {
+                same = 0;
+            }
+            self.step()?;
+            self.stats.steps += 1;
+            if self.now >= end {
+                return Ok(());
+            }
+        }
+    }
+
+    /// One step at `self.now`.
+    fn step(&mut self) -> Result<(), Violation> {
+        let now = self.now;
+        self.fab.run_until(now);
+        let log = self.fab.take_set_log();
+        if !log.is_empty() {
+            self.stats.sets += log.len() as u64;
+            let senders = &self.senders;
+            self.checker
+                .sets(now, &log, |g| senders.get(&g).copied())?;
+            if log.iter().any(|r| r.attr == ATTR_PORT_INFO) {
+                self.check_lids()?;
+            }
+        }
+        while let Some(e) = self.net.pop_due(now) {
+            let n = &mut self.nodes[(e.to - 1) as usize];
+            if !n.is_up() {
+                continue;
+            }
+            if n.paused {
+                n.held.push(e.msg);
+            } else {
+                n.step(e.msg, now);
+            }
+        }
+        for i in 0..self.nodes.len() {
+            if self.driven(i) && self.nodes[i].next_tick <= now {
+                self.nodes[i].tick();
+                self.nodes[i].next_tick += TICK_NS;
+            }
+        }
+        for i in 0..self.nodes.len() {
+            if !self.driven(i) {
+                continue;
+            }
+            let mut cx = Ctx {
+                now,
+                net: &mut self.net,
+                fab: &mut self.fab,
+                obs: &mut self.obs,
+                variant: self.variant,
+            };
+            self.nodes[i].master_run(&mut cx);
+            // raft-rs errors come from storage: MemStorage does not fail.
+            let _ = self.nodes[i].process(&mut cx);
+        }
+        self.observe()
+    }
+
+    /// Feeds what the nodes reported to the checker.
+    fn observe(&mut self) -> Result<(), Violation> {
+        let now = self.now;
+        for n in &self.nodes {
+            if n.is_leader() {
+                if self.leaders_seen.insert((n.id, n.term())) {
+                    let (id, term) = (n.id, n.term());
+                    self.obs.note(now, || format!("r{id}: LEADER of term {term}"));
+                }
+                self.checker.leader(now, n.id, n.term())?;
+            }
+        }
+        for n in &mut self.nodes {
+            for term in n.stopped.drain(..) {
+                let id = n.id;
+                self.obs
+                    .note(now, || format!("r{id}: master of term {term} stopped"));
+            }
+        }
+        let mut obs = std::mem::take(&mut self.obs);
+        self.obs.trace = obs.trace.take();
+        for (r, i, t, h) in obs.applied {
+            self.checker.applied(now, r, i, t, h)?;
+        }
+        self.checker.acked.extend(obs.acked);
+        for (r, term) in obs.masters {
+            self.stats.masters += 1;
+            let port = self.nodes[(r - 1) as usize].port_guid;
+            self.senders.insert(port, (r, term));
+            if self.checker.quiet.is_some_and(|(qr, _)| qr != r) {
+                self.checker.quiet = None;
+            }
+            if self.quiet_takeover(r) {
+                self.stats.quiet_takeovers += 1;
+                self.checker.quiet = Some((r, term));
+            }
+        }
+        for (r, _) in obs.subnet_up {
+            if let Some((from_r, t0)) = self.failover_from
+                && from_r != r
+            {
+                self.stats.failover_ns.push(now - t0);
+                self.failover_from = None;
+            }
+        }
+        for (r, term) in obs.heavy_done {
+            if self.checker.quiet == Some((r, term)) {
+                self.checker.quiet = None;
+            }
+        }
+        Ok(())
+    }
+
+    fn check_lids(&mut self) -> Result<(), Violation> {
+        let lids: Vec<(Guid, Lid)> = self
+            .cas
+            .iter()
+            .map(|&(n, p, g)| (g, self.fab.port_info(n, p).map_or(Lid(0), |i| i.lid)))
+            .collect();
+        self.checker.lids(self.now, lids.into_iter())
+    }
+
+    /// Does replica `r`'s new master take over an unchanged, fully programmed fabric?
+    fn quiet_takeover(&self, r: u64) -> bool {
+        let n = &self.nodes[(r - 1) as usize];
+        let st = &n.state;
+        if self.now < self.fabric_busy_until
+            || st.pending_intent().is_some()
+            || st.open_intent().is_some()
+            || st.lfts().next().is_none()
+        {
+            return false;
+        }
+        if link_set(st.topology()) != self.links_full {
+            return false;
+        }
+        for &(node, port, g) in &self.cas {
+            let Ok(pi) = self.fab.port_info(node, port) else {
+                return false;
+            };
+            if self.fab.port_state(node, port).ok() != Some(PortState::Active)
+                || st.lid_of(g).map(|a| a.base) != Some(pi.lid)
+            {
+                return false;
+            }
+        }
+        let top = st
+            .guid2lid()
+            .values()
+            .map(|a| a.base.0 + ((1u16 << a.lmc) - 1))
+            .max()
+            .unwrap_or(0);
+        for &s in &self.switches {
+            let Ok(g) = self.fab.node_guid(s) else {
+                return false;
+            };
+            let (Some(rec), Ok(fab)) = (st.lft(g), self.fab.lft(s)) else {
+                return false;
+            };
+            for lid in 1..=usize::from(top) {
+                let a = rec.get(lid).copied().unwrap_or(replica::NO_ROUTE);
+                let b = fab.get(lid).copied().unwrap_or(replica::NO_ROUTE);
+                if a != b {
+                    return false;
+                }
+            }
+        }
+        true
+    }
+
+    /// Keeps a trace of events (read it with [`World::take_trace`]).
+    pub fn enable_trace(&mut self) {
+        self.obs.trace = Some(Vec::new());
+    }
+
+    /// The trace kept so far.
+    pub fn take_trace(&mut self) -> Vec<String> {
+        self.obs.trace.as_mut().map(std::mem::take).unwrap_or_default()
+    }
+
+    /// Applies one schedule action now.
+    pub fn act(&mut self, a: &Action) -> Result<(), ChaosError> {
+        let now = self.now;
+        let leader = self.leader();
+        self.obs.note(now, || format!("ACTION {a} (leader {leader:?})"));
+        match a {
+            Action::CrashLeader => {
+                if let Some(l) = self.leader() {
+                    self.crash(l);
+                }
+            }
+            Action::Crash(r) => self.crash(*r),
+            Action::RestartAll => {
+                for i in 0..self.nodes.len() {
+                    if !self.nodes[i].is_up() {
+                        let phase = self.rng.below(TICK_NS);
+                        self.nodes[i].boot(now + phase)?;
+                        self.stats.restarts += 1;
+                    }
+                }
+            }
+            Action::PauseLeader => {
+                if let Some(l) = self.leader() {
+                    self.pause(l);
+                }
+            }
+            Action::Pause(r) => self.pause(*r),
+            Action::ResumeAll => self.resume_all(),
+            Action::IsolateLeader => {
+                if let Some(l) = self.leader() {
+                    self.isolate(l);
+                }
+            }
+            Action::Isolate(r) => self.isolate(*r),
+            Action::Heal => self.net.isolated.clear(),
+            Action::NetChaos {
+                drop_pct,
+                dup_pct,
+                jitter_ms,
+            } => {
+                self.stats.net_faults += 1;
+                self.net.drop_p = f64::from(*drop_pct) / 100.0;
+                self.net.dup_p = f64::from(*dup_pct) / 100.0;
+                self.net.jitter_ns = 300_000 + VTime::from(*jitter_ms) * MS;
+            }
+            Action::NetCalm => {
+                self.net.drop_p = 0.0;
+                self.net.dup_p = 0.0;
+                self.net.jitter_ns = 300_000;
+            }
+            Action::LinkFlap { link, down_ms } => {
+                if !self.links.is_empty() {
+                    let (node, port) = self.links[*link as usize % self.links.len()];
+                    let up = now + VTime::from(*down_ms) * MS;
+                    self.fab.inject(now, Fault::LinkDown { node, port })?;
+                    self.fab.schedule(up, Fault::LinkUp { node, port })?;
+                    self.busy(up + 100 * MS);
+                    self.stats.fabric_faults += 1;
+                }
+            }
+            Action::SwitchReboot { switch } => {
+                if !self.switches.is_empty() {
+                    let node = self.switches[*switch as usize % self.switches.len()];
+                    self.fab.inject(now, Fault::RebootSwitch { node })?;
+                    self.busy(now + 200 * MS);
+                    self.stats.fabric_faults += 1;
+                }
+            }
+            Action::MadLoss { pct, for_ms } => {
+                let end = now + VTime::from(*for_ms) * MS;
+                self.fab.inject(
+                    now,
+                    Fault::Loss {
+                        prob: f64::from(*pct) / 100.0,
+                    },
+                )?;
+                self.fab.schedule(end, Fault::Loss { prob: 0.0 })?;
+                self.busy(end + 100 * MS);
+                self.stats.fabric_faults += 1;
+            }
+            Action::ApplyPolicy { policy } => {
+                let text = self.policies[*policy as usize % self.policies.len()].clone();
+                if let Some(i) = (0..self.nodes.len()).find(|&i| self.driven(i)
+                    && self.nodes[i].is_leader())
+                    && self.nodes[i].propose_policy(&text)
+                {
+                    self.stats.policies_proposed += 1;
+                    let mut cx = Ctx {
+                        now,
+                        net: &mut self.net,
+                        fab: &mut self.fab,
+                        obs: &mut self.obs,
+                        variant: self.variant,
+                    };
+                    let _ = self.nodes[i].process(&mut cx);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn busy(&mut self, until: VTime) {
+        self.fabric_busy_until = self.fabric_busy_until.max(until);
+        self.checker.quiet = None;
+    }
+
+    fn hit_master(&mut self, r: u64) {
+        if self.nodes[(r - 1) as usize].master.is_some() && self.failover_from.is_none() {
+            self.failover_from = Some((r, self.now));
+            self.stats.failovers += 1;
+        }
+    }
+
+    fn crash(&mut self, r: u64) {
+        let i = (r.saturating_sub(1) as usize).min(self.nodes.len() - 1);
+        if self.nodes[i].is_up() {
+            self.hit_master(self.nodes[i].id);
+            self.nodes[i].crash(&mut self.fab);
+            self.stats.crashes += 1;
+        }
+    }
+
+    fn pause(&mut self, r: u64) {
+        let i = (r.saturating_sub(1) as usize).min(self.nodes.len() - 1);
+        if self.nodes[i].is_up() && !self.nodes[i].paused {
+            self.hit_master(self.nodes[i].id);
+            self.nodes[i].paused = true;
+            self.stats.pauses += 1;
+        }
+    }
+
+    fn isolate(&mut self, r: u64) {
+        let i = (r.saturating_sub(1) as usize).min(self.nodes.len() - 1);
+        let id = self.nodes[i].id;
+        if self.net.isolated.insert(id) {
+            self.hit_master(id);
+            self.stats.partitions += 1;
+        }
+    }
+
+    /// SIGCONT of every paused replica: held messages are handed over, one tick is due.
+    pub fn resume_all(&mut self) {
+        let now = self.now;
+        for n in &mut self.nodes {
+            if n.paused {
+                n.paused = false;
+                n.next_tick = now;
+                for m in std::mem::take(&mut n.held) {
+                    n.step(m, now);
+                }
+            }
+        }
+    }
+
+    /// Ends every fault: network healed and calm, every replica running, fabric loss off
+    /// (links and rebooted switches come back by themselves).
+    pub fn heal_all(&mut self) -> Result<(), ChaosError> {
+        self.act(&Action::Heal)?;
+        self.act(&Action::NetCalm)?;
+        self.resume_all();
+        self.act(&Action::RestartAll)?;
+        self.fab.inject(self.now, Fault::Loss { prob: 0.0 })?;
+        Ok(())
+    }
+}
