@@ -51,9 +51,11 @@
 //! * GMPs (SA and other QP1 MADs) between attached SMs and clients are data packets:
 //!   routed and P_Key-checked like [`SimFabric::deliver`], delivered to whoever is
 //!   attached at the destination port ([`SimFabric::send_gmp`], `poll_recv_gmp`).
-//! * Stored but not acted on: MulticastForwardingTable (no multicast data delivery),
-//!   SLtoVL and VLArbitration tables, GUIDInfo entries (CAs only; entry 0 is the port
-//!   GUID and read-only).
+//! * Multicast data ([`SimFabric::deliver_mcast`]): switches replicate a packet to the
+//!   ports of their MulticastForwardingTable entry, never back out of the ingress port,
+//!   with the unicast link, ACTIVE and P_Key checks.
+//! * Stored but not acted on: SLtoVL and VLArbitration tables, GUIDInfo entries (CAs
+//!   only; entry 0 is the port GUID and read-only).
 //!
 //! The core must never do IO, read a clock, spawn a thread or use unseeded randomness.
 //! The only IO parts are [`protocol`] (framing over `Read`/`Write`), [`server`] (the
@@ -67,6 +69,7 @@ mod error;
 mod faults;
 mod forward;
 mod gmp;
+mod mcast;
 mod mkey;
 mod portstate;
 mod sim;
@@ -84,6 +87,7 @@ pub use deliver::{Delivery, DropReason};
 pub use error::SimError;
 pub use faults::Fault;
 pub use gmp::ReceivedGmp;
+pub use mcast::McastDelivery;
 pub use sim::{AttachId, Received, SimFabric};
 
 /// Virtual time in nanoseconds since the fabric was created.
