@@ -56,6 +56,9 @@
 //!   with the unicast link, ACTIVE and P_Key checks.
 //! * Stored but not acted on: SLtoVL and VLArbitration tables, GUIDInfo entries (CAs
 //!   only; entry 0 is the port GUID and read-only).
+//! * Virtualization ([`virt`]): a PF passed to a VM is an ordinary CA port; a VF in the
+//!   shared-port model is a GUIDInfo alias sharing the PF's LID and P_KeyTable, without SM
+//!   access.
 //!
 //! The core must never do IO, read a clock, spawn a thread or use unseeded randomness.
 //! The only IO parts are [`protocol`] (framing over `Read`/`Write`), [`server`] (the
@@ -80,6 +83,7 @@ pub mod client;
 pub mod control;
 pub mod protocol;
 pub mod server;
+pub mod virt;
 
 pub use accounting::{Accounting, Counters, SetRecord, TraceHop, TraceKind};
 pub use config::SimConfig;
