@@ -127,6 +127,10 @@ pub struct SaEngine {
 
 fn error_reply(req: &Request, status: u16) -> Handled {
     let mut m = req.mad.response();
+    if !m.header.mad.method.is_response() {
+        // Trap and the like: not SA methods; answer with the R bit set.
+        m.header.mad.method = Method(req.mad.header.mad.method.0 | Method::RESPONSE_BIT);
+    }
     m.header.mad.status = status;
     Handled {
         reply: Some(Reply {

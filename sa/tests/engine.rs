@@ -160,7 +160,7 @@ fn port_info_links_switches_and_lfts_match_the_fabric() {
     for r in &recs {
         let s = lfts.switches.iter().find(|s| s.lid == r.lid).unwrap();
         for i in 0..64 {
-            let lid = u16::from(r.block) * 64 + i as u16;
+            let lid = r.block * 64 + i as u16;
             if usize::from(lid) < s.ports.len() {
                 assert_eq!(r.lft.ports[i], s.port(lid));
             }
@@ -252,8 +252,11 @@ fn path_records_carry_the_shared_pkey_and_refuse_across_partitions() {
     assert_eq!(p.sgid, Gid::new(PREFIX, g[0].0));
     assert_eq!(p.dgid, Gid::new(PREFIX, g[1].0));
     assert!(p.reversible);
-    assert_eq!(p.mtu, 4);
-    assert_eq!(p.rate, 3);
+    // MTU and rate: the smallest of the links on the way (ft2: host-leaf-host here).
+    let c0 = ca_ports(&up.topo)[0];
+    let pi = up.fab.port_info(c0.0, c0.1).unwrap();
+    assert_eq!(p.mtu, pi.mtu_cap.min(pi.neighbor_mtu));
+    assert!(p.rate >= 2);
     // Asking for TenantA's key: the key and the partition's SL.
     let a: Vec<PathRecord> = path(
         &mut e,
@@ -327,7 +330,7 @@ fn path_records_carry_the_shared_pkey_and_refuse_across_partitions() {
         table.len(),
         ca_ports(&up.topo).len() + up.topo.switches().count()
     );
-    // An exact MTU the path cannot carry.
+    // An MTU greater than the path's cannot be had.
     let big = path(
         &mut e,
         me,
@@ -335,8 +338,8 @@ fn path_records_carry_the_shared_pkey_and_refuse_across_partitions() {
         lid(1),
         PathRecord::CM_MTU | PathRecord::CM_MTU_SELECTOR,
         PathRecord {
-            mtu: 5,
-            mtu_selector: 2,
+            mtu: p.mtu,
+            mtu_selector: 0,
             ..PathRecord::default()
         },
     );
@@ -363,14 +366,17 @@ fn pkey_table_records_only_for_a_trusted_requester() {
     let blocks: usize = tables.values().map(|t| t.len().div_ceil(32)).sum();
     assert!(!recs.is_empty());
     assert_eq!(recs.len(), blocks);
+    // Each record is the block of the table sm-core programmed into that port.
+    let view = up.view(HashMap::new());
     for rec in &recs {
-        let (node, port) = up
-            .view(HashMap::new())
-            .port_by_lid(rec.lid)
-            .map(|(n, p)| (n, p))
-            .unwrap();
-        let _ = (node, port);
-        assert!(rec.table.keys.iter().any(|k| k.0 != 0));
+        let (ni, p) = view.port_by_lid(rec.lid).unwrap();
+        let node = &view.nodes[ni];
+        let port = if node.is_switch() { rec.port_num } else { p };
+        let t = &tables[&(node.info.node_guid, port)];
+        let lo = usize::from(rec.block) * 32;
+        for (i, k) in rec.table.keys.iter().enumerate() {
+            assert_eq!(k.0, t.get(lo + i).copied().unwrap_or(0));
+        }
     }
 }
 
@@ -433,7 +439,17 @@ fn multicast_groups_follow_the_membership_rules_and_survive_a_reload() {
     assert_eq!((b.q_key, b.mtu, b.rate, b.pkey), (0x0B1B, 4, 3, 0xFFFF));
     let ta = groups.iter().find(|r| r.mgid == tena).unwrap();
     assert_eq!(ta.mlid, Lid(0xC001));
-    assert_eq!(ta.sl, 3, "the policy's sl");
+    let pg = &policy
+        .partitions
+        .iter()
+        .find(|x| x.pkey == 0x1001)
+        .unwrap()
+        .groups[0];
+    assert_eq!(
+        (ta.sl, ta.q_key),
+        (pg.sl, pg.q_key),
+        "the policy's group parameters"
+    );
 
     // Join the broadcast group.
     let (r, changed) = set(
