@@ -28,4 +28,7 @@ pub enum SmError {
     /// A configuration value is out of range.
     #[error("SMC-E006 bad configuration: {0}")]
     Config(String),
+    /// A P_KeyTable read-back cannot run now.
+    #[error("SMC-E007 P_KeyTable read-back refused: {0}")]
+    Readback(String),
 }

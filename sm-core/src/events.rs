@@ -161,6 +161,8 @@ pub enum Event {
         /// SMPs it sent.
         smps: u64,
     },
+    /// A P_KeyTable read-back ([`crate::Sweeper::request_pkey_readback`]) finished.
+    PKeyReadback(Box<crate::ReadbackReport>),
     /// A trap arrived (and was repressed).
     Trap {
         /// Trap number (generic notices).
@@ -265,6 +267,14 @@ impl fmt::Display for Event {
             Event::Trap { number, issuer } => {
                 write!(f, "Received trap {number} from LID {issuer}")
             }
+            Event::PKeyReadback(r) => write!(
+                f,
+                "P_KEY READBACK {} COMPLETE: {} tables read, {} ports did not answer, {} SMPs",
+                r.id,
+                r.tables.len(),
+                r.unanswered.len(),
+                r.smps
+            ),
         }
     }
 }

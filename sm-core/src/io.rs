@@ -35,6 +35,8 @@ pub(crate) enum Op {
     LightSwitchInfo,
     /// M_Key rotation: PortInfo as read, with this term's key settings.
     RekeySet,
+    /// P_KeyTable read-back Get (`arg` = block, or PortInfo; see `readback`).
+    ReadBack,
 }
 
 /// A request waiting for or occupying a window slot.

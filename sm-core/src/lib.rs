@@ -44,6 +44,9 @@
 //! calls [`Sweeper::step_down`] when the term ends. A standby replica runs a
 //! `Role::Standby` sweeper that only answers SMInfo.
 //!
+//! [`Sweeper::request_pkey_readback`] reads every managed P_KeyTable back from the fabric
+//! (Gets in the same window) and ends in [`Event::PKeyReadback`] (see the `readback` module).
+//!
 //! Directed route is used for discovery, LID changes and table writes (routes may be in
 //! flux); once a sweep has brought every port ACTIVE, port bring-up, PortStateChange
 //! clears and light-sweep polls go LID-routed, with one directed-route retry on timeout.
@@ -62,6 +65,7 @@ mod io;
 pub mod lids;
 mod light;
 mod program;
+mod readback;
 mod state;
 mod sweeper;
 mod view;
@@ -73,6 +77,7 @@ pub use events::{Event, RoutingJob, RoutingOutcome, SweepReason, route_inline};
 pub use guid2lid::Guid2Lid;
 pub use intent::{Intent, IntentEvent, LftBlockWrite, PKeyBlockWrite, PortChange};
 pub use io::Transmit;
+pub use readback::{PortTable, ReadbackId, ReadbackReport};
 pub use sweeper::{Phase, Sweeper};
 
 /// Virtual time in nanoseconds.

@@ -112,6 +112,8 @@ pub struct Sweeper {
     pub(crate) intent_events: VecDeque<IntentEvent>,
     /// Ports (node GUID, port) a P_Key or PortInfo Set failed on in this sweep.
     pub(crate) failed_ports: Vec<(Guid, u8)>,
+    /// P_KeyTable read-backs (see `readback`).
+    pub(crate) readback: crate::readback::Readbacks,
 }
 
 impl Sweeper {
@@ -195,6 +197,7 @@ impl Sweeper {
             reapply_unreached: (Vec::new(), Vec::new()),
             intent_events: VecDeque::new(),
             failed_ports: Vec::new(),
+            readback: Default::default(),
         })
     }
 
@@ -611,6 +614,7 @@ impl Sweeper {
                 (Method::SET, AttributeId::PORT_INFO, u32::from(req.port))
             }
             Op::SwitchInfoSet => (Method::SET, AttributeId::SWITCH_INFO, 0),
+            Op::ReadBack => self.readback_attr(req),
         };
         let (mut smp, dlid) = if req.lid_routed {
             let lid = self.target_lid(req.node, req.port);
@@ -619,6 +623,9 @@ impl Sweeper {
             }
             (Smp::lid_routed(method, tid, attr, attr_mod), lid)
         } else {
+            if req.op == Op::ReadBack && !self.readback_path_ok(req) {
+                return None;
+            }
             let mut buf = [0u8; 64];
             let len = self.path_to(req, &mut buf)?;
             (
@@ -700,6 +707,7 @@ impl Sweeper {
             min_smps: self.disc_min + self.planned_sets,
         });
         self.schedule_next();
+        self.start_waiting_readback();
     }
 
     pub(crate) fn schedule_next(&mut self) {

@@ -53,3 +53,18 @@ impl Sweeper {
         topo
     }
 }
+
+impl Sweeper {
+    /// PortInfo of `(node GUID, port)` as this sweeper last read it (a discovery Get, or the
+    /// port's answer to a Set), with the heavy sweep it was read in. None when the port was
+    /// never read.
+    pub fn port_info_as_read(&self, node: fabric::Guid, port: u8) -> Option<(mad::PortInfo, u64)> {
+        let &i = self.by_guid.get(&node)?;
+        let n = &self.nodes[i as usize];
+        if port > n.nports {
+            return None;
+        }
+        let p = &self.ports[n.port_index(port)];
+        (p.info_sweep != 0).then_some((p.info, p.info_sweep))
+    }
+}

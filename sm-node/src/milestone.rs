@@ -132,7 +132,7 @@ impl MilestoneKind {
                 changed: *changed,
                 max_lid: *max_lid,
             },
-            Event::RoutingNeeded(_) => return None,
+            Event::RoutingNeeded(_) | Event::PKeyReadback(_) => return None,
             Event::RoutingDone {
                 engine, lft_blocks, ..
             } => MilestoneKind::RoutingDone {
