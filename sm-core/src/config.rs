@@ -65,6 +65,10 @@ pub struct SweeperConfig {
     /// P_KeyTables the ports are known to hold (takeover with the replicated state; see
     /// [`crate::Sweeper::pkey_tables`]): blocks equal to them are not rewritten.
     pub known_pkeys: Option<Arc<PKeyTables>>,
+    /// MulticastForwardingTable blocks the switches are known to hold (takeover with the
+    /// replicated state; see [`crate::Sweeper::mft_tables`]): blocks equal to what the
+    /// multicast groups need are not rewritten.
+    pub known_mfts: Option<Arc<crate::MftTables>>,
     /// Set ClientReregister on end ports the first time this SM writes them (OpenSM does,
     /// so clients re-register with a new SM). A takeover whose SA state is replicated can
     /// turn it off.
@@ -130,6 +134,7 @@ impl Default for SweeperConfig {
             assume_default_pkeys: true,
             known_lfts: None,
             known_pkeys: None,
+            known_mfts: None,
             reregister_on_takeover: true,
             tid_high: 0,
             role: Role::Master,

@@ -54,9 +54,12 @@ impl Sweeper {
             Op::SwitchInfoGet => self.on_switch_info(req, SwitchInfo::decode(&smp.data)),
             Op::LightSwitchInfo => self.on_light_switch_info(req, SwitchInfo::decode(&smp.data)),
             Op::ReadBack => self.on_readback_reply(req, smp),
-            Op::LftSet | Op::PKeySet | Op::PortInfoSet | Op::SwitchInfoSet | Op::RekeySet => {
-                self.on_set_done(req, smp)
-            }
+            Op::LftSet
+            | Op::PKeySet
+            | Op::PortInfoSet
+            | Op::SwitchInfoSet
+            | Op::RekeySet
+            | Op::MftSet => self.on_set_done(req, smp),
         }
     }
 
@@ -69,9 +72,12 @@ impl Sweeper {
             Op::Probe | Op::NodeDesc | Op::PortInfoGet | Op::SwitchInfoGet => self.dirty = true,
             Op::LightSwitchInfo => self.light_changed = true,
             Op::ReadBack => self.on_readback_failed(req),
-            Op::LftSet | Op::PKeySet | Op::PortInfoSet | Op::SwitchInfoSet | Op::RekeySet => {
-                self.on_set_failed(req)
-            }
+            Op::LftSet
+            | Op::PKeySet
+            | Op::PortInfoSet
+            | Op::SwitchInfoSet
+            | Op::RekeySet
+            | Op::MftSet => self.on_set_failed(req),
         }
     }
 

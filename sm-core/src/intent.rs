@@ -90,12 +90,17 @@ pub struct Intent {
     pub pkey_blocks: Vec<PKeyBlockWrite>,
     /// PortInfo field changes.
     pub port_changes: Vec<PortChange>,
+    /// MulticastForwardingTable blocks.
+    pub mft_blocks: Vec<crate::MftBlockWrite>,
 }
 
 impl Intent {
     /// True when there is nothing in it.
     pub fn is_empty(&self) -> bool {
-        self.lft_blocks.is_empty() && self.pkey_blocks.is_empty() && self.port_changes.is_empty()
+        self.lft_blocks.is_empty()
+            && self.pkey_blocks.is_empty()
+            && self.port_changes.is_empty()
+            && self.mft_blocks.is_empty()
     }
 }
 
@@ -174,6 +179,7 @@ impl Sweeper {
             });
         }
         it.port_changes = self.planned_port_changes();
+        it.mft_blocks = self.mft_intent_blocks();
         if it.is_empty() {
             return false;
         }
@@ -191,6 +197,10 @@ impl Sweeper {
         if self.phase != Phase::AwaitIntent || self.awaiting_intent != Some(id) {
             return;
         }
+        if self.mcast_intent_committed(id) {
+            self.advance();
+            return;
+        }
         self.awaiting_intent = None;
         self.current_intent = Some(id);
         self.phase = Phase::Programming(0);
@@ -204,6 +214,10 @@ impl Sweeper {
     pub fn handle_intent_rejected(&mut self, now: VTime, id: u64) {
         self.now = self.now.max(now);
         if self.phase != Phase::AwaitIntent || self.awaiting_intent != Some(id) {
+            return;
+        }
+        if self.mcast_intent_rejected(id) {
+            self.advance();
             return;
         }
         self.awaiting_intent = None;
@@ -226,6 +240,7 @@ impl Sweeper {
             let i = self.nodes[node as usize].port_index(port);
             self.ports[i].pkey_known_valid = false;
         }
+        self.mcast_forget_planned();
         self.dirty = true;
     }
 
@@ -296,6 +311,7 @@ impl Sweeper {
                 .filter(|s| s.lft_failed)
                 .map(|s| self.nodes[s.node as usize].guid),
         );
+        failed_switches.extend(self.mcast_failed_switches());
         failed_switches.sort_unstable();
         failed_switches.dedup();
         failed_ports.append(&mut self.failed_ports);
@@ -420,6 +436,8 @@ impl Sweeper {
             self.reapplied[1] += 1;
             self.queue_reapply(Op::PKeySet, node, w.port, w.block);
         }
+        let unreached = self.mcast_reapply(&it.mft_blocks);
+        self.reapply_unreached.0.extend(unreached);
         true
     }
 

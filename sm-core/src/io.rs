@@ -35,6 +35,8 @@ pub(crate) enum Op {
     LightSwitchInfo,
     /// M_Key rotation: PortInfo as read, with this term's key settings.
     RekeySet,
+    /// MulticastForwardingTable block write (`port` = position, `arg` = block).
+    MftSet,
     /// P_KeyTable read-back Get (`arg` = block, or PortInfo; see `readback`).
     ReadBack,
 }

@@ -64,6 +64,7 @@ mod intent;
 mod io;
 pub mod lids;
 mod light;
+mod mcast;
 mod program;
 mod readback;
 mod state;
@@ -77,6 +78,7 @@ pub use events::{Event, RoutingJob, RoutingOutcome, SweepReason, route_inline};
 pub use guid2lid::Guid2Lid;
 pub use intent::{Intent, IntentEvent, LftBlockWrite, PKeyBlockWrite, PortChange};
 pub use io::Transmit;
+pub use mcast::{McastGroup, MftBlockWrite, MftTables, mlid_masks};
 pub use readback::{PortTable, ReadbackId, ReadbackReport};
 pub use sweeper::{Phase, Sweeper};
 

@@ -128,6 +128,7 @@ impl Sweeper {
         self.plan_partitions(&topo)?;
         let sm_port = PortRef::new(NodeId(tnode[self.local as usize]), self.local_port);
         let input = RoutingInput::new(&topo, &la, Some(sm_port))?;
+        self.mcast_keep_input(&input);
         Ok(RoutingJob {
             sweep,
             input,
@@ -262,6 +263,7 @@ impl Sweeper {
         self.lfts = Some(Arc::new(r.lfts));
         drop(old);
         self.plan_pkeys();
+        self.plan_mfts();
         if self.gate() {
             return;
         }
@@ -401,6 +403,7 @@ impl Sweeper {
                     self.queue_set(Op::PKeySet, node, p, b);
                 }
                 self.pkey_todo = todo;
+                self.queue_mfts();
             }
             3 | 4 => {
                 for i in 0..n_nodes {
@@ -559,6 +562,7 @@ impl Sweeper {
                 self.desired(req.node, req.port, req.arg as u8).encode(data);
             }
             Op::RekeySet => self.rekey_info(req.node, req.port).encode(data),
+            Op::MftSet => self.fill_mft(req, data)?,
             Op::SwitchInfoSet => {
                 let s = &self.switches[n.sw as usize];
                 let mut si: SwitchInfo = s.info;
@@ -593,6 +597,7 @@ impl Sweeper {
                 s.info = SwitchInfo::decode(&smp.data);
                 s.fdb_top = self.max_lid;
             }
+            Op::MftSet => self.mft_done(&req),
             _ => {}
         }
     }
@@ -612,6 +617,7 @@ impl Sweeper {
                 self.failed_ports.push((n.guid, req.port));
             }
             Op::PortInfoSet | Op::RekeySet => self.failed_ports.push((n.guid, req.port)),
+            Op::MftSet => self.mft_failed(&req),
             _ => {}
         }
     }

@@ -40,6 +40,8 @@ pub enum Phase {
     /// Heavy sweep: programming planned, waiting for the driver to commit the intent
     /// ([`Sweeper::handle_intent_committed`]).
     AwaitIntent,
+    /// A multicast programming pass between sweeps (MFT blocks only; see `mcast`).
+    Multicast,
 }
 
 /// The SM's sans-IO brain. See the crate documentation for the driver loop.
@@ -112,6 +114,8 @@ pub struct Sweeper {
     pub(crate) intent_events: VecDeque<IntentEvent>,
     /// Ports (node GUID, port) a P_Key or PortInfo Set failed on in this sweep.
     pub(crate) failed_ports: Vec<(Guid, u8)>,
+    /// Multicast groups and forwarding tables.
+    pub(crate) mcast: crate::mcast::McastState,
     /// P_KeyTable read-backs (see `readback`).
     pub(crate) readback: crate::readback::Readbacks,
 }
@@ -129,6 +133,7 @@ impl Sweeper {
             ));
         }
         let known = cfg.known_lfts.clone();
+        let mcast = crate::mcast::McastState::new(cfg.known_mfts.as_deref());
         let known_top = known
             .as_ref()
             .and_then(|l| l.switches.iter().map(crate::intent::routed_top).max())
@@ -197,6 +202,7 @@ impl Sweeper {
             reapply_unreached: (Vec::new(), Vec::new()),
             intent_events: VecDeque::new(),
             failed_ports: Vec::new(),
+            mcast,
             readback: Default::default(),
         })
     }
@@ -614,6 +620,11 @@ impl Sweeper {
                 (Method::SET, AttributeId::PORT_INFO, u32::from(req.port))
             }
             Op::SwitchInfoSet => (Method::SET, AttributeId::SWITCH_INFO, 0),
+            Op::MftSet => (
+                Method::SET,
+                AttributeId::MULTICAST_FORWARDING_TABLE,
+                Sweeper::mft_modifier(req),
+            ),
             Op::ReadBack => self.readback_attr(req),
         };
         let (mut smp, dlid) = if req.lid_routed {
@@ -677,7 +688,14 @@ impl Sweeper {
                 Phase::Programming(s) => self.next_stage(s),
                 Phase::Light => self.finish_light(),
                 Phase::Rekey | Phase::Reapply => self.pre_routing(self.phase),
-                Phase::Idle | Phase::Routing | Phase::Lids | Phase::AwaitIntent => return,
+                Phase::Multicast => self.finish_mcast_pass(),
+                Phase::Idle => {
+                    self.start_mcast_pass();
+                    if self.phase == Phase::Idle {
+                        return;
+                    }
+                }
+                Phase::Routing | Phase::Lids | Phase::AwaitIntent => return,
             }
             if !self.win.idle() {
                 return;

@@ -1,0 +1,380 @@
+//! Multicast forwarding tables on fabric-sim: after `set_multicast` every member receives
+//! exactly one copy of what another member sends and non-members none; an identical call
+//! sends nothing; a member leaving rewrites only blocks that change; a new master seeded
+//! with the tables as programmed rewrites no MFT block; a rebooted switch gets its blocks
+//! back.
+
+mod common;
+
+use common::{Harness, ca_ports, topo};
+use fabric::rng::SplitMix64;
+use fabric::{Guid, Lid, PKey, Topology};
+use fabric_sim::{Fault, SetRecord};
+use sm_core::{Event, IntentEvent, McastGroup, Phase, Sweeper, SweeperConfig, VTime};
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+const MFT: u16 = 0x1B;
+const MS: VTime = 1_000_000;
+
+fn cfg() -> SweeperConfig {
+    SweeperConfig {
+        sweep_interval: 60_000 * MS,
+        ..SweeperConfig::default()
+    }
+}
+
+/// Three groups over three MFT blocks: a random half of the hosts, three hosts, everyone.
+fn groups(t: &Topology, seed: u64) -> Vec<McastGroup> {
+    let mut all: Vec<Guid> = ca_ports(t).iter().map(|c| c.2).collect();
+    let everyone = all.clone();
+    SplitMix64::new(seed).shuffle(&mut all);
+    vec![
+        McastGroup {
+            mlid: Lid(0xC000),
+            members: all[..all.len() / 2].to_vec(),
+        },
+        McastGroup {
+            mlid: Lid(0xC021),
+            members: all[all.len() / 2..all.len() / 2 + 3].to_vec(),
+        },
+        McastGroup {
+            mlid: Lid(0xC05F),
+            members: everyone,
+        },
+    ]
+}
+
+/// Lets the sweeper finish whatever it does (virtual time passes).
+fn settle(h: &mut Harness) {
+    let end = h.now + 2_000 * MS;
+    while h.now < end {
+        if h.sw.phase() == Phase::Idle && h.fab.next_event_time().is_none() {
+            break;
+        }
+        if !h.step() {
+            break;
+        }
+    }
+}
+
+/// Checks delivery from every member (and one non-member port) of every group.
+fn check_delivery(h: &mut Harness, t: &Topology, gs: &[McastGroup]) {
+    let cas: Vec<Guid> = ca_ports(t).iter().map(|c| c.2).collect();
+    for g in gs {
+        let members: BTreeSet<Guid> = g.members.iter().copied().collect();
+        for &m in &members {
+            let d = h.fab.deliver_mcast(m, g.mlid, PKey::DEFAULT_FULL);
+            assert!(d.exactly_once(), "{:?} from {m}: {d:?}", g.mlid);
+            let want: BTreeSet<Guid> = members.iter().copied().filter(|&x| x != m).collect();
+            let got: BTreeSet<Guid> = d.receivers().collect();
+            assert_eq!(got, want, "receivers of {:?} from {m}", g.mlid);
+        }
+        // A non-member's packet reaches no one off the tree (and never loops).
+        if let Some(&n) = cas.iter().find(|c| !members.contains(c)) {
+            let d = h.fab.deliver_mcast(n, g.mlid, PKey::DEFAULT_FULL);
+            assert!(!d.looped);
+            assert!(d.receivers().all(|r| members.contains(&r)));
+        }
+    }
+}
+
+fn mft_sets(log: &[SetRecord]) -> Vec<&SetRecord> {
+    log.iter().filter(|r| r.attr == MFT).collect()
+}
+
+fn up(spec: &str) -> (Topology, Harness) {
+    let t = topo(spec);
+    let mut h = Harness::new(&t, cfg(), 3);
+    h.subnet_up();
+    settle(&mut h);
+    (t, h)
+}
+
+#[test]
+fn every_member_receives_exactly_one_copy() {
+    for spec in [
+        "ft2:8",
+        "torus:3x3x2:hosts=2",
+        "random:12:seed=4:radix=8:links=4",
+    ] {
+        let (t, mut h) = up(spec);
+        let gs = groups(&t, 11);
+        h.fab.take_set_log();
+        h.sw.set_multicast(h.now, gs.clone());
+        settle(&mut h);
+        let log = h.fab.take_set_log();
+        assert!(!mft_sets(&log).is_empty(), "{spec}: nothing written");
+        assert!(log.iter().all(|r| r.attr == MFT), "{spec}: only MFT Sets");
+        check_delivery(&mut h, &t, &gs);
+        // The tables the sweeper believes in are the fabric's.
+        let known = h.sw.mft_tables().clone();
+        let written: usize = known.values().map(|b| b.len()).sum();
+        assert_eq!(
+            written,
+            mft_sets(&log).len(),
+            "{spec}: one Set per non-zero block"
+        );
+    }
+}
+
+#[test]
+fn identical_groups_send_nothing_and_a_quiet_sweep_neither() {
+    let (t, mut h) = up("ft2:8");
+    let gs = groups(&t, 5);
+    h.sw.set_multicast(h.now, gs.clone());
+    settle(&mut h);
+    h.fab.take_set_log();
+    let mut shuffled = gs.clone();
+    shuffled.reverse();
+    for g in &mut shuffled {
+        g.members.reverse();
+    }
+    h.sw.set_multicast(h.now, shuffled);
+    settle(&mut h);
+    assert!(h.fab.take_set_log().is_empty(), "same groups, a Set left");
+    h.sw.request_sweep(h.now, true);
+    assert!(h.heavy_done());
+    settle(&mut h);
+    let log = h.fab.take_set_log();
+    assert!(
+        mft_sets(&log).is_empty(),
+        "a quiet heavy sweep rewrote MFT blocks"
+    );
+    check_delivery(&mut h, &t, &gs);
+}
+
+#[test]
+fn a_member_leaving_changes_only_the_affected_blocks() {
+    let (t, mut h) = up("ft3:4");
+    let mut gs = groups(&t, 9);
+    h.sw.set_multicast(h.now, gs.clone());
+    settle(&mut h);
+    let before = h.sw.mft_tables().clone();
+    h.fab.take_set_log();
+    // A member of the 3-host group (MLID 0xC021, block 1) leaves.
+    gs[1].members.pop();
+    h.sw.set_multicast(h.now, gs.clone());
+    settle(&mut h);
+    let log = h.fab.take_set_log();
+    let sets = mft_sets(&log);
+    assert!(!sets.is_empty(), "the leave changed nothing");
+    let after = h.sw.mft_tables().clone();
+    for r in &sets {
+        let (pos, block) = mad::MulticastForwardingTable::split_modifier(r.attr_mod);
+        assert_eq!(block, 1, "block of another group rewritten: {r:?}");
+        let old = before.get(&r.node_guid).and_then(|b| b.get(&(pos, block)));
+        let new = after.get(&r.node_guid).and_then(|b| b.get(&(pos, block)));
+        assert_ne!(old, new, "an unchanged block was rewritten: {r:?}");
+    }
+    // Every block that changed was written.
+    let written: BTreeSet<(Guid, u32)> = sets.iter().map(|r| (r.node_guid, r.attr_mod)).collect();
+    for (sw, blocks) in before.iter().chain(after.iter()) {
+        for &(pos, block) in blocks.keys() {
+            let o = before.get(sw).and_then(|b| b.get(&(pos, block)));
+            let n = after.get(sw).and_then(|b| b.get(&(pos, block)));
+            if o != n {
+                let m = mad::MulticastForwardingTable::modifier(pos, block);
+                assert!(written.contains(&(*sw, m)), "changed block not written");
+            }
+        }
+    }
+    check_delivery(&mut h, &t, &gs);
+    // Everyone leaves a group: its blocks are cleared, nobody receives.
+    gs[1].members.clear();
+    h.sw.set_multicast(h.now, gs.clone());
+    settle(&mut h);
+    let a = ca_ports(&t)[0].2;
+    assert!(
+        h.fab
+            .deliver_mcast(a, Lid(0xC021), PKey::DEFAULT_FULL)
+            .received
+            .is_empty()
+    );
+    assert!(
+        h.sw.mft_tables()
+            .values()
+            .all(|b| b.keys().all(|&(_, blk)| blk != 1)),
+        "block 1 still known non-zero"
+    );
+}
+
+#[test]
+fn a_new_master_seeded_with_the_tables_rewrites_no_mft_block() {
+    let (t, mut a) = up("ft2:8");
+    let gs = groups(&t, 21);
+    a.sw.set_multicast(a.now, gs.clone());
+    settle(&mut a);
+    // kill -9 of the master; another port's SM takes over with the replicated state.
+    let seeded = SweeperConfig {
+        guid2lid: a.sw.guid2lid().clone(),
+        known_lfts: a.sw.lfts().map(|l| Arc::new(l.clone())),
+        known_pkeys: Some(Arc::new(a.sw.pkey_tables())),
+        known_mfts: Some(Arc::new(a.sw.mft_tables().clone())),
+        reregister_on_takeover: false,
+        gate_programming: true,
+        ..cfg()
+    };
+    let Harness {
+        mut fab, sm, now, ..
+    } = a;
+    fab.detach(sm).unwrap();
+    fab.take_set_log();
+    let port_b = ca_ports(&t)[5].2;
+    let at = fab.attach(port_b).unwrap();
+    let mut b = Harness {
+        fab,
+        sm: at,
+        sw: Sweeper::new(seeded).unwrap(),
+        now,
+        log: Vec::new(),
+        events: Vec::new(),
+    };
+    // The driver commits every intent (the Raft log).
+    let mut done = false;
+    for _ in 0..100_000 {
+        while let Some(ie) = b.sw.poll_intent() {
+            if let IntentEvent::Program(it) = ie {
+                assert!(
+                    it.mft_blocks.is_empty(),
+                    "takeover sweep planned MFT writes"
+                );
+                b.sw.handle_intent_committed(b.now, it.id);
+            }
+        }
+        done = b
+            .events
+            .iter()
+            .any(|e| matches!(e, Event::HeavySweepComplete { .. }));
+        if done || !b.step() {
+            break;
+        }
+    }
+    assert!(done, "the new master never completed a heavy sweep");
+    settle(&mut b);
+    while b.sw.poll_intent().is_some() {}
+    // The SA glue hands over the replicated groups.
+    b.sw.set_multicast(b.now, gs.clone());
+    settle(&mut b);
+    assert!(b.sw.poll_intent().is_none(), "an intent for nothing");
+    let log = b.fab.take_set_log();
+    assert!(
+        mft_sets(&log).is_empty(),
+        "the new master rewrote {} MFT blocks",
+        mft_sets(&log).len()
+    );
+    check_delivery(&mut b, &t, &gs);
+}
+
+#[test]
+fn gated_multicast_pass_is_an_intent_of_mft_blocks_first() {
+    let t = topo("ft2:8");
+    let mut h = Harness::new(
+        &t,
+        SweeperConfig {
+            gate_programming: true,
+            ..cfg()
+        },
+        7,
+    );
+    // Commit every intent at once, as the Raft log would.
+    let commit = |h: &mut Harness| {
+        while let Some(ie) = h.sw.poll_intent() {
+            if let IntentEvent::Program(it) = ie {
+                h.sw.handle_intent_committed(h.now, it.id);
+            }
+        }
+    };
+    while !h.sw.is_subnet_up() && h.step() {
+        commit(&mut h);
+    }
+    settle(&mut h);
+    commit(&mut h);
+    let gs = groups(&t, 2);
+    h.fab.take_set_log();
+    h.sw.set_multicast(h.now, gs.clone());
+    let it = match h.sw.poll_intent() {
+        Some(IntentEvent::Program(it)) => it,
+        other => panic!("expected an intent, got {other:?}"),
+    };
+    assert!(it.lft_blocks.is_empty() && it.pkey_blocks.is_empty() && it.port_changes.is_empty());
+    assert!(!it.mft_blocks.is_empty());
+    assert_eq!(h.sw.phase(), Phase::AwaitIntent);
+    for _ in 0..20 {
+        h.step();
+    }
+    assert!(h.fab.take_set_log().is_empty(), "a Set before the commit");
+    h.sw.handle_intent_committed(h.now, it.id);
+    settle(&mut h);
+    let log = h.fab.take_set_log();
+    let written: BTreeSet<(Guid, u32)> = mft_sets(&log)
+        .iter()
+        .map(|r| (r.node_guid, r.attr_mod))
+        .collect();
+    let planned: BTreeSet<(Guid, u32)> = it
+        .mft_blocks
+        .iter()
+        .map(|b| {
+            (
+                b.switch,
+                mad::MulticastForwardingTable::modifier(b.position, b.block),
+            )
+        })
+        .collect();
+    assert_eq!(written, planned);
+    match h.sw.poll_intent() {
+        Some(IntentEvent::Done {
+            id,
+            failed_switches,
+            ..
+        }) => {
+            assert_eq!(id, it.id);
+            assert!(failed_switches.is_empty());
+        }
+        other => panic!("expected IntentDone, got {other:?}"),
+    }
+    check_delivery(&mut h, &t, &gs);
+}
+
+#[test]
+fn a_rebooted_switch_gets_its_mft_back() {
+    let (t, mut h) = up("ft2:8");
+    let gs = groups(&t, 13);
+    h.sw.set_multicast(h.now, gs.clone());
+    settle(&mut h);
+    // Reboot a leaf that carries members (not the SM's own leaf).
+    let sm_leaf = t
+        .remote(fabric::PortRef::new(ca_ports(&t)[0].0, ca_ports(&t)[0].1))
+        .unwrap()
+        .node;
+    let (leaf, _) = t
+        .switches()
+        .find(|(id, n)| *id != sm_leaf && n.description.starts_with("leaf"))
+        .unwrap();
+    let leaf_guid = t.node(leaf).node_guid;
+    assert!(h.sw.mft_tables().contains_key(&leaf_guid));
+    h.fab.take_set_log();
+    h.fab
+        .inject(h.now, Fault::RebootSwitch { node: leaf })
+        .unwrap();
+    // Links retrain after the reboot; traps bring heavy sweeps, one more on request.
+    let t0 = h.now;
+    while h.now < t0 + 50 * MS && h.step() {}
+    settle(&mut h);
+    let n = h.events.len();
+    h.sw.request_sweep(h.now, true);
+    assert!(h.heavy_done());
+    settle(&mut h);
+    assert!(
+        h.events[n..]
+            .iter()
+            .any(|e| matches!(e, Event::HeavySweepComplete { .. }))
+    );
+    let log = h.fab.take_set_log();
+    let rewritten: BTreeSet<Guid> = mft_sets(&log).iter().map(|r| r.node_guid).collect();
+    assert!(
+        rewritten.contains(&leaf_guid),
+        "the rebooted leaf's MFT was not rewritten"
+    );
+    check_delivery(&mut h, &t, &gs);
+}
