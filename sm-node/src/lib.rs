@@ -20,6 +20,7 @@ pub mod mem;
 pub mod metrics;
 pub mod milestone;
 pub mod pool;
+pub mod sa_service;
 pub mod store;
 pub mod tls;
 pub mod transport;

@@ -77,6 +77,10 @@ pub struct MasterActor {
     intents: Option<UnboundedSender<sm_core::IntentEvent>>,
     /// The replica's write lease (a Raft cluster's master): Sets leave only within it.
     lease: Option<std::sync::Arc<crate::cluster::lease::Lease>>,
+    /// The SA (when the transport carries GMPs and this is the master).
+    sa: Option<crate::sa_service::SaService>,
+    /// Where SA state changes are proposed (a Raft cluster's master).
+    sa_proposer: Option<Recipient<crate::cluster::raft_actor::Propose>>,
 }
 
 impl MasterActor {
@@ -95,6 +99,8 @@ impl MasterActor {
             stop_reason: None,
             intents: None,
             lease: None,
+            sa: None,
+            sa_proposer: None,
         }
     }
 
@@ -187,6 +193,9 @@ impl MasterActor {
         }
         if let Some(kind) = MilestoneKind::from_event(&ev) {
             self.notify(kind);
+        }
+        if matches!(ev, Event::SubnetUp { .. } | Event::HeavySweepComplete { .. }) {
+            self.sa_refresh();
         }
         match ev {
             Event::RoutingNeeded(job) => self.route(*job, ctx),
@@ -284,6 +293,9 @@ impl Actor for MasterActor {
         ctx.add_stream(futures_util::stream::poll_fn(move |cx| {
             rx.borrow_mut().poll_recv(cx)
         }));
+        if role == "MASTER" {
+            self.sa_start(ctx);
+        }
         self.pump(ctx);
     }
 
@@ -452,6 +464,147 @@ impl Handler<IntentCommitted> for MasterActor {
             self.sweeper.handle_intent_committed(now, m.id);
         } else {
             self.sweeper.handle_intent_rejected(now, m.id);
+        }
+        self.pump(ctx);
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// The SA (issue 10): GMPs in, answers out; changes committed before they are answered.
+
+impl MasterActor {
+    fn sa_start(&mut self, ctx: &mut Context<Self>) {
+        let Some(t) = self.transport.as_mut() else {
+            return;
+        };
+        let port = t.port_guid();
+        let Some(mut rx) = t.take_gmps() else {
+            return;
+        };
+        self.sa = Some(crate::sa_service::SaService::new(&self.sweeper, port));
+        ctx.add_stream(futures_util::stream::poll_fn(move |cx| rx.poll_recv(cx)));
+        ctx.run_interval(Duration::from_millis(50), |act, ctx| {
+            let now = act.clock.now();
+            let mut out = Vec::new();
+            if let Some(sa) = act.sa.as_mut()
+                && sa.next_timer().is_some_and(|t| t <= now)
+            {
+                sa.pump(now, &mut out);
+            }
+            act.sa_run(out, ctx);
+        });
+        tracing::info!("SA serving on port {port}");
+    }
+
+    fn sa_refresh(&mut self) {
+        if let Some(sa) = self.sa.as_mut() {
+            sa.refresh(&self.sweeper);
+        }
+    }
+
+    /// Sends the SA's answers; proposes its changes (answering after commit).
+    fn sa_run(&mut self, actions: Vec<crate::sa_service::SaAction>, ctx: &mut Context<Self>) {
+        use crate::sa_service::SaAction;
+        for a in actions {
+            match a {
+                SaAction::Send {
+                    dlid,
+                    dqpn,
+                    mad,
+                    len,
+                } => {
+                    if let Some(t) = self.transport.as_mut()
+                        && let Err(e) = t.send_gmp(dlid, dqpn, &mad, len)
+                    {
+                        tracing::warn!("SA-W003 answer to LID {} not sent: {e}", dlid.0);
+                    }
+                }
+                SaAction::Propose { state, replies } => {
+                    let Some(p) = self.sa_proposer.clone() else {
+                        self.sa_committed(true, replies, ctx);
+                        continue;
+                    };
+                    let cmd = proto::state::Command {
+                        request_id: 0,
+                        kind: Some(proto::state::command::Kind::SetSaState(state)),
+                    };
+                    let fut = async move {
+                        match p.send(crate::cluster::raft_actor::Propose(cmd)).await {
+                            Ok(Ok(rx)) => rx.await.map(|r| r.accepted).unwrap_or(false),
+                            _ => false,
+                        }
+                    };
+                    ctx.spawn(fut.into_actor(self).map(move |ok, act, ctx| {
+                        act.sa_committed(ok, replies, ctx);
+                    }));
+                }
+            }
+        }
+    }
+
+    fn sa_committed(
+        &mut self,
+        ok: bool,
+        replies: Vec<(sa::Reply, u32)>,
+        ctx: &mut Context<Self>,
+    ) {
+        if !ok {
+            tracing::warn!(
+                "SA-W004 SA state change not committed: {} answers dropped",
+                replies.len()
+            );
+            return;
+        }
+        let now = self.clock.now();
+        let Some(sa) = self.sa.as_mut() else { return };
+        let mut out = Vec::new();
+        for (r, qpn) in replies {
+            sa.reply(now, r, qpn, &mut out);
+        }
+        let groups = sa.mcast_groups();
+        self.sweeper.set_multicast(now, groups);
+        self.sa_run(out, ctx);
+        self.pump(ctx);
+    }
+}
+
+impl StreamHandler<Vec<crate::transport::InboundGmp>> for MasterActor {
+    fn handle(&mut self, batch: Vec<crate::transport::InboundGmp>, ctx: &mut Context<Self>) {
+        let now = self.clock.now();
+        let now_ms = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_millis() as u64)
+            .unwrap_or(0);
+        let Some(sa) = self.sa.as_mut() else { return };
+        let out = sa.handle(now, now_ms, batch);
+        self.sa_run(out, ctx);
+    }
+
+    fn finished(&mut self, _: &mut Context<Self>) {}
+}
+
+/// Connects the master's SA to its Raft replica: loads the replicated SA state and
+/// proposes later changes through `proposer`.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct SetSaState {
+    /// The replicated SA state.
+    pub state: proto::state::SaState,
+    /// Where changes are proposed.
+    pub proposer: Recipient<crate::cluster::raft_actor::Propose>,
+}
+
+impl Handler<SetSaState> for MasterActor {
+    type Result = ();
+    fn handle(&mut self, m: SetSaState, ctx: &mut Context<Self>) {
+        self.sa_proposer = Some(m.proposer);
+        let Some(sa) = self.sa.as_mut() else { return };
+        let first = sa.load(&m.state, &self.sweeper);
+        let groups = sa.mcast_groups();
+        let now = self.clock.now();
+        self.sweeper.set_multicast(now, groups);
+        if let Some(a) = first {
+            self.sa_run(vec![a], ctx);
         }
         self.pump(ctx);
     }

@@ -287,9 +287,21 @@ impl UmadPort {
         self.send_mad(&smp.encode(), dest)
     }
 
+    /// Sends the first `len` bytes (at least the 56-byte SA header, at most 256) of a MAD:
+    /// an SA answer carries only its records, so a receiver that counts records from the
+    /// length it reads (saquery through umad2sim) sees exactly them. Otherwise as
+    /// [`UmadPort::send_mad`].
+    pub fn send_mad_len(&self, mad: &[u8; MAD_LEN], len: usize, dest: Dest) -> Result<()> {
+        self.write_mad(mad, len.clamp(56, MAD_LEN), dest)
+    }
+
     /// Sends any 256-byte MAD through the agent registered for its class (byte 1). A
     /// request (no R bit, not TrapRepress) carries the kernel timeout.
     pub fn send_mad(&self, mad: &[u8; MAD_LEN], dest: Dest) -> Result<()> {
+        self.write_mad(mad, MAD_LEN, dest)
+    }
+
+    fn write_mad(&self, mad: &[u8; MAD_LEN], len: usize, dest: Dest) -> Result<()> {
         let class = mad[1];
         let agent_id = self
             .agent(MgmtClass(class))
@@ -317,15 +329,16 @@ impl UmadPort {
         hdr.encode(&mut h);
         buf[..UMAD_HDR_LEN].copy_from_slice(&h);
         buf[UMAD_HDR_LEN..].copy_from_slice(mad);
-        // SAFETY: buf is a live buffer of UMAD_LEN bytes.
-        let n = unsafe { libc::write(self.fd, buf.as_ptr().cast(), buf.len()) };
+        let total = UMAD_HDR_LEN + len.min(MAD_LEN);
+        // SAFETY: buf is a live buffer of UMAD_LEN bytes and total <= UMAD_LEN.
+        let n = unsafe { libc::write(self.fd, buf.as_ptr().cast(), total) };
         if n < 0 {
             return Err(UmadError::Write(io::Error::last_os_error()));
         }
-        if n as usize != buf.len() {
+        if n as usize != total {
             return Err(UmadError::Write(io::Error::new(
                 io::ErrorKind::WriteZero,
-                format!("short write: {n} of {} bytes", buf.len()),
+                format!("short write: {n} of {total} bytes"),
             )));
         }
         self.sent.fetch_add(1, Ordering::Relaxed);

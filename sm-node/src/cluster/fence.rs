@@ -48,6 +48,21 @@ impl Transport for FencedTransport {
     fn describe(&self) -> String {
         format!("{} (fenced by the Raft lease)", self.inner.describe())
     }
+
+    fn send_gmp(
+        &mut self,
+        dlid: Lid,
+        dqpn: u32,
+        mad: &[u8; 256],
+        len: usize,
+    ) -> Result<(), TransportError> {
+        // SA answers change nothing in the fabric: not fenced.
+        self.inner.send_gmp(dlid, dqpn, mad, len)
+    }
+
+    fn take_gmps(&mut self) -> Option<crate::transport::GmpRx> {
+        self.inner.take_gmps()
+    }
 }
 
 #[cfg(test)]

@@ -19,6 +19,20 @@ pub struct Inbound {
     pub smp: Smp,
 }
 
+/// A general MAD (GMP; SA class 0x03 on QP1) that reached the SM's port.
+#[derive(Clone, Debug)]
+pub struct InboundGmp {
+    /// LRH source LID.
+    pub slid: Lid,
+    /// Source QP (where the answer goes; 1 for the GSI).
+    pub src_qpn: u32,
+    /// The MAD.
+    pub mad: [u8; 256],
+}
+
+/// Received GMPs, in batches (see [`Transport::take_gmps`]).
+pub type GmpRx = tokio::sync::mpsc::UnboundedReceiver<Vec<InboundGmp>>;
+
 /// Received MADs, in arrival order, in batches (a batch is whatever the transport's thread
 /// had at hand; never empty). The channel closes when the transport dies.
 pub type InboundRx = tokio::sync::mpsc::UnboundedReceiver<Vec<Inbound>>;
@@ -54,6 +68,27 @@ pub trait Transport: Send + 'static {
     fn port_guid(&self) -> Guid;
     /// One line for the logs (`sim ft2:8 at 0x...`, `simd /tmp/s.sock at H1`).
     fn describe(&self) -> String;
+    /// Sends the first `len` bytes of a GMP (an SA answer or Report; `len` < 256 for an
+    /// answer with fewer records than fit) to `dlid`, QP `dqpn`. Transports without GMPs
+    /// refuse.
+    fn send_gmp(
+        &mut self,
+        dlid: Lid,
+        dqpn: u32,
+        mad: &[u8; 256],
+        len: usize,
+    ) -> Result<(), TransportError> {
+        let _ = (dlid, dqpn, mad, len);
+        Err(TransportError::Sim(format!(
+            "{} carries no GMPs",
+            self.describe()
+        )))
+    }
+    /// The channel of GMPs (SA requests) received at the port, once; None when the
+    /// transport carries no GMPs.
+    fn take_gmps(&mut self) -> Option<GmpRx> {
+        None
+    }
 }
 
 /// A transport attached at a port, with the channel its received MADs arrive on.

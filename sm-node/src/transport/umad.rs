@@ -13,7 +13,7 @@
 //! timeout is set well above the sweeper's, so that the kernel never drops a late response
 //! the sweeper still waits for; its `ETIMEDOUT` copies of requests are dropped here.
 
-use super::{Attached, Inbound, InboundTx, Transport, TransportError};
+use super::{Attached, GmpRx, Inbound, InboundGmp, InboundTx, Transport, TransportError};
 use ::umad::{Dest, ReaderThread, ReceivedMad, RecvStatus, UmadPort};
 use fabric::{Guid, Lid};
 use mad::Smp;
@@ -48,12 +48,50 @@ struct Shared {
     local: ::umad::LocalPort,
     /// Where received MADs go: the current attachment's channel, with its generation.
     sink: Arc<Mutex<Option<(u64, InboundTx)>>>,
+    /// Where received SA MADs (class 0x03) go: the current attachment's GMP channel.
+    gmp_sink: GmpSink,
     reader: ReaderThread,
     attaches: AtomicU64,
     /// High 32 bits of the TIDs the attached sweeper sends (its `tid_high`: a cluster puts
     /// the term there). The kernel and umad2sim overwrite them in responses; they are put
     /// back before the sweeper sees a response, which checks them.
     tid_high: Arc<AtomicU32>,
+}
+
+type GmpSink = Arc<Mutex<Option<tokio::sync::mpsc::UnboundedSender<Vec<InboundGmp>>>>>;
+
+/// Methods the SA agent takes unsolicited (IBA 15.4).
+fn sa_methods() -> ::umad::MethodMask {
+    use mad::Method;
+    ::umad::MethodMask::NONE
+        .with(Method::GET)
+        .with(Method::SET)
+        .with(Method::GET_TABLE)
+        .with(Method::GET_MULTI)
+        .with(Method::DELETE)
+        .with(Method::REPORT)
+}
+
+/// Takes the SA MADs (class 0x03, status ok) out of a batch of reads.
+fn split_gmps(batch: Vec<::umad::Received>) -> (Vec<::umad::Received>, Vec<InboundGmp>) {
+    let mut rest = Vec::with_capacity(batch.len());
+    let mut gmps = Vec::new();
+    for r in batch {
+        match (&r.status, &r.mad) {
+            (RecvStatus::Ok, ReceivedMad::Other { class: 0x03, bytes }) => {
+                if let Ok(mad) = <[u8; 256]>::try_from(bytes.as_slice()) {
+                    gmps.push(InboundGmp {
+                        slid: r.slid,
+                        src_qpn: r.src_qpn,
+                        mad,
+                    });
+                }
+            }
+            (RecvStatus::TimedOut, ReceivedMad::Other { class: 0x03, .. }) => {}
+            _ => rest.push(r),
+        }
+    }
+    (rest, gmps)
 }
 
 /// Open ports by device path.
@@ -73,6 +111,11 @@ fn open_shared(device: &str, smp_timeout_ms: u64) -> Result<Arc<Shared>, Transpo
     let att = |e: ::umad::UmadError| TransportError::Attach(format!("{device}: {e}"));
     let port = UmadPort::open(device).map_err(att)?;
     port.register_smp_agents().map_err(att)?;
+    // The SA (class 0x03 on QP1, class version 2), answered by the master. No RMPP from
+    // the kernel: tables are sent by the SA itself (one MAD under umad2sim).
+    if let Err(e) = port.register(mad::MgmtClass::SUBN_ADM, 1, sa_methods(), 2) {
+        tracing::warn!("E_NODE_TRANSPORT_ATTACH: no SA agent on {device}: {e}; SA not served");
+    }
     port.claim_sm().map_err(att)?;
     let kernel_ms = smp_timeout_ms
         .saturating_mul(4)
@@ -82,11 +125,22 @@ fn open_shared(device: &str, smp_timeout_ms: u64) -> Result<Arc<Shared>, Transpo
     let port = Arc::new(port);
     let sink: Arc<Mutex<Option<(u64, InboundTx)>>> = Arc::new(Mutex::new(None));
     let to = Arc::clone(&sink);
+    let gmp_sink: GmpSink = Arc::new(Mutex::new(None));
+    let gto = Arc::clone(&gmp_sink);
     let tid_high = Arc::new(AtomicU32::new(0));
     let high = Arc::clone(&tid_high);
     let dev = device.to_string();
     let reader = ReaderThread::spawn(Arc::clone(&port), MAX_BATCH, move |batch| match batch {
         Ok(b) => {
+            let (b, gmps) = split_gmps(b);
+            if !gmps.is_empty() {
+                let mut g = lock(&gto);
+                if let Some(tx) = g.as_ref()
+                    && tx.send(gmps).is_err()
+                {
+                    *g = None;
+                }
+            }
             let inbound = to_inbound(b, high.load(Ordering::Relaxed));
             let mut g = lock(&to);
             if !inbound.is_empty()
@@ -111,6 +165,7 @@ fn open_shared(device: &str, smp_timeout_ms: u64) -> Result<Arc<Shared>, Transpo
         port,
         local,
         sink,
+        gmp_sink,
         reader,
         attaches: AtomicU64::new(0),
         tid_high,
@@ -158,6 +213,8 @@ pub fn attach(
     tracing::info!("attached: {label}, attachment {generation}");
     let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
     *lock(&shared.sink) = Some((generation, tx));
+    let (gtx, grx) = tokio::sync::mpsc::unbounded_channel();
+    *lock(&shared.gmp_sink) = Some(gtx);
     shared.tid_high.store(0, Ordering::Relaxed);
     Ok(Attached {
         transport: Box::new(UmadTransport {
@@ -165,6 +222,7 @@ pub fn attach(
             port_guid: local.port_guid(),
             generation,
             shared,
+            gmps: Some(grx),
         }),
         inbound: rx,
     })
@@ -206,6 +264,7 @@ struct UmadTransport {
     port_guid: Guid,
     generation: u64,
     shared: Arc<Shared>,
+    gmps: Option<GmpRx>,
 }
 
 impl Transport for UmadTransport {
@@ -237,6 +296,29 @@ impl Transport for UmadTransport {
 
     fn describe(&self) -> String {
         self.label.clone()
+    }
+
+    fn send_gmp(
+        &mut self,
+        dlid: Lid,
+        dqpn: u32,
+        mad: &[u8; 256],
+        len: usize,
+    ) -> Result<(), TransportError> {
+        let dest = Dest {
+            lid: dlid,
+            qpn: dqpn,
+            qkey: ::umad::GSI_QKEY,
+            sl: 0,
+        };
+        self.shared
+            .port
+            .send_mad_len(mad, len, dest)
+            .map_err(|e| TransportError::Sim(format!("umad GMP to LID {}: {e}", dlid.0)))
+    }
+
+    fn take_gmps(&mut self) -> Option<GmpRx> {
+        self.gmps.take()
     }
 }
 
