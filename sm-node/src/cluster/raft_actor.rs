@@ -41,9 +41,6 @@ const DEFAULT_M_KEY_BASE: u64 = 0x5153_4D5F_4D4B_4559;
 /// A proposal not answered within this is dropped (the caller times out first).
 const PROPOSAL_TTL: Duration = Duration::from_secs(30);
 
-mod read_index;
-pub use read_index::ReadIndex;
-
 /// Why a proposal was not taken.
 #[derive(Clone, Debug)]
 pub enum ProposeError {
@@ -98,8 +95,6 @@ pub struct RaftActor {
     detaching: Option<u64>,
     /// Stopping for good: no master or standby starts again.
     shut: bool,
-    /// Linearizable reads in a ReadIndex round.
-    reads: read_index::ReadWaiters,
 }
 
 fn unix_ms() -> u64 {
@@ -200,7 +195,6 @@ impl RaftActor {
             standby: None,
             detaching: None,
             shut: false,
-            reads: Default::default(),
         })
     }
 
@@ -285,7 +279,6 @@ impl RaftActor {
             return;
         }
         let mut rd = self.raw.ready();
-        self.take_read_states(rd.read_states());
         // 1. Messages that may leave before persisting (the leader's appends, heartbeats).
         self.send_messages(rd.take_messages());
         // 2. A snapshot from the leader replaces log and state.
@@ -347,7 +340,6 @@ impl RaftActor {
         for (tx, r) in self.answers.drain(..) {
             let _ = tx.send(r);
         }
-        self.answer_reads();
         self.after_apply(ctx);
     }
 
@@ -641,7 +633,6 @@ impl RaftActor {
             scfg.guid2lid = seeds.guid2lid.clone();
             scfg.known_lfts = seeds.known_lfts.clone();
             scfg.known_pkeys = seeds.known_pkeys.clone();
-            scfg.known_mfts = seeds.known_mfts.clone();
             if seeds.policy.is_some() {
                 scfg.partitions_conf = seeds.policy.clone();
             }
