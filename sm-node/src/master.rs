@@ -77,11 +77,18 @@ pub struct MasterActor {
     intents: Option<UnboundedSender<sm_core::IntentEvent>>,
     /// The replica's write lease (a Raft cluster's master): Sets leave only within it.
     lease: Option<std::sync::Arc<crate::cluster::lease::Lease>>,
+    /// Callers waiting for a P_KeyTable read-back, by read-back id.
+    readbacks: std::collections::HashMap<sm_core::ReadbackId, ReadbackReply>,
+    /// Wall time (Unix ms) each recent heavy sweep's discovery completed, by sweep number.
+    discovered_at: std::collections::BTreeMap<u64, u64>,
     /// The SA (when the transport carries GMPs and this is the master).
     sa: Option<crate::sa_service::SaService>,
     /// Where SA state changes are proposed (a Raft cluster's master).
     sa_proposer: Option<Recipient<crate::cluster::raft_actor::Propose>>,
 }
+
+/// Where a finished read-back goes.
+type ReadbackReply = tokio::sync::oneshot::Sender<sm_core::ReadbackReport>;
 
 impl MasterActor {
     /// A master over `parts`; start it with `Actor::start`.
@@ -99,6 +106,8 @@ impl MasterActor {
             stop_reason: None,
             intents: None,
             lease: None,
+            readbacks: std::collections::HashMap::new(),
+            discovered_at: std::collections::BTreeMap::new(),
             sa: None,
             sa_proposer: None,
         }
@@ -194,11 +203,26 @@ impl MasterActor {
         if let Some(kind) = MilestoneKind::from_event(&ev) {
             self.notify(kind);
         }
-        if matches!(ev, Event::SubnetUp { .. } | Event::HeavySweepComplete { .. }) {
+        if matches!(
+            ev,
+            Event::SubnetUp { .. } | Event::HeavySweepComplete { .. }
+        ) {
             self.sa_refresh();
         }
         match ev {
             Event::RoutingNeeded(job) => self.route(*job, ctx),
+            Event::DiscoveryDone { .. } => {
+                let sweep = self.sweeper.sweep_number();
+                self.discovered_at.insert(sweep, unix_ms());
+                while self.discovered_at.len() > 16 {
+                    self.discovered_at.pop_first();
+                }
+            }
+            Event::PKeyReadback(r) => {
+                if let Some(tx) = self.readbacks.remove(&r.id) {
+                    let _ = tx.send(*r);
+                }
+            }
             Event::LidsAssigned { .. } | Event::HeavySweepComplete { .. } => self.persist(),
             Event::RoutingDone { .. } => {
                 if let Some(t) = self.routing_since.take() {
@@ -469,6 +493,85 @@ impl Handler<IntentCommitted> for MasterActor {
     }
 }
 
+/// Reads every managed P_KeyTable back from the fabric now (Gets only; see
+/// `sm_core::Sweeper::request_pkey_readback`). Answers with the read-back report once every
+/// Get was answered or given up; an error when this master cannot read (standby) or stopped
+/// before the read-back finished.
+#[derive(Message)]
+#[rtype(result = "Result<sm_core::ReadbackReport, String>")]
+pub struct ReadPKeys;
+
+impl Handler<ReadPKeys> for MasterActor {
+    type Result = ResponseFuture<Result<sm_core::ReadbackReport, String>>;
+    fn handle(&mut self, _: ReadPKeys, ctx: &mut Context<Self>) -> Self::Result {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        match self.sweeper.request_pkey_readback(self.clock.now()) {
+            Ok(id) => {
+                self.readbacks.insert(id, tx);
+                self.pump(ctx);
+            }
+            Err(e) => return Box::pin(async move { Err(e.to_string()) }),
+        }
+        Box::pin(async move {
+            rx.await.map_err(|_| {
+                "E_NODE_READBACK: the master stopped before the read-back finished".to_string()
+            })
+        })
+    }
+}
+
+/// Progress of the running read-back: (ports finished, ports to read); None when none runs.
+#[derive(Message)]
+#[rtype(result = "Option<(usize, usize)>")]
+pub struct ReadbackProgress;
+
+impl Handler<ReadbackProgress> for MasterActor {
+    type Result = Option<(usize, usize)>;
+    fn handle(&mut self, _: ReadbackProgress, _: &mut Context<Self>) -> Self::Result {
+        self.sweeper.readback_progress().map(|(_, d, t)| (d, t))
+    }
+}
+
+/// Milliseconds since the Unix epoch (0 if the clock is before it).
+pub fn unix_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+/// PortInfo of one port as the master last read it.
+#[derive(Clone, Debug)]
+pub struct PortInfoAsRead {
+    /// The attribute as read.
+    pub info: mad::PortInfo,
+    /// Heavy sweep whose discovery read it.
+    pub sweep: u64,
+    /// When that discovery completed (Unix ms; 0 when no longer remembered).
+    pub read_unix_ms: u64,
+}
+
+/// Reads [`PortInfoAsRead`] of (node GUID, port); None when the master never read it.
+#[derive(Message)]
+#[rtype(result = "Option<PortInfoAsRead>")]
+pub struct GetPortInfo {
+    /// Node GUID.
+    pub node: fabric::Guid,
+    /// Port number.
+    pub port: u8,
+}
+
+impl Handler<GetPortInfo> for MasterActor {
+    type Result = Option<PortInfoAsRead>;
+    fn handle(&mut self, m: GetPortInfo, _: &mut Context<Self>) -> Self::Result {
+        let (info, sweep) = self.sweeper.port_info_as_read(m.node, m.port)?;
+        Some(PortInfoAsRead {
+            info,
+            sweep,
+            read_unix_ms: self.discovered_at.get(&sweep).copied().unwrap_or(0),
+        })
+    }
+}
+
 // ---------------------------------------------------------------------------------------
 // The SA (issue 10): GMPs in, answers out; changes committed before they are answered.
 
@@ -542,12 +645,7 @@ impl MasterActor {
         }
     }
 
-    fn sa_committed(
-        &mut self,
-        ok: bool,
-        replies: Vec<(sa::Reply, u32)>,
-        ctx: &mut Context<Self>,
-    ) {
+    fn sa_committed(&mut self, ok: bool, replies: Vec<(sa::Reply, u32)>, ctx: &mut Context<Self>) {
         if !ok {
             tracing::warn!(
                 "SA-W004 SA state change not committed: {} answers dropped",

@@ -102,10 +102,12 @@ impl SaService {
         let groups = policy_of(sweeper)
             .map(|p| sa::policy_groups(&p))
             .unwrap_or_default();
-        self.engine.set_policy_groups(groups).then(|| SaAction::Propose {
-            state: self.engine.state(),
-            replies: Vec::new(),
-        })
+        self.engine
+            .set_policy_groups(groups)
+            .then(|| SaAction::Propose {
+                state: self.engine.state(),
+                replies: Vec::new(),
+            })
     }
 
     /// The database as proposed last (what to commit at start).
@@ -150,9 +152,6 @@ impl SaService {
                     if s.tid() as u32 == tid && *dlid == g.slid {
                         s.handle(now, &m);
                     }
-                }
-                if !m.header.mad.method.is_response() {
-                    continue;
                 }
                 continue;
             }
@@ -234,7 +233,10 @@ impl SaService {
 
     /// When the RMPP timers next want [`SaService::pump`].
     pub fn next_timer(&self) -> Option<VTime> {
-        self.senders.iter().filter_map(|(s, _, _)| s.poll_timeout()).min()
+        self.senders
+            .iter()
+            .filter_map(|(s, _, _)| s.poll_timeout())
+            .min()
     }
 }
 
@@ -242,10 +244,10 @@ impl SaService {
 fn policy_of(sweeper: &Sweeper) -> Option<partitions::Policy> {
     let cfg = sweeper.config();
     match &cfg.partitions_conf {
-        None => Some(partitions::Policy::no_file(cfg.partition_options.clone())),
+        None => Some(partitions::Policy::no_file(cfg.partition_options)),
         Some(text) => {
             let file = partitions::parse(text).ok()?;
-            Some(partitions::Policy::from_file(&file, cfg.partition_options.clone()).0)
+            Some(partitions::Policy::from_file(&file, cfg.partition_options).0)
         }
     }
 }

@@ -182,8 +182,14 @@ fn saquery_against_our_sa_on_ibsim() {
     // Multicast groups: the IPoIB broadcast groups of Default and TenantA, from 0xC000.
     let g = tool(&sim, "Hca2", "saquery", &["-g"]);
     let f = fields(&g);
-    let mgids = f.iter().filter(|(n, _)| n == "MGID").map(|(_, v)| v.clone());
-    let mlids = f.iter().filter(|(n, _)| n == "Mlid").map(|(_, v)| v.clone());
+    let mgids = f
+        .iter()
+        .filter(|(n, _)| n == "MGID")
+        .map(|(_, v)| v.clone());
+    let mlids = f
+        .iter()
+        .filter(|(n, _)| n == "Mlid")
+        .map(|(_, v)| v.clone());
     let groups: std::collections::BTreeSet<(String, String)> = mgids.zip(mlids).collect();
     let want: std::collections::BTreeSet<(String, String)> = [
         ("ff12:401b:ffff::ffff:ffff", "0xC000"),
