@@ -19,6 +19,7 @@
 //! randomness (everything draws from `fabric::rng::SplitMix64`). The process level owns
 //! processes: it must stop every child it starts, by PID, on every path.
 
+pub mod delivery;
 pub mod error;
 pub mod process;
 pub mod sim;

@@ -181,6 +181,7 @@ fn run_sim(n: u64, seed: u64, variant: Variant, keep_going: bool) -> anyhow::Res
                         .take(8)
                         .collect::<Vec<_>>()
                         .join(" ");
+                    eprintln!("seed {s}: {}", f.violation);
                     let e = fail_by.entry(code).or_insert((0, s));
                     e.0 += 1;
                 }

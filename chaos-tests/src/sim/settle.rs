@@ -11,7 +11,7 @@
 
 use super::check::Violation;
 use super::world::{MS, World};
-use fabric::{Lid, NodeType, PKey, PortState};
+use fabric::PortState;
 use sm_core::{Phase, VTime};
 
 /// Virtual time the cluster gets to converge after the faults end.
@@ -157,62 +157,14 @@ impl World {
                 }
             }
         }
-        self.check_delivery(st.policy().version, &st.policy().text, &lids)
-    }
-
-    /// Delivery between every pair of CA ports in every partition, as the policy says.
-    fn check_delivery(
-        &mut self,
-        version: u64,
-        text: &str,
-        lids: &[(fabric::Guid, Lid)],
-    ) -> Result<(), String> {
-        let opts = partitions::Options::default();
-        let policy = if version == 0 {
-            partitions::Policy::no_file(opts)
-        } else {
-            partitions::load(text, opts).map_err(|e| e.to_string())?
-        };
-        let ports: Vec<_> = partitions::plan::end_ports(&self.topo)
-            .into_iter()
-            .filter(|p| p.node_type == NodeType::Ca)
-            .collect();
-        let held = policy.resolve(&ports);
-        for a in &held {
-            for b in &held {
-                if a.port.port_guid == b.port.port_guid {
-                    continue;
-                }
-                let Some(&(_, dlid)) = lids.iter().find(|(g, _)| *g == b.port.port_guid) else {
-                    continue;
-                };
-                for (i, part) in policy.partitions.iter().enumerate() {
-                    let (ha, hb) = (a.held[i], b.held[i]);
-                    let a_in = ha.full || ha.limited;
-                    let b_in = hb.full || hb.limited;
-                    let want = a_in && b_in && (ha.full || hb.full);
-                    let key = if ha.full || !a_in {
-                        part.pkey | 0x8000
-                    } else {
-                        part.pkey
-                    };
-                    self.checker.checks += 1;
-                    let d = self.fab.deliver(a.port.port_guid, dlid, PKey(key));
-                    let got = d.is_delivered();
-                    if got != want {
-                        return Err(format!(
-                            "INV-DELIVERY {} -> {} with P_Key 0x{key:04x} ({}): {:?} but the \
-                             policy says {}",
-                            a.port.port_guid,
-                            b.port.port_guid,
-                            part.name,
-                            d,
-                            if want { "deliver" } else { "drop" }
-                        ));
-                    }
-                }
-            }
-        }
+        let n = crate::delivery::check(
+            &mut self.fab,
+            &self.topo,
+            st.policy().version,
+            &st.policy().text,
+            &lids,
+        )?;
+        self.checker.checks += n;
         Ok(())
     }
 }

@@ -1,0 +1,61 @@
+//! Process level in CI: three sm-node processes on fabric-simd, three master kills with
+//! other faults in between; every invariant holds and every failover stays under its bound.
+//! The 100-kill run is `chaos process --kills 100` (see the README).
+
+use chaos_tests::process::{self, Options};
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::Duration;
+
+/// The sm-node binary of this build: next to the test's target directory; built with the
+/// cargo running this test when missing (`cargo test -p chaos-tests` alone does not build
+/// other packages' binaries).
+fn sm_node() -> PathBuf {
+    let exe = std::env::current_exe().expect("test binary path");
+    // target/<profile>/deps/<test> -> target/<profile>/sm-node
+    let dir = exe
+        .parent()
+        .and_then(|d| d.parent())
+        .expect("target profile directory")
+        .to_path_buf();
+    let bin = dir.join("sm-node");
+    if !bin.exists() {
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let release = dir.file_name().is_some_and(|n| n == "release");
+        let mut c = Command::new(cargo);
+        c.args(["build", "-p", "sm-node", "--bin", "sm-node"]);
+        if release {
+            c.arg("--release");
+        }
+        let st = c.status().expect("run cargo build for sm-node");
+        assert!(st.success(), "cargo build -p sm-node failed");
+    }
+    assert!(bin.exists(), "{} missing", bin.display());
+    bin
+}
+
+#[test]
+fn three_master_kills_with_faults_hold_every_invariant() {
+    let dir = std::env::temp_dir().join(format!("chaos-ci-{}", std::process::id()));
+    let opts = Options {
+        sm_node: sm_node(),
+        dir: dir.clone(),
+        kills: 3,
+        seed: 11,
+        extra_fault_p: 1.0,
+        failover_bound: Duration::from_secs(20),
+        ..Options::default()
+    };
+    let report = process::run(&opts).expect("the process-level run");
+    println!("{report}");
+    assert!(
+        report.violations.is_empty(),
+        "violations (logs in {}):\n{report}",
+        dir.display()
+    );
+    assert!(report.failover_ms.len() >= 3, "{report}");
+    assert_eq!(report.faults.get("kill -9 master"), Some(&3));
+    assert!(report.checks > 100, "{report}");
+    assert!(report.sets > 0, "the fabric accepted no Set at all");
+    let _ = std::fs::remove_dir_all(&dir);
+}
