@@ -80,16 +80,39 @@ pub fn member_to_proto(m: &MemberRef) -> ps::TenantMember {
     }
 }
 
+/// The port directory of a replicated topology (None when empty or when it does not convert).
+pub fn directory_of(topology: &ps::Topology) -> Option<PortDirectory> {
+    if topology.nodes.is_empty() {
+        return None;
+    }
+    topology_from_proto(topology)
+        .ok()
+        .map(|t| PortDirectory::from_topology(&t))
+}
+
+/// True when the set defines no tenant and no storage partition.
+pub fn is_empty(t: &Tenants) -> bool {
+    t.tenants.is_empty() && t.storage.is_empty()
+}
+
+/// Compiles a tenant set with an operator policy text on a replicated topology. Strict is
+/// what SetTenants accepts; lenient is what the master plans from.
+pub fn compile_on(
+    t: &Tenants,
+    operator: Option<&str>,
+    topology: &ps::Topology,
+    mode: Mode,
+) -> Result<Compiled, ApplyError> {
+    let set = tenant_set_from_proto(t).map_err(ApplyError::BadTenants)?;
+    tenants::compile(&set, operator, directory_of(topology).as_ref(), mode)
+        .map_err(ApplyError::Tenants)
+}
+
 impl ReplicatedState {
     /// The port directory of the recorded topology (None before any topology, or when the
     /// recorded one does not convert).
     pub fn port_directory(&self) -> Option<PortDirectory> {
-        if self.topology.nodes.is_empty() {
-            return None;
-        }
-        topology_from_proto(&self.topology)
-            .ok()
-            .map(|t| PortDirectory::from_topology(&t))
+        directory_of(&self.topology)
     }
 
     /// The operator's policy text in force (None before the first ApplyPolicy).
@@ -101,11 +124,10 @@ impl ReplicatedState {
     /// topology, leniently (what the master plans from). Never fails on a state built by
     /// [`ReplicatedState::apply`] (both SetTenants and ApplyPolicy check it).
     pub fn compiled_tenants(&self) -> Result<Compiled, String> {
-        let set = tenant_set_from_proto(&self.tenants)?;
-        tenants::compile(
-            &set,
+        compile_on(
+            &self.tenants,
             self.operator_text(),
-            self.port_directory().as_ref(),
+            &self.topology,
             Mode::Lenient,
         )
         .map_err(|e| e.to_string())
@@ -115,7 +137,7 @@ impl ReplicatedState {
     /// storage partition is defined (None before any policy: OpenSM's "no file"), otherwise the
     /// tenants compiled with it ([`ReplicatedState::compiled_tenants`]).
     pub fn effective_policy_text(&self) -> Result<Option<String>, String> {
-        if self.tenants.tenants.is_empty() && self.tenants.storage.is_empty() {
+        if is_empty(&self.tenants) {
             return Ok(self.operator_text().map(str::to_string));
         }
         self.compiled_tenants().map(|c| Some(c.text))
@@ -128,14 +150,7 @@ impl ReplicatedState {
                 current: self.tenants.version,
             });
         }
-        let set = tenant_set_from_proto(t).map_err(ApplyError::BadTenants)?;
-        tenants::compile(
-            &set,
-            self.operator_text(),
-            self.port_directory().as_ref(),
-            Mode::Strict,
-        )
-        .map_err(ApplyError::Tenants)?;
+        compile_on(t, self.operator_text(), &self.topology, Mode::Strict)?;
         let mut new = t.clone();
         new.version = self.tenants.version + 1;
         self.tenants = new;
@@ -146,18 +161,10 @@ impl ReplicatedState {
 
     /// Checks a new operator policy text against the tenants in force.
     pub(crate) fn check_policy_with_tenants(&self, text: &str) -> Result<(), ApplyError> {
-        if self.tenants.tenants.is_empty() && self.tenants.storage.is_empty() {
+        if is_empty(&self.tenants) {
             return Ok(());
         }
-        let set = tenant_set_from_proto(&self.tenants).map_err(ApplyError::BadTenants)?;
-        tenants::compile(
-            &set,
-            Some(text),
-            self.port_directory().as_ref(),
-            Mode::Lenient,
-        )
-        .map(|_| ())
-        .map_err(ApplyError::Tenants)
+        compile_on(&self.tenants, Some(text), &self.topology, Mode::Lenient).map(|_| ())
     }
 }
 

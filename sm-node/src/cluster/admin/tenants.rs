@@ -14,22 +14,148 @@
 use super::{AdminService, forwarded};
 use fabric::{Guid, Membership, NodeType, PKey};
 use partitions::policy::{EndPort, Policy};
-use partitions::tenants::{self, Mode};
+use partitions::tenants::{self, Compiled, Mode};
 use proto::admin::*;
 use proto::state::{self, Command, Tenants, command::Kind};
 use replica::ReplicatedState;
-use replica::tenants::tenant_set_from_proto;
+use std::collections::HashMap;
+use std::hash::{DefaultHasher, Hash, Hasher};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tonic::{Request, Response, Status};
 
 /// Attempts of a write without `expected_version` that races with another write.
 const WRITE_ATTEMPTS: usize = 3;
 
-/// ListTenants from a state.
-pub fn list(st: &ReplicatedState) -> Result<ListTenantsReply, Status> {
-    let c = st
-        .compiled_tenants()
-        .map_err(|e| Status::internal(format!("E_NODE_TENANTS: {e}")))?;
+/// What the tenant reads need from the state, cloned out of the Raft actor when the cache
+/// misses.
+struct View {
+    tenants: Tenants,
+    operator: Option<String>,
+    policy_version: u64,
+    topology: state::Topology,
+    sm_port_guid: Option<u64>,
+}
+
+impl View {
+    fn of(st: &ReplicatedState) -> View {
+        let p = st.policy();
+        View {
+            tenants: st.tenants().clone(),
+            operator: (p.version > 0).then(|| p.text.clone()),
+            policy_version: p.version,
+            topology: st.topology().clone(),
+            sm_port_guid: st.master().map(|m| m.sm_port_guid),
+        }
+    }
+}
+
+/// Everything derived from a [`View`]: computed once per distinct view, shared by every read
+/// (a fabric's agents poll GetTenantAssignment; each answer is lookups, not a compile).
+struct Derived {
+    view: View,
+    compiled: Compiled,
+    effective: Option<String>,
+    policy: Policy,
+    ends: HashMap<u64, EndPort>,
+}
+
+/// A fingerprint of the inputs of [`Derived`], cheap enough to take in the Raft actor on every
+/// read (no clone; a hash over the tenant set, the policy text and the topology's GUIDs,
+/// descriptions and links).
+fn fingerprint(st: &ReplicatedState) -> u64 {
+    let mut h = DefaultHasher::new();
+    let t = st.tenants();
+    t.version.hash(&mut h);
+    for x in &t.tenants {
+        (&x.name, x.pkey, &x.storage, x.ipoib, x.default_full).hash(&mut h);
+        for m in &x.members {
+            format!("{:?}", m.kind).hash(&mut h);
+        }
+        for l in &x.rdma {
+            (&l.device, l.hca_handle, l.hca_object).hash(&mut h);
+        }
+    }
+    for x in &t.storage {
+        (&x.name, x.pkey, x.ipoib).hash(&mut h);
+        for m in &x.servers {
+            format!("{:?}", m.kind).hash(&mut h);
+        }
+    }
+    (st.policy().version, &st.policy().text).hash(&mut h);
+    st.master().map(|m| m.sm_port_guid).hash(&mut h);
+    let topo = st.topology();
+    for n in &topo.nodes {
+        (n.node_guid, n.node_type, &n.description, &n.port_guids).hash(&mut h);
+    }
+    for l in &topo.links {
+        (l.a_node, l.a_port, l.b_node, l.b_port).hash(&mut h);
+    }
+    h.finish()
+}
+
+/// The last derived view of this process.
+static CACHE: Mutex<Option<(u64, Arc<Derived>)>> = Mutex::new(None);
+
+fn cached(key: u64) -> Option<Arc<Derived>> {
+    let c = CACHE.lock().unwrap_or_else(|p| p.into_inner());
+    c.as_ref()
+        .filter(|(k, _)| *k == key)
+        .map(|(_, d)| d.clone())
+}
+
+fn derive(view: View) -> Result<Derived, String> {
+    let compiled = replica::tenants::compile_on(
+        &view.tenants,
+        view.operator.as_deref(),
+        &view.topology,
+        Mode::Lenient,
+    )
+    .map_err(|e| e.to_string())?;
+    let effective = if replica::tenants::is_empty(&view.tenants) {
+        view.operator.clone()
+    } else {
+        Some(compiled.text.clone())
+    };
+    let options = partitions::Options {
+        sm_port_guid: view.sm_port_guid.map(Guid),
+        ..partitions::Options::default()
+    };
+    let policy = match &effective {
+        Some(t) => partitions::load(t, options).map_err(|e| e.to_string())?,
+        None => Policy::no_file(options),
+    };
+    let mut ends = HashMap::new();
+    for n in &view.topology.nodes {
+        let Some(node_type) = u8::try_from(n.node_type).ok().and_then(NodeType::from_wire) else {
+            continue;
+        };
+        for (i, g) in n.port_guids.iter().enumerate() {
+            if let Ok(port) = u8::try_from(i + 1) {
+                ends.insert(
+                    *g,
+                    EndPort {
+                        node_guid: Guid(n.node_guid),
+                        port_guid: Guid(*g),
+                        port,
+                        node_type,
+                    },
+                );
+            }
+        }
+    }
+    Ok(Derived {
+        view,
+        compiled,
+        effective,
+        policy,
+        ends,
+    })
+}
+
+/// ListTenants from a derived view.
+fn list(d: &Derived) -> ListTenantsReply {
+    let c = &d.compiled;
     let mut resolved: Vec<ResolvedTenant> = c
         .tenants
         .iter()
@@ -46,52 +172,24 @@ pub fn list(st: &ReplicatedState) -> Result<ListTenantsReply, Status> {
         kind: "storage".into(),
         ports: s.servers.iter().map(|g| g.0).collect(),
     }));
-    Ok(ListTenantsReply {
-        tenants: Some(st.tenants().clone()),
+    ListTenantsReply {
+        tenants: Some(d.view.tenants.clone()),
         resolved,
         warnings: c
             .warnings
             .iter()
             .map(|w| format!("{} {}", w.code, w.message))
             .collect(),
-        effective_policy: st
-            .effective_policy_text()
-            .map_err(|e| Status::internal(format!("E_NODE_TENANTS: {e}")))?
-            .unwrap_or_default(),
-    })
+        effective_policy: d.effective.clone().unwrap_or_default(),
+    }
 }
 
-/// The end port of a port GUID in the replicated topology.
-fn end_port(st: &ReplicatedState, g: u64) -> Option<EndPort> {
-    st.topology().nodes.iter().find_map(|n| {
-        let i = n.port_guids.iter().position(|p| *p == g)?;
-        Some(EndPort {
-            node_guid: Guid(n.node_guid),
-            port_guid: Guid(g),
-            port: u8::try_from(i + 1).ok()?,
-            node_type: u8::try_from(n.node_type)
-                .ok()
-                .and_then(NodeType::from_wire)?,
-        })
-    })
-}
-
-/// GetTenantAssignment from a state.
-pub fn assignment(
-    st: &ReplicatedState,
+/// GetTenantAssignment from a derived view.
+fn assignment(
+    d: &Derived,
     r: &GetTenantAssignmentRequest,
 ) -> Result<GetTenantAssignmentReply, Status> {
-    let internal = |e: String| Status::internal(format!("E_NODE_TENANTS: {e}"));
-    let c = st.compiled_tenants().map_err(internal)?;
-    let text = st.effective_policy_text().map_err(internal)?;
-    let options = partitions::Options {
-        sm_port_guid: st.master().map(|m| Guid(m.sm_port_guid)),
-        ..partitions::Options::default()
-    };
-    let policy = match &text {
-        Some(t) => partitions::load(t, options).map_err(|e| internal(e.to_string()))?,
-        None => Policy::no_file(options),
-    };
+    let c = &d.compiled;
     let mut ports = Vec::with_capacity(r.port_guids.len());
     let mut tenant: Option<&tenants::ResolvedTenant> = None;
     for &g in &r.port_guids {
@@ -105,12 +203,12 @@ pub fn assignment(
             )));
         }
         tenant = tenant.or(t);
-        let ep = end_port(st, g);
+        let ep = d.ends.get(&g).copied();
         let mut pkeys = Vec::new();
         if let Some(ep) = ep {
-            let m = policy.resolve_port(ep);
+            let m = d.policy.resolve_port(ep);
             for (i, h) in m.held.iter().enumerate() {
-                let base = policy.partitions[i].pkey;
+                let base = d.policy.partitions[i].pkey;
                 if h.full {
                     pkeys.push(u32::from(PKey::new(base, Membership::Full).0));
                 }
@@ -128,7 +226,7 @@ pub fn assignment(
         });
     }
     let rdma = tenant
-        .and_then(|t| st.tenants().tenants.iter().find(|x| x.name == t.name))
+        .and_then(|t| d.view.tenants.tenants.iter().find(|x| x.name == t.name))
         .map(|t| t.rdma.clone())
         .unwrap_or_default();
     Ok(GetTenantAssignmentReply {
@@ -136,8 +234,8 @@ pub fn assignment(
         pkey: tenant.map_or(0, |t| u32::from(t.pkey)),
         rdma,
         ports,
-        tenants_version: st.tenants().version,
-        policy_version: st.policy().version,
+        tenants_version: d.view.tenants.version,
+        policy_version: d.view.policy_version,
     })
 }
 
@@ -187,13 +285,11 @@ fn changed(cur: &Tenants, change: &Change) -> Result<Tenants, Status> {
     Ok(new)
 }
 
-/// Compiles `new` strictly against `st` (what apply will check) and returns the warnings.
-fn precheck(st: &ReplicatedState, new: &Tenants) -> Result<Vec<String>, Status> {
-    let set = tenant_set_from_proto(new)
-        .map_err(|e| Status::invalid_argument(format!("REPL-E202: {e}")))?;
-    let op = (st.policy().version > 0).then_some(st.policy().text.as_str());
-    let c = tenants::compile(&set, op, st.port_directory().as_ref(), Mode::Strict)
-        .map_err(|e| Status::invalid_argument(e.to_string()))?;
+/// Compiles `new` strictly against the view (what apply will check); the warnings.
+fn precheck(view: &View, new: &Tenants) -> Result<Vec<String>, Status> {
+    let c =
+        replica::tenants::compile_on(new, view.operator.as_deref(), &view.topology, Mode::Strict)
+            .map_err(|e| Status::invalid_argument(e.to_string()))?;
     Ok(c.warnings
         .iter()
         .map(|w| format!("{} {}", w.code, w.message))
@@ -231,24 +327,16 @@ impl AdminService {
             if attempt > 0 {
                 tokio::time::sleep(Duration::from_millis(50)).await;
             }
-            let (cur, checked) = {
-                let change = match &change {
-                    Change::Set(t, s) => Change::Set(t.clone(), s.clone()),
-                    Change::Delete { name, storage } => Change::Delete {
-                        name: name.clone(),
-                        storage: *storage,
-                    },
-                };
-                self.read(move |v| {
-                    let cur = v.state.tenants().clone();
-                    let checked = changed(&cur, &change).and_then(|mut new| {
-                        new.version = cur.version;
-                        let w = precheck(v.state, &new)?;
-                        Ok((new, w))
-                    });
-                    (cur, checked)
+            let view = self.read(|v| View::of(v.state)).await?;
+            let cur = view.tenants.clone();
+            let checked = match changed(&cur, &change) {
+                Ok(new) => tokio::task::spawn_blocking(move || {
+                    let w = precheck(&view, &new)?;
+                    Ok::<_, Status>((new, w))
                 })
-                .await?
+                .await
+                .map_err(|e| Status::internal(format!("E_NODE_TENANTS: {e}")))?,
+                Err(e) => Err(e),
             };
             if let Some(e) = expected
                 && e != cur.version
@@ -284,6 +372,31 @@ impl AdminService {
         self.needs_leader(linearizable).await
     }
 
+    /// The derived view of this replica's applied state: from the cache when its fingerprint
+    /// matches, else cloned out of the Raft actor and derived on a blocking thread.
+    async fn derived(&self) -> Result<Arc<Derived>, Status> {
+        let (key, hit) = self
+            .read(|v| {
+                let key = fingerprint(v.state);
+                match cached(key) {
+                    Some(d) => (key, Ok(d)),
+                    None => (key, Err(View::of(v.state))),
+                }
+            })
+            .await?;
+        let view = match hit {
+            Ok(d) => return Ok(d),
+            Err(view) => view,
+        };
+        let d = tokio::task::spawn_blocking(move || derive(view))
+            .await
+            .map_err(|e| Status::internal(format!("E_NODE_TENANTS: {e}")))?
+            .map_err(|e| Status::internal(format!("E_NODE_TENANTS: {e}")))?;
+        let d = Arc::new(d);
+        *CACHE.lock().unwrap_or_else(|p| p.into_inner()) = Some((key, d.clone()));
+        Ok(d)
+    }
+
     pub(super) async fn list_tenants_impl(
         &self,
         req: Request<ListTenantsRequest>,
@@ -298,7 +411,7 @@ impl AdminService {
                 .await?;
             return c.list_tenants(forwarded(&req, *req.get_ref())).await;
         }
-        Ok(Response::new(self.read(|v| list(v.state)).await??))
+        Ok(Response::new(list(&*self.derived().await?)))
     }
 
     pub(super) async fn get_tenant_assignment_impl(
@@ -318,9 +431,7 @@ impl AdminService {
                 .await;
         }
         let r = req.into_inner();
-        Ok(Response::new(
-            self.read(move |v| assignment(v.state, &r)).await??,
-        ))
+        Ok(Response::new(assignment(&*self.derived().await?, &r)?))
     }
 
     pub(super) async fn set_tenant_impl(
