@@ -70,7 +70,7 @@ fn fingerprint(st: &ReplicatedState) -> u64 {
     for x in &t.tenants {
         (&x.name, x.pkey, &x.storage, x.ipoib, x.default_full).hash(&mut h);
         for m in &x.members {
-            format!("{:?}", m.kind).hash(&mut h);
+            hash_member(m, &mut h);
         }
         for l in &x.rdma {
             (&l.device, l.hca_handle, l.hca_object).hash(&mut h);
@@ -79,7 +79,7 @@ fn fingerprint(st: &ReplicatedState) -> u64 {
     for x in &t.storage {
         (&x.name, x.pkey, x.ipoib).hash(&mut h);
         for m in &x.servers {
-            format!("{:?}", m.kind).hash(&mut h);
+            hash_member(m, &mut h);
         }
     }
     (st.policy().version, &st.policy().text).hash(&mut h);
@@ -92,6 +92,14 @@ fn fingerprint(st: &ReplicatedState) -> u64 {
         (l.a_node, l.a_port, l.b_node, l.b_port).hash(&mut h);
     }
     h.finish()
+}
+
+fn hash_member(m: &state::TenantMember, h: &mut DefaultHasher) {
+    match &m.kind {
+        Some(state::tenant_member::Kind::PortGuid(g)) => (1u8, *g).hash(h),
+        Some(state::tenant_member::Kind::NodeDescription(d)) => (2u8, d).hash(h),
+        None => 0u8.hash(h),
+    }
 }
 
 /// The last derived view of this process.
