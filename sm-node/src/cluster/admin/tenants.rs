@@ -486,3 +486,187 @@ impl AdminService {
         Ok(Response::new(DeleteTenantReply { version, index }))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use fabric::{NodeType, PortRef, Topology};
+    use proto::state::{StoragePartition, Tenant, TenantMember, tenant_member};
+
+    fn member(g: u64) -> TenantMember {
+        TenantMember {
+            kind: Some(tenant_member::Kind::PortGuid(g)),
+        }
+    }
+
+    /// Hosts h0..h3 on one switch (port GUID 0x100001 + 3*i); storage h0, red h1, blue h2.
+    fn state() -> ReplicatedState {
+        let mut t = Topology::new();
+        let sw = t
+            .add_node(NodeType::Switch, 8, Guid(0x200000), "sw")
+            .unwrap();
+        for i in 0..4u64 {
+            let h = t
+                .add_node(NodeType::Ca, 1, Guid(0x100000 + 3 * i), format!("h{i}"))
+                .unwrap();
+            t.connect(PortRef::new(sw, i as u8 + 1), PortRef::new(h, 1))
+                .unwrap();
+        }
+        let tenants = Tenants {
+            tenants: vec![
+                Tenant {
+                    name: "red".into(),
+                    pkey: 0x101,
+                    members: vec![member(0x100004)],
+                    storage: vec!["nfs".into()],
+                    rdma: vec![state::RdmaLimit {
+                        device: "mlx5_0".into(),
+                        hca_handle: Some(2),
+                        hca_object: None,
+                    }],
+                    ..Default::default()
+                },
+                Tenant {
+                    name: "blue".into(),
+                    pkey: 0x102,
+                    members: vec![member(0x100007)],
+                    ..Default::default()
+                },
+            ],
+            storage: vec![StoragePartition {
+                name: "nfs".into(),
+                pkey: 0x200,
+                servers: vec![member(0x100001)],
+                ipoib: false,
+            }],
+            version: 0,
+        };
+        let mut st = ReplicatedState::new();
+        let cmds = [
+            Kind::ApplyPolicy(state::ApplyPolicy {
+                text: "Default=0x7fff : ALL=full ;\n".into(),
+                expected_version: 0,
+            }),
+            Kind::SetTopology(replica::topology_to_proto(&t)),
+            Kind::SetTenants(tenants),
+        ];
+        for (i, k) in cmds.into_iter().enumerate() {
+            let o = st.apply(
+                i as u64 + 1,
+                1,
+                &Command {
+                    request_id: 0,
+                    kind: Some(k),
+                },
+            );
+            assert!(o.is_accepted(), "{:?}", o.result);
+        }
+        st
+    }
+
+    #[test]
+    fn assignment_gives_tenant_limits_and_intended_keys() {
+        let st = state();
+        let d = derive(View::of(&st)).unwrap();
+        let a = assignment(
+            &d,
+            &GetTenantAssignmentRequest {
+                port_guids: vec![0x100004, 0xdead],
+                linearizable: false,
+            },
+        )
+        .unwrap();
+        assert_eq!((a.tenant.as_str(), a.pkey), ("red", 0x101));
+        assert_eq!(a.rdma.len(), 1);
+        assert_eq!(a.ports[0].pkeys, vec![0x0200, 0x7fff, 0x8101]);
+        assert!(a.ports[0].known && !a.ports[1].known);
+        let e = assignment(
+            &d,
+            &GetTenantAssignmentRequest {
+                port_guids: vec![0x100004, 0x100007],
+                linearizable: false,
+            },
+        )
+        .unwrap_err();
+        assert!(e.message().contains("E_NODE_TENANT_SPLIT"), "{e:?}");
+        // An outsider: full Default as the operator wrote.
+        let a = assignment(
+            &d,
+            &GetTenantAssignmentRequest {
+                port_guids: vec![0x10000a],
+                linearizable: false,
+            },
+        )
+        .unwrap();
+        assert_eq!(
+            (a.tenant.as_str(), a.ports[0].pkeys.clone()),
+            ("", vec![0xffff])
+        );
+        let l = list(&d);
+        assert_eq!(l.resolved.len(), 3);
+        assert!(l.effective_policy.contains("red=0x0101"));
+    }
+
+    #[test]
+    fn fingerprint_follows_every_input() {
+        let st = state();
+        let k = fingerprint(&st);
+        assert_eq!(k, fingerprint(&state()));
+        let mut st2 = state();
+        let o = st2.apply(
+            10,
+            1,
+            &Command {
+                request_id: 0,
+                kind: Some(Kind::ApplyPolicy(state::ApplyPolicy {
+                    text: "Default=0x7fff : ALL=limited ;\n".into(),
+                    expected_version: 1,
+                })),
+            },
+        );
+        assert!(o.is_accepted());
+        assert_ne!(k, fingerprint(&st2));
+    }
+
+    #[test]
+    fn changes_replace_add_and_delete_by_name() {
+        let cur = state().tenants().clone();
+        let t = Tenant {
+            name: "blue".into(),
+            pkey: 0x105,
+            ..Default::default()
+        };
+        let n = changed(&cur, &Change::Set(Some(t), vec![])).unwrap();
+        assert_eq!(n.tenants.len(), 2);
+        assert_eq!(n.tenants[1].pkey, 0x105);
+        let n = changed(
+            &cur,
+            &Change::Delete {
+                name: "nfs".into(),
+                storage: true,
+            },
+        )
+        .unwrap();
+        assert!(n.storage.is_empty());
+        let e = changed(
+            &cur,
+            &Change::Delete {
+                name: "nfs".into(),
+                storage: false,
+            },
+        )
+        .unwrap_err();
+        assert_eq!(e.code(), tonic::Code::NotFound);
+        // Deleting nfs while tenants use it does not compile.
+        let n = changed(
+            &cur,
+            &Change::Delete {
+                name: "nfs".into(),
+                storage: true,
+            },
+        )
+        .unwrap();
+        let e = precheck(&View::of(&state()), &n).unwrap_err();
+        assert!(e.message().contains("TENANT-E009"), "{e:?}");
+    }
+}
