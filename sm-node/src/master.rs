@@ -207,7 +207,7 @@ impl MasterActor {
             ev,
             Event::SubnetUp { .. } | Event::HeavySweepComplete { .. }
         ) {
-            self.sa_refresh();
+            self.sa_refresh(ctx);
         }
         match ev {
             Event::RoutingNeeded(job) => self.route(*job, ctx),
@@ -599,9 +599,10 @@ impl MasterActor {
         tracing::info!("SA serving on port {port}");
     }
 
-    fn sa_refresh(&mut self) {
+    fn sa_refresh(&mut self, ctx: &mut Context<Self>) {
         if let Some(sa) = self.sa.as_mut() {
-            sa.refresh(&self.sweeper);
+            let reports = sa.refresh(&self.sweeper);
+            self.sa_run(reports, ctx);
         }
     }
 

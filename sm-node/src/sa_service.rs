@@ -115,13 +115,47 @@ impl SaService {
         self.engine.state()
     }
 
-    /// Rebuilds the fabric view from the sweeper (after a heavy sweep).
-    pub fn refresh(&mut self, sweeper: &Sweeper) {
+    /// Rebuilds the fabric view from the sweeper (after a heavy sweep). End ports that
+    /// appeared or went away since the last view become Notice 64/65 Reports to the
+    /// subscribers (none on the first view: a new master does not know what changed).
+    pub fn refresh(&mut self, sweeper: &Sweeper) -> Vec<SaAction> {
         let sl: HashMap<u16, u8> = policy_of(sweeper)
             .map(|p| p.partitions.iter().map(|x| (x.pkey, x.sl)).collect())
             .unwrap_or_default();
         let v = sa::view_from_sweeper(sweeper, self.sm_port, SUBNET_PREFIX, sl, HashMap::new());
+        let ends = |v: &sa::FabricView| -> HashMap<Guid, Lid> {
+            v.end_ports().map(|(_, p)| (p.guid, p.lid)).collect()
+        };
+        let old = ends(self.engine.view());
+        let new = ends(&v);
         self.engine.set_view(Arc::new(v));
+        if old.is_empty() {
+            return Vec::new();
+        }
+        let came: Vec<Guid> = new.keys().filter(|g| !old.contains_key(g)).copied().collect();
+        let went: Vec<(Guid, Lid)> = old
+            .iter()
+            .filter(|(g, _)| !new.contains_key(g))
+            .map(|(g, l)| (*g, *l))
+            .collect();
+        if came.is_empty() && went.is_empty() {
+            return Vec::new();
+        }
+        tracing::info!(
+            "SA: {} ports in service, {} out of service: Notice 64/65 to subscribers",
+            came.len(),
+            went.len()
+        );
+        self.engine
+            .port_changes(&came, &went)
+            .into_iter()
+            .map(|o| SaAction::Send {
+                dlid: o.dlid,
+                dqpn: o.dqpn,
+                mad: o.mad.encode(),
+                len: 256,
+            })
+            .collect()
     }
 
     /// The multicast groups as sm-core's MFT programming takes them.
