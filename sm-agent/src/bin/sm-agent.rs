@@ -122,6 +122,11 @@ fn main() -> anyhow::Result<ExitCode> {
         .enable_all()
         .build()?;
     rt.block_on(async {
+        // Installed once, before the first cycle: a signal that lands during a cycle is kept.
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+            .context("SIGTERM handler")?;
+        let mut int = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())
+            .context("SIGINT handler")?;
         loop {
             let r = cycle(&cli, &cfg, &conn).await;
             emit(&cli, &r)?;
@@ -135,7 +140,8 @@ fn main() -> anyhow::Result<ExitCode> {
             }
             tokio::select! {
                 _ = tokio::time::sleep(Duration::from_secs(cli.interval.max(1))) => {}
-                _ = tokio::signal::ctrl_c() => return Ok(ExitCode::SUCCESS),
+                _ = term.recv() => return Ok(ExitCode::SUCCESS),
+                _ = int.recv() => return Ok(ExitCode::SUCCESS),
             }
         }
     })
