@@ -111,6 +111,11 @@ impl Auth {
         }
     }
 
+    /// True when no token is configured (every call allowed).
+    pub fn is_open(&self) -> bool {
+        self.tokens.is_none()
+    }
+
     /// The role of a request, or UNAUTHENTICATED.
     pub fn role<T>(&self, req: &Request<T>) -> Result<Role, Status> {
         let Some(tokens) = &self.tokens else {

@@ -13,7 +13,20 @@
 //! sim-pace = "fast"              # or "realtime" (in-process simulator only)
 //! smp-timeout-ms = 20            # default 20; 200 on umad
 //! smp-window = 256               # SMPs in flight at most; default 256, 128 on umad
+//!
+//! [admin]                        # security of the gRPC listener (Peer + SmAdmin), cluster mode
+//! tls-cert = "/etc/quorum-sm/node1.pem"   # PEM chain of this replica (with tls-key)
+//! tls-key = "/etc/quorum-sm/node1.key"
+//! tls-ca = "/etc/quorum-sm/ca.pem"        # CA of the replicas: verifies servers, requires client certs
+//! tls-domain = "localhost"                # name checked in peers' certificates (default localhost)
+//! tokens-file = "/etc/quorum-sm/tokens"   # `ROLE TOKEN` lines, roles read and admin
+//! insecure-loopback = false               # true: plain HTTP/2, only on a loopback listen address
 //! ```
+//!
+//! Every `[admin]` key has a flag (`--tls-cert`, `--tls-key`, `--tls-ca`, `--tls-domain`,
+//! `--tokens-file`, `--insecure-loopback`); the environment variables `SM_TLS_CERT`,
+//! `SM_TLS_KEY`, `SM_TLS_CA`, `SM_TLS_DOMAIN`, `SM_TOKENS_FILE` / `SM_TOKENS` and
+//! `SM_INSECURE_LOOPBACK=1` override both (see [`crate::tls`]).
 
 use crate::error::NodeError;
 use crate::store::Guid2LidStore;
@@ -151,6 +164,42 @@ pub struct FileConfig {
     pub smp_timeout_ms: Option<u64>,
     /// Outstanding SMPs at most (default 256; 128 on umad).
     pub smp_window: Option<usize>,
+    /// `[admin]`: TLS and tokens of the gRPC listener.
+    pub admin: Option<AdminSecurity>,
+}
+
+/// The `[admin]` table: security of a replica's gRPC listener (Peer and SmAdmin share it)
+/// and of the connections it opens to the other replicas. Paths are read at start.
+#[derive(Clone, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct AdminSecurity {
+    /// PEM certificate chain of this replica (server and client identity).
+    pub tls_cert: Option<PathBuf>,
+    /// PEM private key of `tls_cert`.
+    pub tls_key: Option<PathBuf>,
+    /// PEM CA that signed every replica's certificate: clients verify servers with it and
+    /// the server requires client certificates signed by it (mutual TLS).
+    pub tls_ca: Option<PathBuf>,
+    /// Name checked in the other replicas' certificates (default `localhost`).
+    pub tls_domain: Option<String>,
+    /// Bearer tokens: one `ROLE TOKEN` per line (roles `read`, `admin`).
+    pub tokens_file: Option<PathBuf>,
+    /// Plain HTTP/2 without TLS, allowed only on a loopback listen address (development).
+    pub insecure_loopback: Option<bool>,
+}
+
+impl AdminSecurity {
+    /// `self` with every key `over` sets replaced.
+    pub fn overlay(self, over: AdminSecurity) -> AdminSecurity {
+        AdminSecurity {
+            tls_cert: over.tls_cert.or(self.tls_cert),
+            tls_key: over.tls_key.or(self.tls_key),
+            tls_ca: over.tls_ca.or(self.tls_ca),
+            tls_domain: over.tls_domain.or(self.tls_domain),
+            tokens_file: over.tokens_file.or(self.tokens_file),
+            insecure_loopback: over.insecure_loopback.or(self.insecure_loopback),
+        }
+    }
 }
 
 impl FileConfig {
@@ -177,6 +226,10 @@ impl FileConfig {
             sim_seed: over.sim_seed.or(self.sim_seed),
             smp_timeout_ms: over.smp_timeout_ms.or(self.smp_timeout_ms),
             smp_window: over.smp_window.or(self.smp_window),
+            admin: match (self.admin, over.admin) {
+                (Some(a), Some(b)) => Some(a.overlay(b)),
+                (a, b) => b.or(a),
+            },
         }
     }
 }
@@ -208,6 +261,8 @@ pub struct NodeConfig {
     pub smp_timeout_ms: u64,
     /// Outstanding SMPs at most.
     pub smp_window: usize,
+    /// `[admin]` security settings (cluster mode).
+    pub admin: AdminSecurity,
 }
 
 impl TryFrom<FileConfig> for NodeConfig {
@@ -282,6 +337,7 @@ impl TryFrom<FileConfig> for NodeConfig {
             pace,
             seed: f.sim_seed.unwrap_or(1),
             smp_timeout_ms,
+            admin: f.admin.unwrap_or_default(),
         })
     }
 }
@@ -446,6 +502,28 @@ mod tests {
         };
         assert!(NodeConfig::try_from(file.overlay(bad)).is_err());
         assert!(toml::from_str::<FileConfig>("bogus = 1\n").is_err());
+    }
+
+    #[test]
+    fn admin_security_section_and_flags() {
+        let file: FileConfig = toml::from_str(
+            "fabric = \"sim:ft2:8\"\n[admin]\ntls-cert = \"/a.pem\"\ntls-key = \"/a.key\"\ninsecure-loopback = false\n",
+        )
+        .unwrap();
+        let flags = FileConfig {
+            admin: Some(AdminSecurity {
+                tls_ca: Some("/ca.pem".into()),
+                insecure_loopback: Some(true),
+                ..AdminSecurity::default()
+            }),
+            ..FileConfig::default()
+        };
+        let c = NodeConfig::try_from(file.overlay(flags)).unwrap();
+        assert_eq!(c.admin.tls_cert.as_deref(), Some(Path::new("/a.pem")));
+        assert_eq!(c.admin.tls_key.as_deref(), Some(Path::new("/a.key")));
+        assert_eq!(c.admin.tls_ca.as_deref(), Some(Path::new("/ca.pem")));
+        assert_eq!(c.admin.insecure_loopback, Some(true), "the flag wins");
+        assert!(toml::from_str::<FileConfig>("[admin]\ntls-certs = \"x\"\n").is_err());
     }
 
     #[test]

@@ -2,19 +2,24 @@
 //! through tonic, ring provider) for the server and for every client this process opens
 //! (peer senders, leader forwarding), and the admin tokens.
 //!
-//! Configured from the environment, once per process, before serving ([`install_from_env`]):
+//! Configured once per process, before serving ([`install_from_config`]), from the node
+//! configuration's `[admin]` table and flags ([`crate::config::AdminSecurity`]), each key
+//! overridden by its environment variable when that is set:
 //!
-//! | variable | meaning |
-//! |---|---|
-//! | `SM_TLS_CERT`, `SM_TLS_KEY` | PEM certificate chain and key of this replica |
-//! | `SM_TLS_CA` | PEM CA that signed the replicas' certificates (clients verify the server with it; the server requires client certificates signed by it) |
-//! | `SM_TLS_DOMAIN` | name checked in the server certificate (default `localhost`) |
-//! | `SM_TOKENS_FILE` / `SM_TOKENS` | admin tokens: file of `ROLE TOKEN` lines / `read:T,admin:T` |
-//! | `SM_INSECURE_LOOPBACK=1` | explicitly allow plain HTTP/2 (loopback listen only) |
+//! | `[admin]` key / flag | variable | meaning |
+//! |---|---|---|
+//! | `tls-cert`, `tls-key` | `SM_TLS_CERT`, `SM_TLS_KEY` | PEM certificate chain and key of this replica |
+//! | `tls-ca` | `SM_TLS_CA` | PEM CA that signed the replicas' certificates (clients verify the server with it; the server requires client certificates signed by it) |
+//! | `tls-domain` | `SM_TLS_DOMAIN` | name checked in the server certificate (default `localhost`) |
+//! | `tokens-file` | `SM_TOKENS_FILE` / `SM_TOKENS` | admin tokens: file of `ROLE TOKEN` lines / `read:T,admin:T` |
+//! | `insecure-loopback` | `SM_INSECURE_LOOPBACK=1` | explicitly allow plain HTTP/2 (loopback listen only) |
 //!
-//! Without TLS a non-loopback listen address is refused.
+//! Plain HTTP/2 is refused (`E_NODE_TLS_PLAINTEXT`) unless insecure-loopback is set
+//! explicitly AND the listen address is a loopback address; the error names what to
+//! configure.
 
 use crate::auth::{Auth, Tokens};
+use crate::config::AdminSecurity;
 use std::net::SocketAddr;
 use std::sync::OnceLock;
 use tonic::transport::{Certificate, ClientTlsConfig, Endpoint, Identity, ServerTlsConfig};
@@ -34,21 +39,35 @@ pub struct Security {
 
 static SECURITY: OnceLock<Security> = OnceLock::new();
 
-fn read(var: &str) -> Result<Option<Vec<u8>>, String> {
-    match std::env::var_os(var) {
-        None => Ok(None),
-        Some(p) => std::fs::read(&p)
-            .map(Some)
-            .map_err(|e| format!("{var}={}: {e}", p.to_string_lossy())),
-    }
+/// Reads the file named by `var` when set, else by the `[admin]` key `key` (`path`).
+fn read(var: &str, key: &str, path: Option<&std::path::Path>) -> Result<Option<Vec<u8>>, String> {
+    let (what, p) = match std::env::var_os(var) {
+        Some(p) => (var.to_string(), std::path::PathBuf::from(p)),
+        None => match path {
+            Some(p) => (format!("[admin] {key}"), p.to_path_buf()),
+            None => return Ok(None),
+        },
+    };
+    std::fs::read(&p)
+        .map(Some)
+        .map_err(|e| format!("{what}={}: {e}", p.display()))
 }
 
-/// Builds the settings from the environment (see the module doc).
+/// Builds the settings from the environment alone (see the module doc).
 pub fn from_env() -> Result<Security, String> {
-    let cert = read("SM_TLS_CERT")?;
-    let key = read("SM_TLS_KEY")?;
-    let ca = read("SM_TLS_CA")?;
-    let domain = std::env::var("SM_TLS_DOMAIN").unwrap_or_else(|_| "localhost".into());
+    from_config(&AdminSecurity::default())
+}
+
+/// Builds the settings from the `[admin]` configuration, each key overridden by its
+/// environment variable (see the module doc).
+pub fn from_config(cfg: &AdminSecurity) -> Result<Security, String> {
+    let cert = read("SM_TLS_CERT", "tls-cert", cfg.tls_cert.as_deref())?;
+    let key = read("SM_TLS_KEY", "tls-key", cfg.tls_key.as_deref())?;
+    let ca = read("SM_TLS_CA", "tls-ca", cfg.tls_ca.as_deref())?;
+    let domain = std::env::var("SM_TLS_DOMAIN")
+        .ok()
+        .or_else(|| cfg.tls_domain.clone())
+        .unwrap_or_else(|| "localhost".into());
     let (server, client) = match (cert, key) {
         (Some(c), Some(k)) => {
             let id = Identity::from_pem(&c, &k);
@@ -62,38 +81,71 @@ pub fn from_env() -> Result<Security, String> {
             (Some(s), Some(cl))
         }
         (None, None) => (None, None),
-        _ => return Err("SM_TLS_CERT and SM_TLS_KEY go together".into()),
+        _ => {
+            return Err("tls-cert and tls-key (SM_TLS_CERT and SM_TLS_KEY) go together".into());
+        }
     };
-    let tokens = match (
-        std::env::var_os("SM_TOKENS_FILE"),
-        std::env::var("SM_TOKENS").ok(),
-    ) {
-        (Some(f), _) => {
-            let text = std::fs::read_to_string(&f)
-                .map_err(|e| format!("SM_TOKENS_FILE={}: {e}", f.to_string_lossy()))?;
-            Some(Tokens::parse_file(&text).map_err(|e| format!("SM_TOKENS_FILE: {e}"))?)
+    let tokens_file = std::env::var_os("SM_TOKENS_FILE")
+        .map(|f| ("SM_TOKENS_FILE".to_string(), std::path::PathBuf::from(f)))
+        .or_else(|| {
+            cfg.tokens_file
+                .clone()
+                .map(|p| ("[admin] tokens-file".to_string(), p))
+        });
+    let tokens = match (tokens_file, std::env::var("SM_TOKENS").ok()) {
+        (Some((what, f)), _) => {
+            let text =
+                std::fs::read_to_string(&f).map_err(|e| format!("{what}={}: {e}", f.display()))?;
+            Some(Tokens::parse_file(&text).map_err(|e| format!("{what}: {e}"))?)
         }
         (None, Some(s)) => Some(Tokens::parse_inline(&s).map_err(|e| format!("SM_TOKENS: {e}"))?),
         (None, None) => None,
+    };
+    let insecure_loopback = match std::env::var("SM_INSECURE_LOOPBACK") {
+        Ok(v) => v == "1" || v == "true",
+        Err(_) => cfg.insecure_loopback.unwrap_or(false),
     };
     Ok(Security {
         server,
         client,
         auth: Auth::new(tokens),
-        insecure_loopback: std::env::var("SM_INSECURE_LOOPBACK").is_ok_and(|v| v == "1"),
+        insecure_loopback,
     })
 }
 
-/// Checks the settings against the listen address and installs them for this process.
-pub fn install(sec: Security, listen: SocketAddr) -> Result<(), String> {
-    if sec.server.is_none() && !listen.ip().is_loopback() {
-        return Err(format!(
-            "E_NODE_TLS: refusing to serve {listen} without TLS (set SM_TLS_CERT/SM_TLS_KEY/SM_TLS_CA; plain HTTP/2 is for loopback only)"
+/// Why `sec` may not serve on `listen` (None: it may). Plain HTTP/2 needs
+/// insecure-loopback set explicitly and a loopback listen address.
+pub fn check(sec: &Security, listen: SocketAddr) -> Option<String> {
+    if sec.server.is_some() {
+        return None;
+    }
+    if !listen.ip().is_loopback() {
+        return Some(format!(
+            "E_NODE_TLS_PLAINTEXT: refusing to serve {listen} without TLS: set [admin] tls-cert, tls-key and tls-ca in the config file (or --tls-cert/--tls-key/--tls-ca); plain HTTP/2 is allowed only on a loopback address with [admin] insecure-loopback = true"
         ));
     }
-    if sec.server.is_none() && !sec.insecure_loopback {
+    if !sec.insecure_loopback {
+        return Some(format!(
+            "E_NODE_TLS_PLAINTEXT: refusing to serve {listen} without TLS: configure [admin] tls-cert, tls-key and tls-ca (or --tls-cert/--tls-key/--tls-ca), or, for development on this loopback address only, set [admin] insecure-loopback = true (or --insecure-loopback)"
+        ));
+    }
+    None
+}
+
+/// Checks the settings against the listen address ([`check`]) and installs them for this
+/// process.
+pub fn install(sec: Security, listen: SocketAddr) -> Result<(), String> {
+    if let Some(e) = check(&sec, listen) {
+        return Err(e);
+    }
+    if sec.server.is_none() {
         tracing::warn!(
-            "E_NODE_TLS: serving {listen} without TLS; set SM_INSECURE_LOOPBACK=1 to say so, or configure TLS"
+            "E_NODE_TLS_INSECURE: serving {listen} in plain HTTP/2 (insecure-loopback, development only)"
+        );
+    }
+    if sec.auth.is_open() {
+        tracing::warn!(
+            "E_NODE_AUTH_OPEN: no admin tokens configured ([admin] tokens-file): every admin call is allowed"
         );
     }
     SECURITY
@@ -104,6 +156,11 @@ pub fn install(sec: Security, listen: SocketAddr) -> Result<(), String> {
 /// [`from_env`] then [`install`].
 pub fn install_from_env(listen: SocketAddr) -> Result<(), String> {
     install(from_env()?, listen)
+}
+
+/// [`from_config`] then [`install`].
+pub fn install_from_config(cfg: &AdminSecurity, listen: SocketAddr) -> Result<(), String> {
+    install(from_config(cfg)?, listen)
 }
 
 /// The installed settings (defaults: plain, open, when nothing was installed).
@@ -125,5 +182,75 @@ pub fn server_builder() -> Result<tonic::transport::Server, tonic::transport::Er
     match SECURITY.get().and_then(|s| s.server.clone()) {
         Some(tls) => b.tls_config(tls),
         None => Ok(b),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn addr(s: &str) -> SocketAddr {
+        s.parse().unwrap()
+    }
+
+    #[test]
+    fn plaintext_needs_the_explicit_flag_and_a_loopback_address() {
+        let plain = Security::default();
+        let e = check(&plain, addr("127.0.0.1:7000")).unwrap();
+        assert!(e.starts_with("E_NODE_TLS_PLAINTEXT"), "{e}");
+        assert!(
+            e.contains("insecure-loopback = true") && e.contains("tls-cert"),
+            "{e}"
+        );
+        let dev = Security {
+            insecure_loopback: true,
+            ..Security::default()
+        };
+        assert_eq!(check(&dev, addr("127.0.0.1:7000")), None);
+        assert_eq!(check(&dev, addr("[::1]:7000")), None);
+        let e = check(&dev, addr("10.0.0.1:7000")).unwrap();
+        assert!(
+            e.starts_with("E_NODE_TLS_PLAINTEXT") && e.contains("tls-ca"),
+            "{e}"
+        );
+        let e = check(&dev, addr("0.0.0.0:7000")).unwrap();
+        assert!(e.starts_with("E_NODE_TLS_PLAINTEXT"), "{e}");
+    }
+
+    #[test]
+    fn config_files_are_read_and_named_in_errors() {
+        let cfg = AdminSecurity {
+            tls_cert: Some("/nonexistent/quorum-cert.pem".into()),
+            tls_key: Some("/nonexistent/quorum-key.pem".into()),
+            ..AdminSecurity::default()
+        };
+        // Only when the environment does not override (tests of this crate never set it).
+        if std::env::var_os("SM_TLS_CERT").is_none() {
+            let e = from_config(&cfg).unwrap_err();
+            assert!(
+                e.contains("[admin] tls-cert=/nonexistent/quorum-cert.pem"),
+                "{e}"
+            );
+        }
+        let half = AdminSecurity {
+            tls_cert: None,
+            tls_key: Some("/nonexistent/k".into()),
+            ..AdminSecurity::default()
+        };
+        if std::env::var_os("SM_TLS_KEY").is_none() && std::env::var_os("SM_TLS_CERT").is_none() {
+            assert!(from_config(&half).is_err());
+        }
+        let dev = AdminSecurity {
+            insecure_loopback: Some(true),
+            ..AdminSecurity::default()
+        };
+        if std::env::var_os("SM_INSECURE_LOOPBACK").is_none() {
+            assert!(from_config(&dev).unwrap().insecure_loopback);
+            assert!(
+                !from_config(&AdminSecurity::default())
+                    .unwrap()
+                    .insecure_loopback
+            );
+        }
     }
 }

@@ -79,6 +79,21 @@ async fn all_reads(a: &mut SmAdminClient<Channel>, who: &str) {
     assert_eq!(p.node_guid, ca0.node_guid, "{who}");
     assert_eq!(p.lid, ca0.lid, "{who}");
     assert_eq!(p.port_state, "Active");
+    // PortInfo as the master read it: every decoded field, when and by whom.
+    let field = |n: &str| {
+        p.port_info
+            .iter()
+            .find(|f| f.name == n)
+            .map(|f| f.value.clone())
+            .unwrap_or_default()
+    };
+    assert_eq!(p.port_info.len(), 54, "{who}: {:?}", p.port_info);
+    assert_eq!(field("Lid"), ca0.lid.to_string(), "{who}");
+    assert_eq!(field("LinkState"), "Active", "{who}");
+    assert_eq!(field("LocalPort"), port.to_string(), "{who}");
+    assert_eq!(field("Mkey"), "<hidden>", "{who}");
+    assert!(p.read_sweep >= 1 && p.read_unix_ms > 0, "{who}: {p:?}");
+    assert_ne!(p.read_by_replica, 0, "{who}");
     let e = a
         .get_port(GetPortRequest {
             linearizable: false,
@@ -150,13 +165,81 @@ async fn all_reads(a: &mut SmAdminClient<Channel>, who: &str) {
         "{who}"
     );
     let au = a.audit(AuditRequest::default()).await.unwrap().into_inner();
-    assert_eq!(au.source, "replicated-programmed");
+    assert_eq!(au.source, "fabric", "{who}");
+    assert!(
+        au.read_unix_ms > 0 && au.read_by_replica != 0,
+        "{who}: {au:?}"
+    );
+    assert!(au.unanswered.is_empty(), "{who}: {:?}", au.unanswered);
+    assert!(
+        au.ports > 0 && au.smps >= u64::from(au.ports),
+        "{who}: {au:?}"
+    );
     let g = a
         .get_policy(GetPolicyRequest { linearizable: true })
         .await
         .unwrap()
         .into_inner();
     let _ = g.version;
+}
+
+/// A rogue host (CA port 6, not a replica's) that learned the M_Key adds `key` to CA port
+/// 4's P_KeyTable and to its switch port's table through Sets the SM never sent; returns
+/// the CA's port GUID.
+async fn tamper(c: &LocalCluster, key: u16) -> fabric::Guid {
+    use fabric_sim::Fault;
+    let cas = sm_node::cluster::harness::ca_ports(&c.topo);
+    let (vn, vp, vg) = cas[4];
+    let rogue = cas[6].2;
+    let remote = c.topo.remote(fabric::PortRef::new(vn, vp)).unwrap();
+    let (sw, sp) = (remote.node, remote.port.0);
+    c.with_sim(|s| {
+        let mut sets = Vec::new();
+        // (node, port, the port whose LID addresses it, attribute modifier)
+        for (node, port, lid_port, modifier) in [
+            (vn, vp, vp, mad::PKeyTable::modifier(0, 0)),
+            (sw, sp, 0, mad::PKeyTable::modifier(sp, 0)),
+        ] {
+            let lid = s.port_info(node, lid_port);
+            let mut t = mad::PKeyTable::default();
+            let keys = s.pkey_table(node, port).unwrap();
+            for (k, e) in keys.iter().take(32).enumerate() {
+                t.keys[k] = *e;
+            }
+            let free = t.keys.iter().position(|k| k.0 == 0).unwrap();
+            t.keys[free] = fabric::PKey(key);
+            let mut smp = mad::Smp::lid_set(0x5eed, modifier, &t);
+            // The rogue knows the term's M_Key (read behind the SM's back).
+            let info = lid.unwrap();
+            smp.m_key = info.m_key;
+            sets.push((info.lid, smp));
+        }
+        for (dlid, smp) in sets {
+            let now = s.now();
+            s.inject(
+                now,
+                Fault::Rogue {
+                    port_guid: rogue,
+                    dlid,
+                    smp: Box::new(smp),
+                },
+            )
+            .unwrap();
+        }
+    });
+    let start = Instant::now();
+    loop {
+        let done = c.with_sim(|s| {
+            [(vn, vp), (sw, sp)]
+                .iter()
+                .all(|&(n, p)| s.pkey_table(n, p).unwrap().iter().any(|k| k.0 == key))
+        });
+        if done {
+            return vg;
+        }
+        assert!(start.elapsed() < BOUND, "the rogue Sets never landed");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
 }
 
 #[test]
@@ -263,6 +346,32 @@ fn admin_api_on_three_replicas() {
         assert_eq!(g.version, 1);
         let sets = c.take_sets();
         assert!(sets.is_empty(), "a refused policy sent Sets: {sets:?}");
+
+        // Audit reads the fabric: clean now; then a rogue host puts a key the policy does not
+        // give into a CA port and its switch port (behind the SM's back) and the audit, on
+        // the follower and on the leader, reports the leak. Reading sends no Set.
+        let au = fa
+            .audit(AuditRequest::default())
+            .await
+            .unwrap()
+            .into_inner();
+        assert!(!au.has_errors, "{:?}", au.findings);
+        assert_eq!(au.read_by_replica, leader);
+        let victim = tamper(&c, 0x8009).await;
+        let _ = c.take_sets();
+        for a in [&mut fa, &mut la] {
+            let au = a.audit(AuditRequest::default()).await.unwrap().into_inner();
+            assert!(au.has_errors, "{:?}", au.findings);
+            assert!(
+                au.findings
+                    .iter()
+                    .any(|f| f.starts_with("AUDIT-E002") && f.contains(&victim.to_string())),
+                "{:?}",
+                au.findings
+            );
+        }
+        let sets = c.take_sets();
+        assert!(sets.is_empty(), "the audit sent Sets: {sets:?}");
 
         // Sweep through a follower reaches the master.
         let s = fa

@@ -117,6 +117,9 @@ impl LocalCluster {
                 "0".into(),
                 "--routing-workers".into(),
                 "1".into(),
+                // Plain HTTP/2 on loopback must be asked for (TLS tests override through
+                // the SM_TLS_* environment, which wins).
+                "--insecure-loopback".into(),
             ],
         })
     }
@@ -286,7 +289,8 @@ impl LocalCluster {
         ))
     }
 
-    fn with_sim<T>(&self, f: impl FnOnce(&mut SimFabric) -> T) -> T {
+    /// Runs `f` on the served simulator (tests reach behind the SM's back with it).
+    pub fn with_sim<T>(&self, f: impl FnOnce(&mut SimFabric) -> T) -> T {
         self.server
             .as_ref()
             .map(|s| s.with_sim(f))

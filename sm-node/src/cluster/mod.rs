@@ -44,6 +44,10 @@ pub struct ClusterConfig {
     pub snapshot_every: u64,
     /// This replica's fabric port GUID (0 when the port is named otherwise).
     pub port_guid: Guid,
+    /// Voters of the initial membership, used only when the storage is first initialized
+    /// (empty: every peer). A replica that joins later is started with the existing voters
+    /// (it is not one of them, so it never campaigns) and added with ChangeMembership.
+    pub voters: Vec<u64>,
 }
 
 impl ClusterConfig {

@@ -41,6 +41,9 @@ const DEFAULT_M_KEY_BASE: u64 = 0x5153_4D5F_4D4B_4559;
 /// A proposal not answered within this is dropped (the caller times out first).
 const PROPOSAL_TTL: Duration = Duration::from_secs(30);
 
+mod read_index;
+pub use read_index::ReadIndex;
+
 /// Why a proposal was not taken.
 #[derive(Clone, Debug)]
 pub enum ProposeError {
@@ -95,6 +98,8 @@ pub struct RaftActor {
     detaching: Option<u64>,
     /// Stopping for good: no master or standby starts again.
     shut: bool,
+    /// Linearizable reads in a ReadIndex round.
+    reads: read_index::ReadWaiters,
 }
 
 fn unix_ms() -> u64 {
@@ -125,7 +130,11 @@ impl RaftActor {
         let st = store.initial_state().map_err(|e| err(e.to_string()))?;
         if !st.initialized() {
             let cs = raft::eraftpb::ConfState {
-                voters: cfg.peers.keys().copied().collect(),
+                voters: if cfg.voters.is_empty() {
+                    cfg.peers.keys().copied().collect()
+                } else {
+                    cfg.voters.clone()
+                },
                 ..Default::default()
             };
             store
@@ -195,6 +204,7 @@ impl RaftActor {
             standby: None,
             detaching: None,
             shut: false,
+            reads: Default::default(),
         })
     }
 
@@ -279,6 +289,7 @@ impl RaftActor {
             return;
         }
         let mut rd = self.raw.ready();
+        self.take_read_states(rd.read_states());
         // 1. Messages that may leave before persisting (the leader's appends, heartbeats).
         self.send_messages(rd.take_messages());
         // 2. A snapshot from the leader replaces log and state.
@@ -340,6 +351,7 @@ impl RaftActor {
         for (tx, r) in self.answers.drain(..) {
             let _ = tx.send(r);
         }
+        self.answer_reads();
         self.after_apply(ctx);
     }
 
@@ -835,6 +847,7 @@ impl RaftActor {
                     port_guid: if is_self { self.cfg.port_guid.0 } else { 0 },
                     role: role as i32,
                     match_index: if leader || is_self { matched } else { 0 },
+                    voter: raft.prs().conf().voters().contains(*id),
                     lag: if leader || is_self {
                         commit.saturating_sub(matched)
                     } else {

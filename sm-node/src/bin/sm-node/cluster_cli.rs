@@ -115,6 +115,7 @@ pub struct ReplicaArgs {
     pub election_ticks: usize,
     pub snapshot_every: u64,
     pub node: NodeConfig,
+    pub voters: Vec<u64>,
 }
 
 /// Runs one replica until SIGINT/SIGTERM (graceful: a master hands leadership over first).
@@ -144,12 +145,13 @@ pub fn run_replica(a: ReplicaArgs) -> anyhow::Result<ExitCode> {
         snapshot_every: a.snapshot_every.max(1),
         heartbeat_ticks: 2,
         port_guid,
+        voters: a.voters,
     };
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()?;
-    sm_node::tls::install_from_env(listen).map_err(|e| anyhow!("E_NODE_TLS: {e}"))?;
+    sm_node::tls::install_from_config(&a.node.admin, listen).map_err(|e| anyhow!("{e}"))?;
     rt.block_on(async move {
         let mut signals = crate::stop::StopSignals::install()?;
         let tx = cluster::net::spawn_senders(a.id, &peers);

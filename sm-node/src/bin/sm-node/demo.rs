@@ -87,6 +87,9 @@ pub async fn run(a: &DemoArgs) -> anyhow::Result<ExitCode> {
         topo.nodes().count(),
         socket.display()
     );
+    println!(
+        "replicas start with --insecure-loopback: plain HTTP/2 on 127.0.0.1 (development; see the README for TLS and tokens)"
+    );
     let peers: Vec<String> = (1..=a.replicas)
         .map(|i| format!("{i}=127.0.0.1:{}", a.base_port + i as u16))
         .collect();
@@ -106,6 +109,8 @@ pub async fn run(a: &DemoArgs) -> anyhow::Result<ExitCode> {
             .arg("--fabric")
             .arg(format!("simd:{}@0x{:016x}", socket.display(), port.0))
             .args(["--sweep-interval", "5"])
+            // Development set-up on loopback: plain HTTP/2, said explicitly.
+            .arg("--insecure-loopback")
             .env(
                 "RUST_LOG",
                 std::env::var("RUST_LOG").unwrap_or_else(|_| "info".into()),

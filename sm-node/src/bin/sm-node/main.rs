@@ -33,6 +33,11 @@ struct Cli {
     /// Peer and SmAdmin gRPC are served there (plain HTTP/2, no TLS yet).
     #[arg(long)]
     peers: Option<String>,
+    /// Cluster mode: the initial voters, comma separated (default: every replica in
+    /// --peers). Used only when the data directory is first initialized: a replica listed
+    /// in --peers but not here starts as a non-voter and joins through `smctl members add`.
+    #[arg(long, value_delimiter = ',')]
+    voters: Vec<u64>,
     /// Cluster mode: listen address (default: this replica's address in --peers).
     #[arg(long)]
     listen: Option<std::net::SocketAddr>,
@@ -101,6 +106,26 @@ struct Cli {
     /// (`lft GUID LID PORT` and `pkeys GUID PORT KEYS...` lines).
     #[arg(long)]
     dump_tables: Option<PathBuf>,
+    /// Cluster mode security ([admin] in the config file): PEM certificate chain of this
+    /// replica.
+    #[arg(long)]
+    tls_cert: Option<PathBuf>,
+    /// PEM private key of --tls-cert.
+    #[arg(long)]
+    tls_key: Option<PathBuf>,
+    /// PEM CA of the replicas (verifies servers; the server requires client certificates).
+    #[arg(long)]
+    tls_ca: Option<PathBuf>,
+    /// Name checked in the other replicas' certificates (default localhost).
+    #[arg(long)]
+    tls_domain: Option<String>,
+    /// Admin bearer tokens file: `ROLE TOKEN` lines (roles read, admin).
+    #[arg(long)]
+    tokens_file: Option<PathBuf>,
+    /// Serve plain HTTP/2 without TLS: development only, refused unless the listen address
+    /// is loopback.
+    #[arg(long)]
+    insecure_loopback: bool,
 }
 
 impl Cli {
@@ -119,6 +144,14 @@ impl Cli {
             sim_seed: self.sim_seed,
             smp_timeout_ms: self.smp_timeout_ms,
             smp_window: self.smp_window,
+            admin: Some(sm_node::config::AdminSecurity {
+                tls_cert: self.tls_cert.clone(),
+                tls_key: self.tls_key.clone(),
+                tls_ca: self.tls_ca.clone(),
+                tls_domain: self.tls_domain.clone(),
+                tokens_file: self.tokens_file.clone(),
+                insecure_loopback: self.insecure_loopback.then_some(true),
+            }),
         }
     }
 }
@@ -171,6 +204,7 @@ fn run_cluster(cli: Cli) -> anyhow::Result<ExitCode> {
         election_ticks: cli.election_ticks,
         snapshot_every: cli.snapshot_every,
         node: cfg,
+        voters: cli.voters.clone(),
     })
 }
 

@@ -108,7 +108,7 @@ pub fn cluster(o: ReadOpts) -> anyhow::Result<ExitCode> {
                     serde_json::json!({
                 "id": r.id, "address": r.admin_address, "role": role_name(r.role),
                 "match_index": r.match_index, "lag": r.lag, "priority": r.priority,
-                "port_guid": format!("{:#018x}", r.port_guid)})
+                "port_guid": format!("{:#018x}", r.port_guid), "voter": r.voter})
                 })
                 .collect();
             return json(&serde_json::json!({
@@ -146,17 +146,18 @@ pub fn cluster(o: ReadOpts) -> anyhow::Result<ExitCode> {
             ms_utc(s.subnet_up_unix_ms)
         );
         println!(
-            "{:>3}  {:<21} {:<12} {:>8} {:>5}",
+            "{:>3}  {:<21} {:<12} {:>8} {:>5}  VOTER",
             "ID", "ADDRESS", "ROLE", "MATCH", "LAG"
         );
         for r in &s.replicas {
             println!(
-                "{:>3}  {:<21} {:<12} {:>8} {:>5}",
+                "{:>3}  {:<21} {:<12} {:>8} {:>5}  {}",
                 r.id,
                 r.admin_address,
                 role_name(r.role),
                 r.match_index,
-                r.lag
+                r.lag,
+                if r.voter { "yes" } else { "no" }
             );
         }
         Ok(ExitCode::SUCCESS)
@@ -262,12 +263,27 @@ pub fn port(lid: u32, port: u32, o: ReadOpts) -> anyhow::Result<ExitCode> {
                 "port_state": p.port_state, "remote_node_guid": format!("{:#018x}", p.remote_node_guid),
                 "remote_port": p.remote_port, "master_sm_lid": p.master_sm_lid,
                 "pkeys": p.pkeys.iter().map(|k| format!("{k:#06x}")).collect::<Vec<_>>(),
-                "source": p.source}));
+                "source": p.source,
+                "port_info": p.port_info.iter().map(|f| (f.name.clone(), serde_json::Value::from(f.value.clone()))).collect::<serde_json::Map<_, _>>(),
+                "read_sweep": p.read_sweep, "read_unix_ms": p.read_unix_ms,
+                "read_by_replica": p.read_by_replica}));
         }
         println!(
             "# Port info: Lid {lid} port {port} ({}, source: {})",
             p.node_description, p.source
         );
+        if !p.port_info.is_empty() {
+            println!(
+                "# read by the master on replica {} in heavy sweep {} (discovery at {})",
+                p.read_by_replica,
+                p.read_sweep,
+                ms_utc(p.read_unix_ms)
+            );
+            for f in &p.port_info {
+                dots(&format!("{}:", f.name), &f.value);
+            }
+            println!("# from the replicated state");
+        }
         dots("NodeGuid:", format!("{:#018x}", p.node_guid));
         dots("PortGuid:", format!("{:#018x}", p.port_guid));
         dots("Lid:", p.lid);
@@ -578,18 +594,29 @@ pub fn partitions_plan(file: Option<&str>, o: ReadOpts) -> anyhow::Result<ExitCo
 pub fn audit(o: ReadOpts) -> anyhow::Result<ExitCode> {
     let js = o.json;
     run(|mut c| async move {
-        eprintln!("audit: collecting P_Key tables ...");
-        let r = call!(
-            c,
-            audit,
-            AuditRequest {
-                linearizable: o.linearizable
-            }
-        );
+        let req = AuditRequest {
+            linearizable: o.linearizable,
+        };
+        let r = with_spinner(
+            "audit: the master is reading every P_KeyTable back from the fabric",
+            c.audit(req),
+        )
+        .await
+        .map_err(status_err)?
+        .into_inner();
         eprintln!(
-            "audit: {} port tables audited (source: {})",
-            r.ports, r.source
+            "audit: {} port tables read from the {} by the master on replica {} in {} ms ({} SMPs) at {}; {} port(s) did not answer",
+            r.ports,
+            r.source,
+            r.read_by_replica,
+            r.read_ms,
+            r.smps,
+            ms_utc(r.read_unix_ms),
+            r.unanswered.len()
         );
+        for u in &r.unanswered {
+            eprintln!("audit: not read: {u}");
+        }
         if js {
             println!("{}", r.report_json);
         } else {
@@ -612,6 +639,36 @@ pub fn audit(o: ReadOpts) -> anyhow::Result<ExitCode> {
             ExitCode::SUCCESS
         })
     })
+}
+
+/// Awaits `fut`, showing `what` with a spinner and the seconds elapsed on stderr (one plain
+/// line when stderr is not a terminal).
+async fn with_spinner<T>(what: &str, fut: impl std::future::Future<Output = T>) -> T {
+    use std::io::{IsTerminal, Write};
+    let tty = std::io::stderr().is_terminal();
+    if !tty {
+        eprintln!("{what} ...");
+        return fut.await;
+    }
+    let start = std::time::Instant::now();
+    let mut tick = tokio::time::interval(std::time::Duration::from_millis(120));
+    let frames = ['|', '/', '-', '\\'];
+    let mut i = 0usize;
+    tokio::pin!(fut);
+    loop {
+        tokio::select! {
+            out = &mut fut => {
+                eprint!("\r\x1b[2K");
+                let _ = std::io::stderr().flush();
+                return out;
+            }
+            _ = tick.tick() => {
+                eprint!("\r{} {what} ({:.1} s)", frames[i % 4], start.elapsed().as_secs_f64());
+                let _ = std::io::stderr().flush();
+                i += 1;
+            }
+        }
+    }
 }
 
 /// `smctl sweep [--heavy]`.

@@ -2,7 +2,8 @@
 //! writes proposed here or forwarded to the leader (`Peer.Forward`).
 //!
 //! Where reads come from: status, policy and SmInfo from this replica's applied state (or,
-//! with `linearizable`, from the leader holding a valid lease: a follower forwards the call).
+//! with `linearizable`, from the leader after a Raft ReadIndex round has confirmed that a
+//! quorum still follows it and the read index is applied: a follower forwards the call).
 //! Reads that need the fabric's topology (nodes, port, route, trace, diff, plan, audit) are
 //! served by the master, which holds the topology of its last discovery; a follower forwards
 //! them to the leader (the topology is not in the replicated log). LIDs, LFTs and P_Key
@@ -14,17 +15,18 @@
 //! address when known) without a leader or a quorum.
 
 pub mod policy;
+pub mod portinfo;
 pub mod query;
 pub mod tenants;
 pub mod watch;
 
 use super::net::{MAX_MESSAGE, PROPOSE_TIMEOUT, channel, propose_local};
 use super::raft_actor::{
-    ChangeMembership, GetClusterStatus, GetPolicy, ProposeError, RaftActor, ReadState, ReadView,
-    TransferLeader, TriggerSweep,
+    ChangeMembership, GetClusterStatus, GetPolicy, ProposeError, RaftActor, ReadIndex, ReadState,
+    ReadView, TransferLeader, TriggerSweep,
 };
 use crate::auth::Auth;
-use crate::master::GetTopology;
+use crate::master::{GetPortInfo, GetTopology, ReadPKeys};
 use actix::Addr;
 use fabric::Topology;
 use proto::admin::sm_admin_client::SmAdminClient;
@@ -38,6 +40,12 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tonic::{Request, Response, Status};
+
+/// Bound on one ReadIndex round (linearizable reads).
+const READ_INDEX_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// Bound on one P_KeyTable read-back (Audit).
+const READBACK_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// Header marking a call forwarded by a replica (a forwarded call is never forwarded again).
 const FORWARDED: &str = "x-sm-forwarded";
@@ -187,12 +195,35 @@ impl AdminService {
             .ok_or_else(|| Status::unavailable(format!("E_NODE_NO_MASTER: {why}")))
     }
 
-    /// True when a `linearizable` read must go to the leader.
+    /// True when a `linearizable` read must go to the leader. On the leader, a ReadIndex
+    /// round first confirms that a quorum still follows it and waits until this replica has
+    /// applied the index read (then the local state answers linearizably).
     async fn needs_leader(&self, linearizable: bool) -> Result<bool, Status> {
         if !linearizable {
             return Ok(false);
         }
-        Ok(!self.read(|v| v.leader_with_lease).await?)
+        match self.raft.send(ReadIndex).await.map_err(actor_err)? {
+            Err(ProposeError::NotLeader { .. }) => Ok(true),
+            Err(ProposeError::Failed(m)) => {
+                Err(Status::unavailable(format!("E_NODE_READ_INDEX: {m}")))
+            }
+            Ok(rx) => match tokio::time::timeout(READ_INDEX_TIMEOUT, rx).await {
+                Ok(Ok(Ok(_index))) => Ok(false),
+                Ok(Ok(Err(ProposeError::NotLeader {
+                    leader_id,
+                    leader_address,
+                }))) => Err(not_leader_status(leader_id, &leader_address)),
+                Ok(Ok(Err(ProposeError::Failed(m)))) => {
+                    Err(Status::unavailable(format!("E_NODE_READ_INDEX: {m}")))
+                }
+                Ok(Err(_)) => Err(Status::unavailable(
+                    "E_NODE_READ_INDEX: the raft actor dropped the read",
+                )),
+                Err(_) => Err(Status::unavailable(format!(
+                    "E_NODE_READ_INDEX: leadership not confirmed by a quorum within {READ_INDEX_TIMEOUT:?} (no quorum?)"
+                ))),
+            },
+        }
     }
 
     /// The master's topology when this replica is master.
@@ -222,7 +253,12 @@ macro_rules! topo_read {
         $self.auth.read(&$req)?;
         let inner = $req.get_ref().clone();
         let f = $f;
-        match $self.with_topology(move |st, t| f(st, t, &inner)).await? {
+        let local = if $self.needs_leader($req.get_ref().linearizable).await? {
+            None
+        } else {
+            $self.with_topology(move |st, t| f(st, t, &inner)).await?
+        };
+        match local {
             Some(r) => Ok(Response::new(r)),
             None => {
                 let mut c = $self
@@ -430,7 +466,31 @@ impl SmAdmin for AdminService {
         req: Request<GetPortRequest>,
     ) -> Result<Response<GetPortReply>, Status> {
         let _t = crate::metrics::RpcTimer::new("GetPort");
-        topo_read!(self, req, get_port, query::get_port)
+        self.auth.read(&req)?;
+        let here = if self.needs_leader(req.get_ref().linearizable).await? {
+            None
+        } else {
+            self.read(|v| v.master).await?
+        };
+        let Some(m) = here else {
+            let mut c = self
+                .must_forward(&req, "the master is not on this replica yet")
+                .await?;
+            return c.get_port(forwarded(&req, *req.get_ref())).await;
+        };
+        let (t, _) = m.send(GetTopology).await.map_err(actor_err)?;
+        let inner = *req.get_ref();
+        let mut reply = self
+            .read(move |v| query::get_port(v.state, &t, &inner))
+            .await??;
+        let asked = GetPortInfo {
+            node: fabric::Guid(reply.node_guid),
+            port: reply.port as u8,
+        };
+        if let Some(pi) = m.send(asked).await.map_err(actor_err)? {
+            portinfo::fill(&mut reply, &pi, self.id);
+        }
+        Ok(Response::new(reply))
     }
 
     async fn get_route(
@@ -495,12 +555,28 @@ impl SmAdmin for AdminService {
 
     async fn audit(&self, req: Request<AuditRequest>) -> Result<Response<AuditReply>, Status> {
         let _t = crate::metrics::RpcTimer::new("Audit");
-        topo_read!(
-            self,
-            req,
-            audit,
-            |st: &ReplicatedState, t: &Topology, _: &AuditRequest| { policy::audit(st, t) }
-        )
+        self.auth.read(&req)?;
+        let Some(m) = self.read(|v| v.master).await? else {
+            let mut c = self
+                .must_forward(&req, "the master is not on this replica yet")
+                .await?;
+            return c.audit(forwarded(&req, *req.get_ref())).await;
+        };
+        let (t, _) = m.send(GetTopology).await.map_err(actor_err)?;
+        let rb = tokio::time::timeout(READBACK_TIMEOUT, m.send(ReadPKeys))
+            .await
+            .map_err(|_| {
+                Status::deadline_exceeded(format!(
+                    "E_NODE_READBACK: the P_KeyTable read-back did not finish within {READBACK_TIMEOUT:?}"
+                ))
+            })?
+            .map_err(actor_err)?
+            .map_err(|e| Status::unavailable(format!("E_NODE_READBACK: {e}")))?;
+        let (id, at) = (self.id, crate::master::unix_ms());
+        let r = self
+            .read(move |v| policy::audit(v.state, &t, &rb, id, at))
+            .await??;
+        Ok(Response::new(r))
     }
 
     async fn change_membership(

@@ -1,5 +1,6 @@
 //! Partition reads of the admin API: validate, diff, plan and audit a policy text against
-//! the master's discovered topology and the P_Key tables recorded as programmed. Pure.
+//! the master's discovered topology and the P_Key tables recorded as programmed (the audit:
+//! read back from the fabric by the master). Pure.
 
 use fabric::{Guid, PKey, PortNum, Topology};
 use partitions::{Caps, Options, Severity};
@@ -184,19 +185,27 @@ pub fn diff(st: &ReplicatedState, t: &Topology, text: &str) -> Result<DiffPolicy
     })
 }
 
-/// Isolation audit over the P_Key tables recorded as programmed in the log.
-pub fn audit(st: &ReplicatedState, t: &Topology) -> Result<AuditReply, Status> {
+/// Isolation audit over the P_Key tables the master read back from the fabric (`rb`),
+/// against the policy in force; `replica` is the master's replica id.
+pub fn audit(
+    st: &ReplicatedState,
+    t: &Topology,
+    rb: &sm_core::ReadbackReport,
+    replica: u64,
+    read_unix_ms: u64,
+) -> Result<AuditReply, Status> {
     let text = (st.policy().version > 0).then_some(st.policy().text.as_str());
     let intent = plan_of(st, t, text).ok();
-    let readings: Vec<partitions::PortReading> = st
-        .pkey_tables()
-        .map(|((g, p), keys)| partitions::PortReading {
-            node: g,
-            port: p.0,
-            pkeys: keys.iter().map(|k| PKey(*k)).collect(),
-            capacity: None,
-            enforce_in: None,
-            enforce_out: None,
+    let readings: Vec<partitions::PortReading> = rb
+        .tables
+        .iter()
+        .map(|x| partitions::PortReading {
+            node: x.node,
+            port: x.port,
+            pkeys: x.pkeys.iter().map(|k| PKey(*k)).collect(),
+            capacity: Some(x.capacity),
+            enforce_in: x.enforce_in,
+            enforce_out: x.enforce_out,
         })
         .collect();
     let names: BTreeMap<u16, String> = intent
@@ -210,7 +219,16 @@ pub fn audit(st: &ReplicatedState, t: &Topology) -> Result<AuditReply, Status> {
         .unwrap_or_default();
     let r = partitions::audit(t, &readings, intent.as_ref(), &names);
     Ok(AuditReply {
-        source: "replicated-programmed".into(),
+        source: "fabric".into(),
+        read_unix_ms,
+        read_by_replica: replica,
+        unanswered: rb
+            .unanswered
+            .iter()
+            .map(|(g, p)| format!("{:#018x} port {p}", g.0))
+            .collect(),
+        smps: rb.smps,
+        read_ms: rb.finished.saturating_sub(rb.requested) / 1_000_000,
         ports: readings.len() as u32,
         has_errors: r.has_errors(),
         findings: r

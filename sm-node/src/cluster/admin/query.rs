@@ -226,6 +226,7 @@ pub fn get_port(
             .map(|k| k.iter().map(|k| u32::from(*k)).collect())
             .unwrap_or_default(),
         source: "replicated".into(),
+        ..GetPortReply::default()
     })
 }
 
