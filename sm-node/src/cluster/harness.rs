@@ -117,9 +117,6 @@ impl LocalCluster {
                 "0".into(),
                 "--routing-workers".into(),
                 "1".into(),
-                // Plain HTTP/2 on loopback must be asked for (TLS tests override through
-                // the SM_TLS_* environment, which wins).
-                "--insecure-loopback".into(),
             ],
         })
     }
@@ -158,6 +155,10 @@ impl LocalCluster {
                 socket.display(),
                 r.port_guid.0
             ))
+            // Plain HTTP/2 on loopback must be asked for (always given here, whatever a test
+            // puts in `common`; TLS tests configure TLS through the SM_TLS_* environment,
+            // and a replica with TLS serves TLS).
+            .arg("--insecure-loopback")
             .args(&self.common)
             .args(&r.extra)
             .env(
