@@ -8,6 +8,7 @@ mod client;
 mod cluster_cmds;
 mod partitions;
 mod route;
+mod sa;
 mod tenants;
 mod topo;
 
@@ -76,6 +77,9 @@ enum Command {
     /// Cluster: tenants (own partition, shared storage, RDMA cgroup limits for host agents).
     #[command(subcommand)]
     Tenants(tenants::TenantsCmd),
+    /// Cluster: SA state — multicast groups, members, services, subscriptions.
+    #[command(subcommand)]
+    Sa(sa::SaCmd),
     /// Shell completion script: `smctl completion bash > /etc/bash_completion.d/smctl`.
     Completion {
         /// bash, zsh, fish, elvish or powershell.
@@ -102,6 +106,7 @@ fn main() -> std::process::ExitCode {
         Command::Members(m) => cluster_cmds::members(m),
         Command::Watch(a) => cluster_cmds::watch(a),
         Command::Tenants(c) => tenants::run_cmd(c),
+        Command::Sa(c) => sa::run_cmd(c),
         Command::Completion { shell } => {
             use clap::CommandFactory;
             let mut buf = Vec::new();

@@ -17,6 +17,7 @@
 pub mod policy;
 pub mod portinfo;
 pub mod query;
+pub mod sa;
 pub mod tenants;
 pub mod watch;
 
@@ -26,7 +27,7 @@ use super::raft_actor::{
     ReadView, TransferLeader, TriggerSweep,
 };
 use crate::auth::Auth;
-use crate::master::{GetPortInfo, GetTopology, ReadPKeys};
+use crate::master::{GetPortInfo, GetTopology, ReadPKeys, ReadbackProgress};
 use actix::Addr;
 use fabric::Topology;
 use proto::admin::sm_admin_client::SmAdminClient;
@@ -579,6 +580,26 @@ impl SmAdmin for AdminService {
         Ok(Response::new(r))
     }
 
+    async fn audit_progress(
+        &self,
+        req: Request<AuditProgressRequest>,
+    ) -> Result<Response<AuditProgressReply>, Status> {
+        self.auth.read(&req)?;
+        let Some(m) = self.read(|v| v.master).await? else {
+            let mut c = self
+                .must_forward(&req, "the master is not on this replica yet")
+                .await?;
+            return c.audit_progress(forwarded(&req, *req.get_ref())).await;
+        };
+        let p = m.send(ReadbackProgress).await.map_err(actor_err)?;
+        Ok(Response::new(AuditProgressReply {
+            running: p.is_some(),
+            ports_done: p.map_or(0, |x| x.0 as u32),
+            ports_total: p.map_or(0, |x| x.1 as u32),
+            replica: self.id,
+        }))
+    }
+
     async fn change_membership(
         &self,
         req: Request<ChangeMembershipRequest>,
@@ -604,6 +625,11 @@ impl SmAdmin for AdminService {
                 "E_NODE_MEMBERSHIP: {m}"
             ))),
         }
+    }
+
+    async fn get_sa(&self, req: Request<GetSaRequest>) -> Result<Response<GetSaReply>, Status> {
+        let _t = crate::metrics::RpcTimer::new("GetSa");
+        self.get_sa_impl(req).await
     }
 
     async fn list_tenants(
