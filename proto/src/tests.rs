@@ -29,6 +29,14 @@ fn contents() -> IntentContents {
             port_state: Some(4),
             ..PortInfoChange::default()
         }],
+        mfts: vec![MftTable {
+            switch_guid: 0x2001_0003_0000_0008,
+            blocks: vec![MftBlock {
+                block: 511,
+                position: 2,
+                masks: (0..32).map(|i| 1 << (i % 16)).collect(),
+            }],
+        }],
     }
 }
 

@@ -106,6 +106,20 @@ pub enum ApplyError {
         /// Payload length.
         len: usize,
     },
+    /// An MFT block that is not 32 masks of 16 bits, or beyond block 511 / position 15.
+    #[error(
+        "REPL-E301 switch {switch}: MFT block {block} position {position} is malformed ({len} masks)"
+    )]
+    BadMftBlock {
+        /// The switch.
+        switch: Guid,
+        /// Position.
+        position: u32,
+        /// Block number.
+        block: u32,
+        /// Number of masks.
+        len: usize,
+    },
     /// A P_Key block that is not 32 keys, a key above 0xffff, or a block beyond 2047.
     #[error("REPL-E013 node {node} port {port}: P_Key block {block} is malformed ({len} keys)")]
     BadPKeyBlock {
@@ -192,6 +206,7 @@ impl ApplyError {
             ApplyError::BadConfig(_) => "REPL-E018",
             ApplyError::StaleTenants { .. } => "REPL-E201",
             ApplyError::BadTenants(_) => "REPL-E202",
+            ApplyError::BadMftBlock { .. } => "REPL-E301",
             ApplyError::Tenants(e) => e.code(),
         }
     }

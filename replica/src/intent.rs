@@ -22,7 +22,7 @@ use std::collections::BTreeSet;
 use fabric::{Guid, PortNum};
 use proto::Message;
 use proto::state::{
-    BeginIntent, Command, Intent, IntentChunk, IntentContents, IntentDone, PKeyBlock,
+    BeginIntent, Command, Intent, IntentChunk, IntentContents, IntentDone, MftTable, PKeyBlock,
     PortInfoChange, PortPKeys, SealIntent, SwitchLft, command::Kind,
 };
 
@@ -47,6 +47,8 @@ pub struct DoneStats {
     pub dropped_switches: usize,
     /// Ports whose programmed P_Keys / PortInfo were dropped (failed).
     pub dropped_ports: usize,
+    /// MFT blocks written.
+    pub mft_blocks: usize,
 }
 
 impl ReplicatedState {
@@ -122,6 +124,7 @@ impl ReplicatedState {
         dst.lfts.extend(contents.lfts.iter().cloned());
         dst.pkeys.extend(contents.pkeys.iter().cloned());
         dst.port_infos.extend(contents.port_infos.iter().cloned());
+        dst.mfts.extend(contents.mfts.iter().cloned());
         intent.chunks += 1;
         Ok(Effect::IntentChunkAdded {
             id: c.id,
@@ -204,8 +207,15 @@ impl ReplicatedState {
             merge_port_info(cur, &pi);
             stats.port_infos += 1;
         }
+        for t in &contents.mfts {
+            if !failed_switches.contains(&Guid(t.switch_guid)) {
+                stats.mft_blocks += self.write_mft_blocks(t);
+            }
+        }
         for g in &failed_switches {
-            stats.dropped_switches += usize::from(self.lfts.remove(g).is_some());
+            let lft = self.lfts.remove(g).is_some();
+            let mft = self.drop_mft(*g);
+            stats.dropped_switches += usize::from(lft || mft);
         }
         for k in &failed_ports {
             let a = self.pkeys.remove(k).is_some();
@@ -297,6 +307,7 @@ pub(crate) fn validate_contents(c: &IntentContents) -> Result<(), ApplyError> {
     for pi in &c.port_infos {
         port_num(pi.node_guid, pi.port)?;
     }
+    crate::mft::validate(&c.mfts)?;
     Ok(())
 }
 
@@ -378,6 +389,30 @@ pub fn split_intent(
         }
         if let Some(p) = open {
             cur.pkeys.push(p);
+        }
+    }
+    for t in contents.mfts {
+        let mut open: Option<MftTable> = None;
+        for b in t.blocks {
+            let cost = b.encoded_len() + ITEM_OVERHEAD;
+            if size + cost + ENTRY_OVERHEAD > budget && size > 0 {
+                if let Some(s) = open.take() {
+                    cur.mfts.push(s);
+                }
+                flush(&mut cur, &mut size, &mut chunks);
+            }
+            let s = open.get_or_insert_with(|| {
+                size += ENTRY_OVERHEAD;
+                MftTable {
+                    switch_guid: t.switch_guid,
+                    blocks: Vec::new(),
+                }
+            });
+            s.blocks.push(b);
+            size += cost;
+        }
+        if let Some(s) = open {
+            cur.mfts.push(s);
         }
     }
     for pi in contents.port_infos {

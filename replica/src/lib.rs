@@ -21,6 +21,7 @@ mod apply;
 pub mod convert;
 mod error;
 pub mod intent;
+pub mod mft;
 mod snapshot;
 mod state;
 pub mod tenants;

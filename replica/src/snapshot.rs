@@ -60,6 +60,7 @@ impl ReplicatedState {
             master: self.master,
             tenants: Some(self.tenants.clone()),
             sa: Some(self.sa.clone()),
+            mfts: crate::mft::to_proto(&self.mfts),
             recent_requests: self.recent.iter().copied().collect(),
             format: SNAPSHOT_FORMAT,
         }
@@ -160,6 +161,7 @@ impl ReplicatedState {
                 return Err(bad(format!("PortInfo of {} port {} twice", key.0, key.1.0)));
             }
         }
+        let mfts = crate::mft::from_proto(s.mfts).map_err(bad)?;
         if let Some(i) = &s.intent {
             crate::intent::validate_contents(&i.contents.clone().unwrap_or_default())
                 .map_err(|e| bad(format!("pending intent: {e}")))?;
@@ -191,6 +193,7 @@ impl ReplicatedState {
             master: s.master,
             tenants: s.tenants.unwrap_or_default(),
             sa: s.sa.unwrap_or_default(),
+            mfts,
             recent,
             recent_set,
         })

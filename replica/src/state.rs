@@ -57,6 +57,8 @@ pub struct ReplicatedState {
     pub(crate) master: Option<MasterRecord>,
     pub(crate) tenants: Tenants,
     pub(crate) sa: SaState,
+    /// Per switch: MFT blocks as programmed (see `mft`).
+    pub(crate) mfts: crate::mft::Mfts,
     pub(crate) recent: VecDeque<u64>,
     pub(crate) recent_set: BTreeSet<u64>,
 }

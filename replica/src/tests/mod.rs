@@ -7,8 +7,8 @@ mod policy;
 mod snapshots;
 
 use proto::state::{
-    Command, IntentContents, LftBlock, PKeyBlock, PortInfoChange, PortPKeys, SwitchLft,
-    command::Kind,
+    Command, IntentContents, LftBlock, MftBlock, MftTable, PKeyBlock, PortInfoChange, PortPKeys,
+    SwitchLft, command::Kind,
 };
 
 /// A command with a request id.
@@ -62,6 +62,14 @@ pub(crate) fn contents(switches: u64, blocks: u32, salt: u8) -> IntentContents {
             lid: Some(5),
             master_sm_lid: Some(1),
             ..PortInfoChange::default()
+        }],
+        mfts: vec![MftTable {
+            switch_guid: 0x2000,
+            blocks: vec![MftBlock {
+                block: u32::from(salt),
+                position: 0,
+                masks: (0..32).map(|i| 1 + i + u32::from(salt)).collect(),
+            }],
         }],
     }
 }

@@ -645,6 +645,7 @@ impl RaftActor {
             scfg.guid2lid = seeds.guid2lid.clone();
             scfg.known_lfts = seeds.known_lfts.clone();
             scfg.known_pkeys = seeds.known_pkeys.clone();
+            scfg.known_mfts = seeds.known_mfts.clone();
             if seeds.policy.is_some() {
                 scfg.partitions_conf = seeds.policy.clone();
             }

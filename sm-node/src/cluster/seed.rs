@@ -4,12 +4,12 @@
 
 use fabric::{Guid, Lid};
 use proto::state::{
-    Command, IntentContents, LftBlock, LidEntry, LidUpdate, PKeyBlock, PortPKeys,
-    SwitchLft as ProtoSwitchLft, command::Kind,
+    Command, IntentContents, LftBlock, LidEntry, LidUpdate, MftBlock, MftTable, PKeyBlock,
+    PortPKeys, SwitchLft as ProtoSwitchLft, command::Kind,
 };
 use replica::{NO_ROUTE, ReplicatedState};
 use routing::{Lfts, SwitchLft};
-use sm_core::{Guid2Lid, PKeyTables};
+use sm_core::{Guid2Lid, MftTables, PKeyTables};
 use std::sync::Arc;
 
 /// What the sweeper of a new master starts from.
@@ -21,6 +21,8 @@ pub struct Seeds {
     pub known_lfts: Option<Arc<Lfts>>,
     /// P_Key tables as programmed.
     pub known_pkeys: Option<Arc<PKeyTables>>,
+    /// MulticastForwardingTables as programmed (None when none was ever written).
+    pub known_mfts: Option<Arc<MftTables>>,
     /// Partition policy text to plan from: the operator's text with the tenants compiled in
     /// (None: no policy nor tenants ever applied through the cluster).
     pub policy: Option<String>,
@@ -65,7 +67,9 @@ pub fn seeds(st: &ReplicatedState) -> Seeds {
         let p = st.policy();
         (p.version > 0).then(|| p.text.clone())
     });
+    let mfts: MftTables = st.mfts().clone();
     Seeds {
+        known_mfts: (!mfts.is_empty()).then(|| Arc::new(mfts)),
         guid2lid,
         known_lfts: (!switches.is_empty()).then(|| Arc::new(Lfts { switches })),
         known_pkeys: (!pkeys.is_empty()).then(|| Arc::new(pkeys)),
@@ -193,7 +197,22 @@ pub fn intent_to_contents(it: &sm_core::Intent) -> IntentContents {
                 pkeys: b.keys.iter().map(|&k| k as u32).collect(),
             });
     }
+    let mut mfts: BTreeMap<u64, Vec<MftBlock>> = BTreeMap::new();
+    for b in &it.mft_blocks {
+        mfts.entry(b.switch.0).or_default().push(MftBlock {
+            block: u32::from(b.block),
+            position: u32::from(b.position),
+            masks: b.masks.iter().map(|&m| u32::from(m)).collect(),
+        });
+    }
     IntentContents {
+        mfts: mfts
+            .into_iter()
+            .map(|(g, blocks)| MftTable {
+                switch_guid: g,
+                blocks,
+            })
+            .collect(),
         lfts: lfts
             .into_iter()
             .map(|(g, blocks)| ProtoSwitchLft {
@@ -270,6 +289,23 @@ pub fn intent_from_proto(it: &proto::state::Intent) -> sm_core::Intent {
             }
         }
     }
+    for t in &c.mfts {
+        for b in &t.blocks {
+            let masks: Vec<u16> = b.masks.iter().map(|&m| m as u16).collect();
+            if let (Ok(masks), Ok(block), Ok(position)) = (
+                <[u16; 32]>::try_from(&masks[..]),
+                u16::try_from(b.block),
+                u8::try_from(b.position),
+            ) {
+                out.mft_blocks.push(sm_core::MftBlockWrite {
+                    switch: Guid(t.switch_guid),
+                    position,
+                    block,
+                    masks,
+                });
+            }
+        }
+    }
     out
 }
 
@@ -307,6 +343,12 @@ mod tests {
                 assumed: false,
             }],
             port_changes: Vec::new(),
+            mft_blocks: vec![sm_core::MftBlockWrite {
+                switch: Guid(0x30),
+                position: 1,
+                block: 5,
+                masks: [0x8001; 32],
+            }],
         };
         let p = proto::state::Intent {
             id: 42,
