@@ -27,6 +27,7 @@ impl Sweeper {
         self.failed_sets = 0;
         self.stage_counts = [0; 4];
         self.failed_ports.clear();
+        self.during_routing.result = None;
         for s in &mut self.switches {
             s.psc_seen = false;
             s.ports_changed = false;
@@ -325,6 +326,7 @@ impl Sweeper {
             Ok(job) => {
                 self.phase = Phase::Routing;
                 self.events.push_back(Event::RoutingNeeded(Box::new(job)));
+                self.plan_during_routing();
             }
             Err(e) => {
                 self.events.push_back(Event::RoutingFailed(e.to_string()));

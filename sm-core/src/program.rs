@@ -5,12 +5,15 @@
 //!    differ (ClientReregister where a port is new to this SM or its LID changes); a CA
 //!    port still in INIT (other than the SM's own) gets these fields with its ARMED Set in
 //!    stage 3 instead, one SMP fewer per host on a fresh fabric;
-//! 2. changed 64-entry LFT blocks, SwitchInfo.LinearFDBTop, changed 32-entry P_KeyTable
-//!    blocks;
+//! 2. changed 64-entry LFT blocks, SwitchInfo.LinearFDBTop (the same Set clears
+//!    PortStateChange where discovery saw it set), changed 32-entry P_KeyTable blocks;
 //! 3. every port in INIT to ARMED (switch ports facing end ports also get their partition
 //!    enforcement bits);
 //! 4. every ARMED port to ACTIVE;
-//! 5. SwitchInfo.PortStateChange cleared where it was set or where this sweep changed a port.
+//! 5. SwitchInfo.PortStateChange cleared where it is still set (stage 2 normally did it).
+//!
+//! Ungated (single SM), stage 1 and the ARMED Sets of ports in INIT already go out while the
+//! daemon routes (`plan_during_routing`); the routing result waits for them to be answered.
 //!
 //! Targets with a LID already in the fabric are reached LID-routed once the SM port has its
 //! LID and the LFTs are programmed; the window falls back to directed route on failure.
@@ -28,6 +31,44 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 const INIT: u8 = 2;
+
+/// What an ungated heavy sweep sent while the daemon routed.
+#[derive(Debug, Default)]
+pub(crate) struct DuringRouting {
+    /// A routing result that arrived while those Sets were still in flight: applied once
+    /// they are answered.
+    pub(crate) result: Option<Box<RoutingOutcome>>,
+    /// Per port index: the sweep and the Sets ([`FIELDS`], [`ARMED_SET`]) that already
+    /// went out during routing. Stage 1 skips a port that got either (an ARMED Set of a CA
+    /// port carries its fields), stage 3 one that got its ARMED Set: each port is planned
+    /// once per sweep, as in stage order (planning again would repeat Sets whose fields an
+    /// SMA does not echo back).
+    sent: Vec<(u64, u8)>,
+}
+
+/// A stage-1 (fields) Set went out during routing.
+const FIELDS: u8 = 1;
+/// An ARMED Set went out during routing.
+const ARMED_SET: u8 = 2;
+
+impl DuringRouting {
+    fn mark(&mut self, port: usize, sweep: u64, what: u8) {
+        if self.sent.len() <= port {
+            self.sent.resize(port + 1, (0, 0));
+        }
+        let e = &mut self.sent[port];
+        if e.0 != sweep {
+            *e = (sweep, 0);
+        }
+        e.1 |= what;
+    }
+
+    fn sent(&self, port: usize, sweep: u64, what: u8) -> bool {
+        self.sent
+            .get(port)
+            .is_some_and(|&(s, m)| s == sweep && m & what != 0)
+    }
+}
 const ARMED: u8 = 3;
 const ACTIVE: u8 = 4;
 
@@ -203,8 +244,52 @@ impl Sweeper {
         }
     }
 
+    /// Ungated mode, routing job just handed out: sends now what does not depend on the
+    /// routes, so the fabric is busy while the daemon routes — stage 1 (PortInfo fields of
+    /// ports not in INIT) and the ARMED Sets of ports still in INIT (links that carry no
+    /// traffic: a port transmits data only once ACTIVE, and ACTIVE still comes after the
+    /// tables of stage 2). Ports that are already up keep stage 3's order (their partition
+    /// enforcement bits change only after their P_KeyTables). The stages planned later find
+    /// these ports done (the Set responses updated what is known of them).
+    /// Not in a cluster's sweeper (gated, fenced or under a lease): there every Set waits
+    /// for its intent and its lease, in stage order.
+    pub(crate) fn plan_during_routing(&mut self) {
+        if self.cfg.gate_programming || self.fenced || self.lease_until.is_some() {
+            return;
+        }
+        self.plan_stage(1);
+        self.plan_arm_init();
+    }
+
+    /// ARMED Sets (with fields, for CA ports) of every linked port still in INIT.
+    fn plan_arm_init(&mut self) {
+        let sweep = self.sweep;
+        for i in 0..self.nodes.len() {
+            if self.nodes[i].seen != sweep {
+                continue;
+            }
+            for p in 1..=self.nodes[i].nports {
+                let pi = self.nodes[i].port_index(p);
+                let port = &self.ports[pi];
+                if port.remote_sweep == sweep
+                    && port.info.port_state == INIT
+                    && !self.during_routing.sent(pi, sweep, ARMED_SET)
+                {
+                    self.during_routing.mark(pi, sweep, ARMED_SET);
+                    self.queue_set(Op::PortInfoSet, i as u32, p, 3);
+                }
+            }
+        }
+    }
+
     /// Accepts the routing result: diffs it against what is programmed and starts stage 1.
+    /// While Sets sent during routing are still in flight, the result waits for them
+    /// (`advance` brings it back once the window is idle).
     pub(crate) fn start_programming(&mut self, r: RoutingOutcome) {
+        if !self.win.idle() {
+            self.during_routing.result = Some(Box::new(r));
+            return;
+        }
         let old = self.lfts.take();
         let old_idx: HashMap<Guid, usize> = old
             .as_ref()
@@ -364,7 +449,10 @@ impl Sweeper {
                     for p in range {
                         let pi = self.nodes[i].port_index(p);
                         let port = &self.ports[pi];
-                        if port.lid.0 == 0 || (!is_switch && port.remote_sweep != sweep) {
+                        if port.lid.0 == 0
+                            || (!is_switch && port.remote_sweep != sweep)
+                            || self.during_routing.sent(pi, sweep, FIELDS | ARMED_SET)
+                        {
                             continue;
                         }
                         // A CA port still in INIT gets its fields with the ARMED Set of
@@ -375,6 +463,9 @@ impl Sweeper {
                         }
                         let want = self.desired(i as u32, p, 1);
                         if fields_differ(&port.info, &want) {
+                            if self.phase == Phase::Routing {
+                                self.during_routing.mark(pi, sweep, FIELDS);
+                            }
                             self.queue_set(Op::PortInfoSet, i as u32, p, 1);
                         }
                     }
@@ -390,10 +481,19 @@ impl Sweeper {
                 for k in 0..self.switches.len() {
                     let s = &self.switches[k];
                     let node = s.node;
-                    if self.nodes[node as usize].seen == sweep
-                        && s.lft_idx != NONE
-                        && s.info.linear_fdb_top != self.max_lid
-                    {
+                    if self.nodes[node as usize].seen != sweep {
+                        continue;
+                    }
+                    let top = s.lft_idx != NONE && s.info.linear_fdb_top != self.max_lid;
+                    // One SwitchInfo Set writes LinearFDBTop and clears PortStateChange
+                    // (stage 5 then has nothing left for this switch). Clearing here rather
+                    // than after ACTIVE loses no change: our ARMED/ACTIVE Sets do not set
+                    // the bit (IBA: only transitions from or to Down do), a link that
+                    // changes later sets it again.
+                    if s.psc_seen {
+                        self.switches[k].psc_seen = false;
+                        self.queue_set(Op::SwitchInfoSet, node, 0, 1);
+                    } else if top {
                         self.queue_set(Op::SwitchInfoSet, node, 0, 0);
                     }
                 }
@@ -414,7 +514,9 @@ impl Sweeper {
                     for p in 1..=nports {
                         let pi = self.nodes[i].port_index(p);
                         let port = &self.ports[pi];
-                        if port.remote_sweep != sweep {
+                        if port.remote_sweep != sweep
+                            || (stage == 3 && self.during_routing.sent(pi, sweep, ARMED_SET))
+                        {
                             continue;
                         }
                         let st = port.info.port_state;

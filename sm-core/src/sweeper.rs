@@ -114,6 +114,8 @@ pub struct Sweeper {
     pub(crate) intent_events: VecDeque<IntentEvent>,
     /// Ports (node GUID, port) a P_Key or PortInfo Set failed on in this sweep.
     pub(crate) failed_ports: Vec<(Guid, u8)>,
+    /// Sets sent while the daemon routes (ungated mode, see `program`).
+    pub(crate) during_routing: crate::program::DuringRouting,
     /// Multicast groups and forwarding tables.
     pub(crate) mcast: crate::mcast::McastState,
     /// P_KeyTable read-backs (see `readback`).
@@ -202,6 +204,7 @@ impl Sweeper {
             reapply_unreached: (Vec::new(), Vec::new()),
             intent_events: VecDeque::new(),
             failed_ports: Vec::new(),
+            during_routing: Default::default(),
             mcast,
             readback: Default::default(),
         })
@@ -695,7 +698,11 @@ impl Sweeper {
                         return;
                     }
                 }
-                Phase::Routing | Phase::Lids | Phase::AwaitIntent => return,
+                Phase::Routing => match self.during_routing.result.take() {
+                    Some(r) => self.start_programming(*r),
+                    None => return,
+                },
+                Phase::Lids | Phase::AwaitIntent => return,
             }
             if !self.win.idle() {
                 return;
