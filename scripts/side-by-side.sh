@@ -4,6 +4,9 @@
 # ibsim instance of the same topology, each to SUBNET UP. Prints both times (first log line
 # to the SUBNET UP line of each one's own log), their ratio, and SMP counts.
 #
+# Load: the 1-minute load average when each SM starts (the machine has 2 cores; other
+# work on it slows both SMs, OpenSM's single-threaded routing more than our SMP exchange).
+#
 # SMP counts: ours from our summary; for both, the MADs ibsim answered during the run
 # (delta of ibsim's write syscalls in /proc/PID/io: one write per response, trap or
 # forwarded MAD, plus a few log lines); OpenSM prints no count of its own.
@@ -26,7 +29,7 @@ for t in ibsim opensm; do
 done
 [ -f "$UMAD2SIM" ] || { echo "side-by-side: $UMAD2SIM missing" >&2; exit 2; }
 [ -x "$SM_NODE" ] || { echo "side-by-side: build first: cargo build --release -p sm-node" >&2; exit 2; }
-[ $# -ge 1 ] || { sed -n '2,16p' "$0"; exit 2; }
+[ $# -ge 1 ] || { sed -n '2,18p' "$0"; exit 2; }
 
 WORK=$(mktemp -d /tmp/side-by-side.XXXXXX)
 IBSIM_PID=
@@ -82,6 +85,7 @@ for topo in "$@"; do
     sed 's/^force_log_flush FALSE/force_log_flush TRUE/' "$OSM_CONF_DEFAULT" >"$d/opensm.conf"
     sock=sbs-osm-$$
     start_ibsim "$net" "$sock"
+    osm_load=$(cut -d' ' -f1 /proc/loadavg)
     w0=$(ibsim_writes)
     t0=$(date +%s.%N)
     # shellcheck disable=SC2086
@@ -103,6 +107,7 @@ for topo in "$@"; do
     mkdir -p "$q"
     sock=sbs-q-$$
     start_ibsim "$net" "$sock"
+    q_load=$(cut -d' ' -f1 /proc/loadavg)
     w0=$(ibsim_writes)
     t0=$(date +%s.%N)
     # shellcheck disable=SC2086
@@ -124,10 +129,10 @@ for topo in "$@"; do
     ratio=$(awk -v a="$osm_s" -v b="$q_s" 'BEGIN{ if (b > 0) printf "%.1f", a/b; else print "inf"}')
     echo "   OpenSM: SUBNET UP ${osm_s} s after its first log line (process ${osm_wall} s), ${osm_smps} MADs answered by ibsim, peak RSS ${osm_rss} MB" >&2
     echo "   ours:   SUBNET UP ${q_s} s after its first log line (process ${q_wall} s), ${q_smps} SMPs (${q_timeouts} timeouts; ibsim answered ${q_ibsim}), peak RSS ${q_rss} MB" >&2
-    rows+=("| $name | ${osm_s} s | ${q_s} s | ${ratio}x | ${osm_smps} | ${q_smps} (ibsim: ${q_ibsim}) | ${osm_rss} / ${q_rss} MB |")
+    rows+=("| $name | ${osm_s} s | ${q_s} s | ${ratio}x | ${osm_smps} | ${q_smps} (ibsim: ${q_ibsim}) | ${osm_rss} / ${q_rss} MB | ${osm_load} / ${q_load} |")
 done
 
 echo
-echo "| topology | OpenSM to SUBNET UP | Quorum SM to SUBNET UP | ratio | OpenSM SMPs (answered by ibsim) | Quorum SM SMPs | peak RSS OpenSM / ours |"
-echo "|---|---|---|---|---|---|---|"
+echo "| topology | OpenSM to SUBNET UP | Quorum SM to SUBNET UP | ratio | OpenSM SMPs (answered by ibsim) | Quorum SM SMPs | peak RSS OpenSM / ours | load at start OpenSM / ours |"
+echo "|---|---|---|---|---|---|---|---|"
 printf '%s\n' "${rows[@]}"
