@@ -520,6 +520,18 @@ impl Handler<ReadPKeys> for MasterActor {
     }
 }
 
+/// Progress of the running read-back: (ports finished, ports to read); None when none runs.
+#[derive(Message)]
+#[rtype(result = "Option<(usize, usize)>")]
+pub struct ReadbackProgress;
+
+impl Handler<ReadbackProgress> for MasterActor {
+    type Result = Option<(usize, usize)>;
+    fn handle(&mut self, _: ReadbackProgress, _: &mut Context<Self>) -> Self::Result {
+        self.sweeper.readback_progress().map(|(_, d, t)| (d, t))
+    }
+}
+
 /// Milliseconds since the Unix epoch (0 if the clock is before it).
 pub fn unix_ms() -> u64 {
     std::time::SystemTime::now()

@@ -175,6 +175,13 @@ async fn all_reads(a: &mut SmAdminClient<Channel>, who: &str) {
         au.ports > 0 && au.smps >= u64::from(au.ports),
         "{who}: {au:?}"
     );
+    // No read-back runs between audits; the master answers (a follower forwards).
+    let pr = a
+        .audit_progress(AuditProgressRequest {})
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(!pr.running && pr.replica != 0, "{who}: {pr:?}");
     let g = a
         .get_policy(GetPolicyRequest { linearizable: true })
         .await

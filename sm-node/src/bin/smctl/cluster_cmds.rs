@@ -597,9 +597,22 @@ pub fn audit(o: ReadOpts) -> anyhow::Result<ExitCode> {
         let req = AuditRequest {
             linearizable: o.linearizable,
         };
+        let pc = c.clone();
         let r = with_spinner(
             "audit: the master is reading every P_KeyTable back from the fabric",
             c.audit(req),
+            move || {
+                let mut pc = pc.clone();
+                async move {
+                    let p = pc
+                        .audit_progress(AuditProgressRequest {})
+                        .await
+                        .ok()?
+                        .into_inner();
+                    p.running
+                        .then(|| format!("{}/{} ports read", p.ports_done, p.ports_total))
+                }
+            },
         )
         .await
         .map_err(status_err)?
@@ -641,9 +654,17 @@ pub fn audit(o: ReadOpts) -> anyhow::Result<ExitCode> {
     })
 }
 
-/// Awaits `fut`, showing `what` with a spinner and the seconds elapsed on stderr (one plain
-/// line when stderr is not a terminal).
-async fn with_spinner<T>(what: &str, fut: impl std::future::Future<Output = T>) -> T {
+/// Awaits `fut`, showing `what` with a spinner, the seconds elapsed and what `progress`
+/// says (polled every 250 ms) on stderr; one plain line when stderr is not a terminal.
+async fn with_spinner<T, P, PF>(
+    what: &str,
+    fut: impl std::future::Future<Output = T>,
+    progress: P,
+) -> T
+where
+    P: Fn() -> PF,
+    PF: std::future::Future<Output = Option<String>>,
+{
     use std::io::{IsTerminal, Write};
     let tty = std::io::stderr().is_terminal();
     if !tty {
@@ -654,6 +675,7 @@ async fn with_spinner<T>(what: &str, fut: impl std::future::Future<Output = T>) 
     let mut tick = tokio::time::interval(std::time::Duration::from_millis(120));
     let frames = ['|', '/', '-', '\\'];
     let mut i = 0usize;
+    let mut note = String::new();
     tokio::pin!(fut);
     loop {
         tokio::select! {
@@ -663,7 +685,17 @@ async fn with_spinner<T>(what: &str, fut: impl std::future::Future<Output = T>) 
                 return out;
             }
             _ = tick.tick() => {
-                eprint!("\r{} {what} ({:.1} s)", frames[i % 4], start.elapsed().as_secs_f64());
+                if i.is_multiple_of(2)
+                    && let Ok(Some(p)) =
+                        tokio::time::timeout(std::time::Duration::from_millis(200), progress()).await
+                {
+                    note = format!(", {p}");
+                }
+                eprint!(
+                    "\r\x1b[2K{} {what} ({:.1} s{note})",
+                    frames[i % 4],
+                    start.elapsed().as_secs_f64()
+                );
                 let _ = std::io::stderr().flush();
                 i += 1;
             }

@@ -27,7 +27,7 @@ use super::raft_actor::{
     ReadView, TransferLeader, TriggerSweep,
 };
 use crate::auth::Auth;
-use crate::master::{GetPortInfo, GetTopology, ReadPKeys};
+use crate::master::{GetPortInfo, GetTopology, ReadPKeys, ReadbackProgress};
 use actix::Addr;
 use fabric::Topology;
 use proto::admin::sm_admin_client::SmAdminClient;
@@ -578,6 +578,26 @@ impl SmAdmin for AdminService {
             .read(move |v| policy::audit(v.state, &t, &rb, id, at))
             .await??;
         Ok(Response::new(r))
+    }
+
+    async fn audit_progress(
+        &self,
+        req: Request<AuditProgressRequest>,
+    ) -> Result<Response<AuditProgressReply>, Status> {
+        self.auth.read(&req)?;
+        let Some(m) = self.read(|v| v.master).await? else {
+            let mut c = self
+                .must_forward(&req, "the master is not on this replica yet")
+                .await?;
+            return c.audit_progress(forwarded(&req, *req.get_ref())).await;
+        };
+        let p = m.send(ReadbackProgress).await.map_err(actor_err)?;
+        Ok(Response::new(AuditProgressReply {
+            running: p.is_some(),
+            ports_done: p.map_or(0, |x| x.0 as u32),
+            ports_total: p.map_or(0, |x| x.1 as u32),
+            replica: self.id,
+        }))
     }
 
     async fn change_membership(
