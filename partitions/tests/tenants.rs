@@ -317,3 +317,31 @@ fn empty_tenant_compiles_to_a_partition_without_ports() {
     let tb = tables(&c, &topo());
     assert!(!tb[&port(3)].iter().any(|k| k.partition() == 0x0102));
 }
+
+#[test]
+fn sm_ports_cannot_join_tenants_and_default_full_is_warned() {
+    let t = topo();
+    let dir = PortDirectory::from_topology(&t);
+    let sm: std::collections::BTreeSet<Guid> = [port(3)].into();
+    let e =
+        partitions::tenants::compile_with(&set(), None, Some(&dir), &sm, Mode::Strict).unwrap_err();
+    assert_eq!(e.code(), "TENANT-E014", "{e}");
+    let c =
+        partitions::tenants::compile_with(&set(), None, Some(&dir), &sm, Mode::Lenient).unwrap();
+    assert!(c.warnings.iter().any(|w| w.code == "TENANT-W007"));
+    assert_eq!(c.tenants[1].ports, vec![port(4)]);
+    let mut s = set();
+    s.tenants[0].default_full = true;
+    let c = compile(&s, None, Some(&dir), Mode::Strict).unwrap();
+    assert!(
+        c.warnings.iter().any(|w| w.code == "TENANT-W008"),
+        "{:?}",
+        c.warnings
+    );
+    // One default_full tenant reaches the other (limited) through Default.
+    let leaks = tenants_leak(&reachability(&c, &tables(&c, &t)))
+        .into_iter()
+        .map(|r| r.via.clone())
+        .collect::<Vec<_>>();
+    assert_eq!(leaks, vec![vec![0x7fff]]);
+}

@@ -22,6 +22,7 @@ use crate::convert::topology_from_proto;
 use crate::error::ApplyError;
 use crate::state::ReplicatedState;
 use fabric::Guid;
+use std::collections::BTreeSet;
 
 /// The protobuf tenant set as the compiler's [`TenantSet`].
 pub fn tenant_set_from_proto(t: &Tenants) -> Result<TenantSet, String> {
@@ -95,17 +96,40 @@ pub fn is_empty(t: &Tenants) -> bool {
     t.tenants.is_empty() && t.storage.is_empty()
 }
 
-/// Compiles a tenant set with an operator policy text on a replicated topology. Strict is
-/// what SetTenants accepts; lenient is what the master plans from.
+/// The SM ports of a cluster: every configured replica's port and the master's.
+pub fn sm_ports_of(
+    config: &ps::ClusterConfig,
+    master: Option<&ps::MasterRecord>,
+) -> BTreeSet<Guid> {
+    config
+        .replicas
+        .iter()
+        .map(|r| r.port_guid)
+        .chain(master.map(|m| m.sm_port_guid))
+        .filter(|g| *g != 0)
+        .map(Guid)
+        .collect()
+}
+
+/// Compiles a tenant set with an operator policy text on a replicated topology, refusing
+/// (strict) or dropping (lenient) SM ports named by tenants. Strict is what SetTenants
+/// accepts; lenient is what the master plans from.
 pub fn compile_on(
     t: &Tenants,
     operator: Option<&str>,
     topology: &ps::Topology,
+    sm_ports: &BTreeSet<Guid>,
     mode: Mode,
 ) -> Result<Compiled, ApplyError> {
     let set = tenant_set_from_proto(t).map_err(ApplyError::BadTenants)?;
-    tenants::compile(&set, operator, directory_of(topology).as_ref(), mode)
-        .map_err(ApplyError::Tenants)
+    tenants::compile_with(
+        &set,
+        operator,
+        directory_of(topology).as_ref(),
+        sm_ports,
+        mode,
+    )
+    .map_err(ApplyError::Tenants)
 }
 
 impl ReplicatedState {
@@ -113,6 +137,11 @@ impl ReplicatedState {
     /// recorded one does not convert).
     pub fn port_directory(&self) -> Option<PortDirectory> {
         directory_of(&self.topology)
+    }
+
+    /// The SM ports of this cluster (configured replicas and the master).
+    pub fn sm_ports(&self) -> BTreeSet<Guid> {
+        sm_ports_of(&self.config, self.master.as_ref())
     }
 
     /// The operator's policy text in force (None before the first ApplyPolicy).
@@ -128,6 +157,7 @@ impl ReplicatedState {
             &self.tenants,
             self.operator_text(),
             &self.topology,
+            &self.sm_ports(),
             Mode::Lenient,
         )
         .map_err(|e| e.to_string())
@@ -150,7 +180,13 @@ impl ReplicatedState {
                 current: self.tenants.version,
             });
         }
-        compile_on(t, self.operator_text(), &self.topology, Mode::Strict)?;
+        compile_on(
+            t,
+            self.operator_text(),
+            &self.topology,
+            &self.sm_ports(),
+            Mode::Strict,
+        )?;
         let mut new = t.clone();
         new.version = self.tenants.version + 1;
         self.tenants = new;
@@ -164,7 +200,14 @@ impl ReplicatedState {
         if is_empty(&self.tenants) {
             return Ok(());
         }
-        compile_on(&self.tenants, Some(text), &self.topology, Mode::Lenient).map(|_| ())
+        compile_on(
+            &self.tenants,
+            Some(text),
+            &self.topology,
+            &self.sm_ports(),
+            Mode::Lenient,
+        )
+        .map(|_| ())
     }
 }
 

@@ -188,3 +188,20 @@ fn without_topology_descriptions_wait_and_snapshots_keep_the_set() {
     assert_eq!(r.tenants().version, 1);
     assert_eq!(r.snapshot_bytes(), s.snapshot_bytes());
 }
+
+#[test]
+fn a_replica_port_cannot_be_a_tenant_member() {
+    let mut s = ReplicatedState::new();
+    let cfg = proto::state::ClusterConfig {
+        replicas: vec![proto::state::ReplicaInfo {
+            id: 1,
+            port_guid: 0x10000a,
+            ..Default::default()
+        }],
+        ..Default::default()
+    };
+    assert!(s.apply(1, 1, &cmd(0, Kind::SetConfig(cfg))).is_accepted());
+    let o = s.apply(2, 1, &cmd(1, Kind::SetTenants(tenants(0))));
+    assert_eq!(o.to_proto().code, "TENANT-E014", "{}", o.to_proto().message);
+    assert_eq!(s.tenants().version, 0);
+}

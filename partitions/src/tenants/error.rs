@@ -126,6 +126,16 @@ pub enum TenantError {
         /// Second tenant.
         b: String,
     },
+    /// TENANT-E014.
+    #[error(
+        "TENANT-E014: port {port} named by tenant '{tenant}' is an SM port: the SM's port is always a full member of Default, so it would reach every other tenant"
+    )]
+    SmPortInTenant {
+        /// The SM port.
+        port: Guid,
+        /// Tenant.
+        tenant: String,
+    },
 }
 
 impl TenantError {
@@ -145,6 +155,7 @@ impl TenantError {
             TenantError::BadRdmaLimit { .. } => "TENANT-E011",
             TenantError::OperatorSyntax { .. } => "TENANT-E012",
             TenantError::SharedPortAcrossTenants { .. } => "TENANT-E013",
+            TenantError::SmPortInTenant { .. } => "TENANT-E014",
         }
     }
 }

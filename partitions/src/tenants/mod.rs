@@ -365,11 +365,25 @@ impl Resolver<'_> {
 }
 
 /// Compiles tenants and the operator's partitions.conf (None: no file) into one policy text.
-/// `dir` resolves node descriptions and VF aliases (None: no fabric known yet).
+/// `dir` resolves node descriptions and VF aliases (None: no fabric known yet). Same as
+/// [`compile_with`] with no SM port known.
 pub fn compile(
     set: &TenantSet,
     operator: Option<&str>,
     dir: Option<&PortDirectory>,
+    mode: Mode,
+) -> Result<Compiled, TenantError> {
+    compile_with(set, operator, dir, &BTreeSet::new(), mode)
+}
+
+/// [`compile`] knowing the SM ports (every replica's port): an SM port is always a full
+/// member of Default, so a tenant naming one is refused (TENANT-E014) or, leniently, loses it
+/// (TENANT-W007).
+pub fn compile_with(
+    set: &TenantSet,
+    operator: Option<&str>,
+    dir: Option<&PortDirectory>,
+    sm_ports: &BTreeSet<Guid>,
     mode: Mode,
 ) -> Result<Compiled, TenantError> {
     // The operator's partitions, as the file defines them.
@@ -443,6 +457,22 @@ pub fn compile(
             let is_alias =
                 matches!(m, MemberRef::Port(g) if dir.is_some_and(|d| d.aliases.contains_key(g)));
             for g in r.resolve(&t.name, m)? {
+                if sm_ports.contains(&g) {
+                    if mode == Mode::Strict {
+                        return Err(TenantError::SmPortInTenant {
+                            port: g,
+                            tenant: t.name.clone(),
+                        });
+                    }
+                    r.warnings.push(TenantWarning {
+                        code: "TENANT-W007",
+                        message: format!(
+                            "port {g} named by tenant '{}' is an SM port (always full in Default): left out of the tenant",
+                            t.name
+                        ),
+                    });
+                    continue;
+                }
                 ports.insert(g);
                 match owner_of.get(&g) {
                     Some(&j) if j != i => {
@@ -526,6 +556,17 @@ pub fn compile(
                 .collect(),
         })
         .collect();
+    for t in set.tenants.iter().filter(|t| t.default_full) {
+        if set.tenants.len() > 1 {
+            r.warnings.push(TenantWarning {
+                code: "TENANT-W008",
+                message: format!(
+                    "tenant '{}' stays a full member of Default: it can reach every other tenant's ports there (they are limited members)",
+                    t.name
+                ),
+            });
+        }
+    }
     let text = render(set, operator, &tenants_out, &storage_out);
     if let Some(w) = operator_joins(&text, &tenants_out) {
         r.warnings.extend(w);

@@ -35,6 +35,7 @@ struct View {
     policy_version: u64,
     topology: state::Topology,
     sm_port_guid: Option<u64>,
+    sm_ports: std::collections::BTreeSet<Guid>,
 }
 
 impl View {
@@ -46,6 +47,7 @@ impl View {
             policy_version: p.version,
             topology: st.topology().clone(),
             sm_port_guid: st.master().map(|m| m.sm_port_guid),
+            sm_ports: st.sm_ports(),
         }
     }
 }
@@ -84,6 +86,9 @@ fn fingerprint(st: &ReplicatedState) -> u64 {
     }
     (st.policy().version, &st.policy().text).hash(&mut h);
     st.master().map(|m| m.sm_port_guid).hash(&mut h);
+    for r in &st.config().replicas {
+        r.port_guid.hash(&mut h);
+    }
     let topo = st.topology();
     for n in &topo.nodes {
         (n.node_guid, n.node_type, &n.description, &n.port_guids).hash(&mut h);
@@ -117,6 +122,7 @@ fn derive(view: View) -> Result<Derived, String> {
         &view.tenants,
         view.operator.as_deref(),
         &view.topology,
+        &view.sm_ports,
         Mode::Lenient,
     )
     .map_err(|e| e.to_string())?;
@@ -295,9 +301,14 @@ fn changed(cur: &Tenants, change: &Change) -> Result<Tenants, Status> {
 
 /// Compiles `new` strictly against the view (what apply will check); the warnings.
 fn precheck(view: &View, new: &Tenants) -> Result<Vec<String>, Status> {
-    let c =
-        replica::tenants::compile_on(new, view.operator.as_deref(), &view.topology, Mode::Strict)
-            .map_err(|e| Status::invalid_argument(e.to_string()))?;
+    let c = replica::tenants::compile_on(
+        new,
+        view.operator.as_deref(),
+        &view.topology,
+        &view.sm_ports,
+        Mode::Strict,
+    )
+    .map_err(|e| Status::invalid_argument(e.to_string()))?;
     Ok(c.warnings
         .iter()
         .map(|w| format!("{} {}", w.code, w.message))
