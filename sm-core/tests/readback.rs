@@ -216,3 +216,20 @@ fn readback_wait(h: &mut Harness, id: u64) -> ReadbackReport {
         })
         .unwrap()
 }
+
+#[test]
+fn lost_mads_are_resent_and_every_table_is_read() {
+    let t = topo("ft2:8");
+    let mut h = harness(&t, 35);
+    let clean = readback(&mut h);
+    let timeouts = h.sw.counters().timeouts;
+    h.fab.inject(h.now, Fault::Loss { prob: 0.03 }).unwrap();
+    let r = readback(&mut h);
+    assert!(
+        h.sw.counters().timeouts > timeouts,
+        "no SMP was lost: the test proves nothing"
+    );
+    assert!(r.unanswered.is_empty(), "{:?}", r.unanswered);
+    assert_eq!(r.tables, clean.tables, "resends read the same tables");
+    assert!(r.smps > clean.smps, "resends are counted");
+}
