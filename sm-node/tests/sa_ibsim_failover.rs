@@ -3,7 +3,8 @@
 //! this test binary re-executed under umad2sim, with the `sa` crate's SaClient over umad);
 //! `saquery -m` lists it; the master is killed with SIGKILL; the new master answers
 //! `saquery -g`/`-m` with the same group, MLID and member (it loaded the replicated SA
-//! state), and `smctl sa members` on a surviving replica agrees. Skipped, with the reason
+//! state), the switches' MFTs (`ibroute -M`) are what they were, and `smctl sa members` on a
+//! surviving replica agrees. Skipped, with the reason
 //! printed, when ibsim or the diags are not installed.
 
 mod ibsim_common;
@@ -168,6 +169,20 @@ fn sa_state_survives_a_failover_on_ibsim() {
         )
         .expect("join client");
     assert!(one_test_passed(&out), "join client:\n{}", out.describe());
+    // The MFTs the master programmed for the group, as the switches hold them.
+    std::thread::sleep(Duration::from_millis(500));
+    let mfts = || -> String {
+        parse_ibswitches(&tool(&sim, "Hca3", "ibswitches", &[]))
+            .iter()
+            .map(|l| tool(&sim, "Hca3", "ibroute", &["-M", &l.to_string()]))
+            .collect()
+    };
+    let mft_before = mfts();
+    println!("{mft_before}");
+    assert!(
+        mft_before.contains("0xc000"),
+        "no MFT entry for the group:\n{mft_before}"
+    );
     let gid = format!("fe80::{:x}:{:x}", hca4.0 >> 16, hca4.0 & 0xFFFF);
     let before = tool(&sim, "Hca3", "saquery", &["-m"]);
     assert_eq!(member_gids(&before), vec![gid.clone()], "{before}");
@@ -189,6 +204,7 @@ fn sa_state_survives_a_failover_on_ibsim() {
         g.contains("ff12:401b:ffff::ffff:ffff") && g.contains("0xC000"),
         "{g}"
     );
+    assert_eq!(mfts(), mft_before, "the MFTs changed across the failover");
     let after = tool(&sim, "Hca3", "saquery", &["-m"]);
     assert_eq!(member_gids(&after), vec![gid], "after failover:\n{after}");
     let smir = tool(&sim, "Hca3", "saquery", &["SMIR"]);
