@@ -3,7 +3,7 @@
 use crate::AgentError;
 use proto::admin::sm_admin_client::SmAdminClient;
 use proto::admin::{GetTenantAssignmentReply, GetTenantAssignmentRequest};
-use tonic::transport::{Certificate, ClientTlsConfig, Endpoint};
+use tonic::transport::{Certificate, ClientTlsConfig, Endpoint, Identity};
 
 /// How to reach the cluster.
 #[derive(Clone, Debug, Default)]
@@ -16,6 +16,8 @@ pub struct Conn {
     pub ca: Option<std::path::PathBuf>,
     /// TLS server name.
     pub tls_domain: String,
+    /// Client certificate and key (PEM) when the cluster asks for mutual TLS.
+    pub identity: Option<(std::path::PathBuf, std::path::PathBuf)>,
 }
 
 /// Asks for the assignment of `ports`.
@@ -24,9 +26,15 @@ pub async fn fetch(conn: &Conn, ports: &[u64]) -> Result<GetTenantAssignmentRepl
     let ep = match &conn.ca {
         Some(ca) => {
             let pem = std::fs::read(ca).map_err(|e| api(format!("CA {}: {e}", ca.display())))?;
-            let tls = ClientTlsConfig::new()
+            let mut tls = ClientTlsConfig::new()
                 .domain_name(conn.tls_domain.clone())
                 .ca_certificate(Certificate::from_pem(pem));
+            if let Some((cert, key)) = &conn.identity {
+                let read = |p: &std::path::PathBuf| {
+                    std::fs::read(p).map_err(|e| api(format!("{}: {e}", p.display())))
+                };
+                tls = tls.identity(Identity::from_pem(read(cert)?, read(key)?));
+            }
             Endpoint::from_shared(format!("https://{}", conn.server))
                 .and_then(|e| e.tls_config(tls))
                 .map_err(|e| api(e.to_string()))?

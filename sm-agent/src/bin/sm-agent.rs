@@ -28,6 +28,12 @@ struct Cli {
     /// TLS server name to verify.
     #[arg(long, default_value = "localhost")]
     tls_domain: String,
+    /// Client certificate (PEM) for mutual TLS (with --key).
+    #[arg(long, requires = "key")]
+    cert: Option<PathBuf>,
+    /// Client key (PEM) for mutual TLS (with --cert).
+    #[arg(long, requires = "cert")]
+    key: Option<PathBuf>,
     /// sysfs root.
     #[arg(long, default_value = "/sys")]
     sysfs_root: PathBuf,
@@ -117,6 +123,7 @@ fn main() -> anyhow::Result<ExitCode> {
         token: cli.token.clone(),
         ca: cli.ca.clone(),
         tls_domain: cli.tls_domain.clone(),
+        identity: cli.cert.clone().zip(cli.key.clone()),
     };
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
