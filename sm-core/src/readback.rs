@@ -191,6 +191,12 @@ impl Sweeper {
             .enumerate()
             .map(|(k, t)| ((t.node, t.port), k))
             .collect();
+        // What to send first: PortInfo for a switch port facing an end port (its table only
+        // when enforcement is on), the table blocks for every other port.
+        let first: Vec<(u32, u8, bool)> = targets
+            .iter()
+            .map(|t| (t.node, t.port, t.enforce.is_some()))
+            .collect();
         self.readback.active = Some(Active {
             id,
             requested,
@@ -201,13 +207,7 @@ impl Sweeper {
             done: 0,
             counters: self.counters,
         });
-        let n = self.readback.active.as_ref().map_or(0, |a| a.targets.len());
-        for k in 0..n {
-            let (node, port, switch_ext) = {
-                let a = self.readback.active.as_ref().map(|a| &a.targets[k]);
-                let Some(t) = a else { return };
-                (t.node, t.port, t.enforce.is_some())
-            };
+        for (k, (node, port, switch_ext)) in first.into_iter().enumerate() {
             if switch_ext {
                 self.push_readback(k, node, port, PORT_INFO);
             } else {
