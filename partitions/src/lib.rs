@@ -3,6 +3,8 @@
 //! [`Policy`], a planner that lays out every P_KeyTable, switch enforcement and IPoIB
 //! multicast group for a topology, lints with stable codes, and an isolation audit over
 //! P_KeyTables read back from the fabric.
+//! [`tenants`] compiles tenants (own partition, hub-and-spoke storage, RDMA limits) with the
+//! operator's file into one policy, with conflict codes TENANT-Ennn and a tenant-level audit.
 //!
 //! This crate is pure: it must never do IO, read a clock, spawn a thread or use unseeded
 //! randomness, and parsing or auditing arbitrary input never panics.
