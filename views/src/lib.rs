@@ -1,0 +1,29 @@
+//! `views` — the operator pictures of Quorum SM, as pure functions from what the admin API
+//! returns to text: the fabric as a tiered graph (Graphviz DOT, and SVG laid out and rendered
+//! by the `layout-rs` library) and the partition reachability matrix (SVG built with the
+//! `svg` crate's document builder) from the isolation audit read back from the fabric.
+//!
+//! It must never do IO, read a clock, spawn a thread or depend on gRPC types: callers (smctl,
+//! the dashboard) convert admin replies into [`FabricModel`] / audit JSON first.
+
+mod fabric_view;
+mod matrix;
+mod render;
+
+pub use fabric_view::{
+    DrawOptions, Drawing, FabricModel, LinkState, ModelLink, ModelNode, NodeKind, Shape, Tier,
+    arrange,
+};
+pub use matrix::{Cell, Reachability, matrix_svg, matrix_text};
+pub use render::{to_dot, to_svg};
+
+/// Errors of the views crate.
+#[derive(Debug, thiserror::Error)]
+pub enum ViewsError {
+    /// The audit report JSON could not be read.
+    #[error("VIEWS-E001 audit report JSON: {0}")]
+    AuditJson(String),
+    /// The fabric has nothing to draw.
+    #[error("VIEWS-E002 empty fabric: no nodes to draw")]
+    Empty,
+}
