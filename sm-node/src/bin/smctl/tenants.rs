@@ -94,11 +94,11 @@ pub struct StorageArgs {
     /// Partition number (0x0001..=0x7ffe).
     #[arg(long, value_parser = parse_u64)]
     pkey: u64,
-    /// Server port GUID (repeatable).
-    #[arg(long = "server", value_parser = parse_u64)]
+    /// Storage server port GUID (repeatable).
+    #[arg(long = "storage-server", value_parser = parse_u64)]
     servers: Vec<u64>,
-    /// Server node description (repeatable).
-    #[arg(long = "server-node")]
+    /// Storage server node description (repeatable).
+    #[arg(long = "storage-server-node")]
     server_nodes: Vec<String>,
     /// Create the IPoIB broadcast group.
     #[arg(long)]
