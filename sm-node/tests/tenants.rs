@@ -387,6 +387,63 @@ fn two_tenants_and_a_storage_hub_on_the_simulator() {
         assert_eq!(r.version, 4);
         let a = agent_client::fetch(&conn, &[blue[0].0]).await.unwrap();
         assert_eq!(a.tenant, "");
+
+        // The smctl write commands, end to end.
+        let server = c.replicas[(follower - 1) as usize].addr.clone();
+        let smctl = |args: &[&str]| {
+            let out = std::process::Command::new(env!("CARGO_BIN_EXE_smctl"))
+                .args(["--server", &server, "tenants"])
+                .args(args)
+                .output()
+                .unwrap();
+            assert!(
+                out.status.success(),
+                "smctl {args:?}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            String::from_utf8_lossy(&out.stdout).to_string()
+        };
+        let out = smctl(&[
+            "set-storage",
+            "backup",
+            "--pkey",
+            "0x300",
+            "--storage-server",
+            &format!("{:#x}", outsider.0),
+        ]);
+        assert!(out.contains("tenant set version 5"), "{out}");
+        let out = smctl(&[
+            "set",
+            "green",
+            "--pkey",
+            "0x103",
+            "--member",
+            &format!("{:#x}", blue[0].0),
+            "--storage",
+            "backup",
+            "--rdma",
+            "mlx5_0 hca_object=100",
+            "--expected-version",
+            "5",
+        ]);
+        assert!(out.contains("tenant set version 6"), "{out}");
+        let v: Value = serde_json::from_str(&smctl(&["show", "green", "--json"])).unwrap();
+        assert_eq!(v["rdma"][0], "mlx5_0 hca_handle=max hca_object=100");
+        let out = smctl(&["delete", "green"]);
+        assert!(out.contains("version 7"), "{out}");
+        let out = smctl(&["delete", "backup", "--storage"]);
+        assert!(out.contains("version 8"), "{out}");
+        let v: Value = serde_json::from_str(&smctl(&[
+            "assignment",
+            &format!("{:#x}", red[0].0),
+            "--json",
+        ]))
+        .unwrap();
+        assert_eq!(v["tenant"], "red");
+        assert_eq!(
+            v["ports"][0]["pkeys"],
+            json!(["0x0200", "0x7fff", "0x8101"])
+        );
     });
     drop(c);
     let _ = std::fs::remove_dir_all(&d);
