@@ -14,6 +14,7 @@ pub mod auth;
 pub mod cluster;
 pub mod config;
 pub mod daemon;
+pub mod dashboard;
 pub mod error;
 pub mod master;
 pub mod mem;

@@ -6,6 +6,7 @@ use clap::{Parser, Subcommand};
 mod bench;
 mod client;
 mod cluster_cmds;
+mod draw;
 mod partitions;
 mod route;
 mod sa;
@@ -80,6 +81,9 @@ enum Command {
     /// Cluster: SA state — multicast groups, members, services, subscriptions.
     #[command(subcommand)]
     Sa(sa::SaCmd),
+    /// Pictures: the fabric as tiers (DOT/SVG), the partition reachability matrix (SVG).
+    #[command(subcommand)]
+    Draw(draw::DrawCmd),
     /// Shell completion script: `smctl completion bash > /etc/bash_completion.d/smctl`.
     Completion {
         /// bash, zsh, fish, elvish or powershell.
@@ -107,6 +111,7 @@ fn main() -> std::process::ExitCode {
         Command::Watch(a) => cluster_cmds::watch(a),
         Command::Tenants(c) => tenants::run_cmd(c),
         Command::Sa(c) => sa::run_cmd(c),
+        Command::Draw(c) => draw::run(c),
         Command::Completion { shell } => {
             use clap::CommandFactory;
             let mut buf = Vec::new();
