@@ -54,11 +54,10 @@ impl ProcCluster {
     pub fn new(bin: &Path, topology: &str, dir: &Path) -> Result<ProcCluster, ChaosError> {
         let _ = std::fs::remove_dir_all(dir);
         std::fs::create_dir_all(dir)?;
-        let topo = sm_node::daemon::load_topology(topology)
-            .map_err(|e| ChaosError::Topology {
-                spec: topology.into(),
-                reason: e.to_string(),
-            })?;
+        let topo = sm_node::daemon::load_topology(topology).map_err(|e| ChaosError::Topology {
+            spec: topology.into(),
+            reason: e.to_string(),
+        })?;
         let sim = SimFabric::new(&topo, SimConfig::default())?;
         let server = fabric_sim::server::spawn(sim, &dir.join("simd.sock"))?;
         let cas = ca_ports(&topo);
@@ -98,6 +97,7 @@ impl ProcCluster {
                 "0.5".into(),
                 "--routing-workers".into(),
                 "1".into(),
+                "--insecure-loopback".into(),
             ],
         })
     }
@@ -148,7 +148,11 @@ impl ProcCluster {
             .arg("--data-dir")
             .arg(self.dir.join(format!("r{id}")))
             .arg("--fabric")
-            .arg(format!("simd:{}@0x{:016x}", socket.display(), r.port_guid.0))
+            .arg(format!(
+                "simd:{}@0x{:016x}",
+                socket.display(),
+                r.port_guid.0
+            ))
             .args(&self.common)
             .env(
                 "RUST_LOG",

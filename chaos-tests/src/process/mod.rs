@@ -71,8 +71,10 @@ pub struct Report {
     pub schedule: Vec<String>,
     /// Faults injected by kind.
     pub faults: BTreeMap<&'static str, u64>,
-    /// Failovers measured (kill or deposal -> new master serving), ms.
+    /// Failovers measured (kill -9 of the master -> a new master serving), ms.
     pub failover_ms: Vec<f64>,
+    /// Masters deposed by SIGSTOP or a network cut (another replica took over).
+    pub deposals: u64,
     /// Invariant evaluations.
     pub checks: u64,
     /// Sets accepted by the fabric.
@@ -93,7 +95,10 @@ impl std::fmt::Display for Report {
         }
         let mut fo = self.failover_ms.clone();
         fo.sort_by(f64::total_cmp);
-        let pick = |q: f64| fo.get(((fo.len() as f64 - 1.0) * q).round() as usize).copied();
+        let pick = |q: f64| {
+            fo.get(((fo.len() as f64 - 1.0) * q).round() as usize)
+                .copied()
+        };
         writeln!(f, "| process level | value |")?;
         writeln!(f, "|---|---|")?;
         let total: u64 = self.faults.values().sum();
@@ -104,15 +109,28 @@ impl std::fmt::Display for Report {
             .collect::<Vec<_>>()
             .join(", ");
         writeln!(f, "| faults injected | {total} ({kinds}) |")?;
-        writeln!(f, "| failovers measured | {} |", fo.len())?;
+        writeln!(
+            f,
+            "| failovers after kill -9 of the master | {} |",
+            fo.len()
+        )?;
+        writeln!(
+            f,
+            "| masters deposed by SIGSTOP or a network cut | {} |",
+            self.deposals
+        )?;
         if let (Some(a), Some(m), Some(b)) = (pick(0.0), pick(0.5), pick(1.0)) {
             writeln!(
                 f,
-                "| failover time min / median / max | {a:.0} / {m:.0} / {b:.0} ms |"
+                "| failover time (kill -9 -> new master's sweep done, subnet up) min / median / max | {a:.0} / {m:.0} / {b:.0} ms |"
             )?;
         }
         writeln!(f, "| Sets accepted by the fabric | {} |", self.sets)?;
-        writeln!(f, "| Sets not attributable to an observed leader | {} |", self.unattributed_sets)?;
+        writeln!(
+            f,
+            "| Sets not attributable to an observed leader | {} |",
+            self.unattributed_sets
+        )?;
         writeln!(f, "| invariant checks | {} |", self.checks)?;
         writeln!(f, "| violations | {} |", self.violations.len())?;
         writeln!(f, "| wall time | {:.1} s |", self.wall.as_secs_f64())?;
@@ -182,7 +200,11 @@ impl Run<'_> {
         }
         let now = self.c.with_sim(|s| s.now()).unwrap_or(0);
         if let Some((id, st)) = &leader
-            && self.m.leaders.last().is_none_or(|&(_, r, t)| (r, t) != (*id, st.term))
+            && self
+                .m
+                .leaders
+                .last()
+                .is_none_or(|&(_, r, t)| (r, t) != (*id, st.term))
         {
             self.m.leaders.push((now, *id, st.term));
         }
@@ -198,7 +220,10 @@ impl Run<'_> {
             if let Some(old) = self.m.lids.insert(g, lid)
                 && old != lid
             {
-                self.violation(format!("INV-LID CA port {g} changed LID {} -> {}", old.0, lid.0));
+                self.violation(format!(
+                    "INV-LID CA port {g} changed LID {} -> {}",
+                    old.0, lid.0
+                ));
             }
         }
         leader
@@ -211,22 +236,32 @@ impl Run<'_> {
         for s in waiting {
             let Some(r) = s.source.and_then(|g| self.m.by_port.get(&g).copied()) else {
                 self.rep.checks += 1;
-                self.violation(format!("INV-FENCE a Set from {:?}, no replica's port", s.source));
+                self.violation(format!(
+                    "INV-FENCE a Set from {:?}, no replica's port",
+                    s.source
+                ));
                 continue;
             };
             if s.attr == crate::sim::check::ATTR_LFT {
                 *self.m.lft_sets.entry(r).or_default() += 1;
             }
-            // The sender's leadership: the last observation of r at or before the Set, else
-            // the first one after (it wrote before it was seen).
-            let mine = self
+            // The sender's leadership: observations are samples, so a Set lies between the
+            // last observation of r before it and the first after it; the later (higher)
+            // term is taken (lenient: a deposed master that leads again later is excused).
+            let before = self
                 .m
                 .leaders
                 .iter()
                 .rev()
                 .find(|&&(t, id, _)| id == r && t <= s.time)
-                .or_else(|| self.m.leaders.iter().find(|&&(t, id, _)| id == r && t > s.time));
-            let Some(&(_, _, term)) = mine else {
+                .map(|l| l.2);
+            let after = self
+                .m
+                .leaders
+                .iter()
+                .find(|&&(t, id, _)| id == r && t > s.time)
+                .map(|l| l.2);
+            let Some(term) = before.max(after) else {
                 self.rep.unattributed_sets += 1;
                 continue;
             };
@@ -295,14 +330,14 @@ impl Run<'_> {
             lids.push((g, lid));
         }
         let pol = self.get_policy(leader)?;
-        if let Some((v, text)) = &self.m.acked {
-            if pol.0 < *v || (pol.0 == *v && pol.1 != *text) {
-                return Err(format!(
-                    "INV-ACKED acknowledged policy version {v} not in force on replica {leader} \
-                     (version {})",
-                    pol.0
-                ));
-            }
+        if let Some((v, text)) = &self.m.acked
+            && (pol.0 < *v || (pol.0 == *v && pol.1 != *text))
+        {
+            return Err(format!(
+                "INV-ACKED acknowledged policy version {v} not in force on replica {leader} \
+                 (version {})",
+                pol.0
+            ));
         }
         let topo = self.c.topo.clone();
         let r = self
@@ -351,7 +386,10 @@ impl Run<'_> {
         match r {
             Ok(Ok(rep)) => {
                 let rep = rep.into_inner();
-                self.note(format!("  policy {i} acknowledged as version {}", rep.version));
+                self.note(format!(
+                    "  policy {i} acknowledged as version {}",
+                    rep.version
+                ));
                 self.m.acked = Some((rep.version, text));
             }
             other => self.note(format!("  policy {i} not acknowledged: {other:?}")),
@@ -362,7 +400,12 @@ impl Run<'_> {
     /// to measure) and the replica that was hit.
     fn extra_fault(&mut self, leader: u64) -> Option<u64> {
         let cas = sm_node::cluster::harness::ca_ports(&self.c.topo);
-        let links: Vec<_> = self.c.topo.links().map(|(a, _)| (a.node, a.port.0)).collect();
+        let links: Vec<_> = self
+            .c
+            .topo
+            .links()
+            .map(|(a, _)| (a.node, a.port.0))
+            .collect();
         let switches: Vec<_> = self.c.topo.switches().map(|(id, _)| id).collect();
         let _ = cas;
         match self.rng.below(7) {
@@ -377,8 +420,14 @@ impl Run<'_> {
             }
             1 => {
                 let d = 1000 + self.rng.below(1500);
-                let mode = if self.rng.chance(0.5) { Mode::BlackHole } else { Mode::Drop };
-                self.note(format!("cut master {leader} from its peers ({mode:?}) for {d} ms"));
+                let mode = if self.rng.chance(0.5) {
+                    Mode::BlackHole
+                } else {
+                    Mode::Drop
+                };
+                self.note(format!(
+                    "cut master {leader} from its peers ({mode:?}) for {d} ms"
+                ));
                 self.fault("network cut");
                 self.c.cut(leader, mode, Duration::ZERO);
                 self.watch_for(Duration::from_millis(d));
@@ -426,7 +475,12 @@ impl Run<'_> {
                 self.fault("MAD loss");
                 self.c.with_sim(|s| {
                     let now = s.now();
-                    let _ = s.inject(now, Fault::Loss { prob: pct as f64 / 100.0 });
+                    let _ = s.inject(
+                        now,
+                        Fault::Loss {
+                            prob: pct as f64 / 100.0,
+                        },
+                    );
                 });
                 self.watch_for(Duration::from_millis(d));
                 self.c.with_sim(|s| {
@@ -462,6 +516,8 @@ pub fn run(opts: &Options) -> Result<Report, ChaosError> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
+    // Admin channels are built lazily outside async code too.
+    let _enter = rt.enter();
     let mut c = ProcCluster::new(&opts.sm_node, &opts.topology, &opts.dir)?;
     let by_port = c.replicas.iter().map(|r| (r.port_guid, r.id)).collect();
     let cas = sm_node::cluster::harness::ca_ports(&c.topo);
@@ -509,13 +565,19 @@ pub fn run(opts: &Options) -> Result<Report, ChaosError> {
             match run.wait_serving(None, after, run.opts.failover_bound) {
                 Some(l) => {
                     if hit.is_some_and(|h| h != l) {
-                        run.rep.failover_ms.push(t.elapsed().as_secs_f64() * 1e3);
-                        run.note(format!("  replica {l} took over"));
+                        run.rep.deposals += 1;
+                        run.note(format!(
+                            "  replica {l} took over (serving {:.0} ms after the fault ended)",
+                            t.elapsed().as_secs_f64() * 1e3
+                        ));
                     }
                     leader = l;
                 }
                 None => {
-                    run.violation(format!("INV-FAILOVER no serving master within {:?} after the fault", run.opts.failover_bound));
+                    run.violation(format!(
+                        "INV-FAILOVER no serving master within {:?} after the fault",
+                        run.opts.failover_bound
+                    ));
                     break;
                 }
             }

@@ -116,8 +116,7 @@ fn accept_loop(l: TcpListener, target: SocketAddr, ctl: Arc<Ctl>) {
                     let _ = down.shutdown(Shutdown::Both);
                     continue;
                 }
-                let Ok(up) = TcpStream::connect_timeout(&target, Duration::from_millis(300))
-                else {
+                let Ok(up) = TcpStream::connect_timeout(&target, Duration::from_millis(300)) else {
                     let _ = down.shutdown(Shutdown::Both);
                     continue;
                 };
@@ -134,7 +133,9 @@ fn accept_loop(l: TcpListener, target: SocketAddr, ctl: Arc<Ctl>) {
                         .spawn(move || pump(a, b, c));
                 }
             }
-            Err(e) if e.kind() == ErrorKind::WouldBlock => std::thread::sleep(Duration::from_millis(5)),
+            Err(e) if e.kind() == ErrorKind::WouldBlock => {
+                std::thread::sleep(Duration::from_millis(5))
+            }
             Err(_) => std::thread::sleep(Duration::from_millis(5)),
         }
     }
@@ -160,9 +161,9 @@ fn pump(mut from: TcpStream, mut to: TcpStream, ctl: Arc<Ctl>) {
         match Mode::from_u8(ctl.mode.load(Ordering::SeqCst)) {
             Mode::BlackHole => continue,
             Mode::Drop => break,
-            Mode::Delay => std::thread::sleep(Duration::from_millis(
-                ctl.delay_ms.load(Ordering::SeqCst),
-            )),
+            Mode::Delay => {
+                std::thread::sleep(Duration::from_millis(ctl.delay_ms.load(Ordering::SeqCst)))
+            }
             Mode::Pass => {}
         }
         if to.write_all(&buf[..n]).is_err() {
@@ -202,7 +203,8 @@ mod tests {
         let (target, h) = echo_server();
         let p = Proxy::start(target).unwrap();
         let mut c = TcpStream::connect(p.listen).unwrap();
-        c.set_read_timeout(Some(Duration::from_millis(300))).unwrap();
+        c.set_read_timeout(Some(Duration::from_millis(300)))
+            .unwrap();
         c.write_all(b"ping").unwrap();
         let mut b = [0u8; 4];
         c.read_exact(&mut b).unwrap();
@@ -213,7 +215,8 @@ mod tests {
         p.set(Mode::Drop, Duration::ZERO);
         // The connection is closed within a poll; new ones are refused.
         let mut c2 = TcpStream::connect(p.listen).unwrap();
-        c2.set_read_timeout(Some(Duration::from_millis(500))).unwrap();
+        c2.set_read_timeout(Some(Duration::from_millis(500)))
+            .unwrap();
         let _ = c2.write_all(b"x");
         assert!(matches!(c2.read(&mut b), Ok(0) | Err(_)));
         assert_eq!(p.mode(), Mode::Drop);

@@ -219,7 +219,10 @@ mod tests {
         // Two writers in one term.
         let mut c = Checker::default();
         let same_term = |g: Guid| Some((g.0, 7));
-        assert!(c.sets(1, &[set(1, 1, 0x15), set(2, 2, 0x15)], same_term).is_err());
+        assert!(
+            c.sets(1, &[set(1, 1, 0x15), set(2, 2, 0x15)], same_term)
+                .is_err()
+        );
     }
 
     #[test]

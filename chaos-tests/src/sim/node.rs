@@ -639,12 +639,8 @@ impl Node {
                     )
                 });
                 let contents = seed::intent_to_contents(&it);
-                let mut cmds = replica::split_intent(
-                    id,
-                    m.term,
-                    contents,
-                    replica::DEFAULT_MAX_COMMAND_BYTES,
-                );
+                let mut cmds =
+                    replica::split_intent(id, m.term, contents, replica::DEFAULT_MAX_COMMAND_BYTES);
                 let seal = cmds.pop();
                 for c in &cmds {
                     self.propose(c);

@@ -234,8 +234,7 @@ impl World {
         if !log.is_empty() {
             self.stats.sets += log.len() as u64;
             let senders = &self.senders;
-            self.checker
-                .sets(now, &log, |g| senders.get(&g).copied())?;
+            self.checker.sets(now, &log, |g| senders.get(&g).copied())?;
             if log.iter().any(|r| r.attr == ATTR_PORT_INFO) {
                 self.check_lids()?;
             }
@@ -282,7 +281,8 @@ impl World {
             if n.is_leader() {
                 if self.leaders_seen.insert((n.id, n.term())) {
                     let (id, term) = (n.id, n.term());
-                    self.obs.note(now, || format!("r{id}: LEADER of term {term}"));
+                    self.obs
+                        .note(now, || format!("r{id}: LEADER of term {term}"));
                 }
                 self.checker.leader(now, n.id, n.term())?;
             }
@@ -392,14 +392,19 @@ impl World {
 
     /// The trace kept so far.
     pub fn take_trace(&mut self) -> Vec<String> {
-        self.obs.trace.as_mut().map(std::mem::take).unwrap_or_default()
+        self.obs
+            .trace
+            .as_mut()
+            .map(std::mem::take)
+            .unwrap_or_default()
     }
 
     /// Applies one schedule action now.
     pub fn act(&mut self, a: &Action) -> Result<(), ChaosError> {
         let now = self.now;
         let leader = self.leader();
-        self.obs.note(now, || format!("ACTION {a} (leader {leader:?})"));
+        self.obs
+            .note(now, || format!("ACTION {a} (leader {leader:?})"));
         match a {
             Action::CrashLeader => {
                 if let Some(l) = self.leader() {
@@ -477,8 +482,8 @@ impl World {
             }
             Action::ApplyPolicy { policy } => {
                 let text = self.policies[*policy as usize % self.policies.len()].clone();
-                if let Some(i) = (0..self.nodes.len()).find(|&i| self.driven(i)
-                    && self.nodes[i].is_leader())
+                if let Some(i) =
+                    (0..self.nodes.len()).find(|&i| self.driven(i) && self.nodes[i].is_leader())
                     && self.nodes[i].propose_policy(&text)
                 {
                     self.stats.policies_proposed += 1;
