@@ -47,6 +47,12 @@
 //! [`Sweeper::request_pkey_readback`] reads every managed P_KeyTable back from the fabric
 //! (Gets in the same window) and ends in [`Event::PKeyReadback`] (see the `readback` module).
 //!
+//! [`Sweeper::set_multicast`] hands over the multicast groups (MLID + member port GUIDs,
+//! from the SA); the sweeper keeps every switch's MulticastForwardingTable in step, writing
+//! only changed 32-MLID x 16-port blocks (in the sweep's intent, or a multicast-only intent
+//! between sweeps), and a takeover seeded with [`SweeperConfig::known_mfts`] writes none
+//! (see the `mcast` module).
+//!
 //! Directed route is used for discovery, LID changes and table writes (routes may be in
 //! flux); once a sweep has brought every port ACTIVE, port bring-up, PortStateChange
 //! clears and light-sweep polls go LID-routed, with one directed-route retry on timeout.
