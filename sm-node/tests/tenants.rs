@@ -224,6 +224,17 @@ fn two_tenants_and_a_storage_hub_on_the_simulator() {
             .await
             .unwrap_err();
         assert_eq!(e.code(), Code::FailedPrecondition, "{e:?}");
+        // An operator policy taking a tenant's PKey is refused too.
+        let e = fa
+            .apply_policy(ApplyPolicyRequest {
+                text: format!("{OPERATOR}Legacy=0x0102 : ALL=full ;\n"),
+                expected_version: 1,
+                request_id: 0,
+            })
+            .await
+            .unwrap_err();
+        assert_eq!(e.code(), Code::FailedPrecondition, "{e:?}");
+        assert!(e.message().contains("TENANT-E005"), "{e:?}");
         let e = fa
             .delete_tenant(DeleteTenantRequest {
                 name: "nobody".into(),

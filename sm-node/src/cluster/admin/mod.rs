@@ -355,6 +355,8 @@ impl SmAdmin for AdminService {
                 "{msg} (run `smctl partitions show` and retry with the version in force)"
             )),
             "REPL-E003" => Status::invalid_argument(format!("{msg} (at {}:{})", a.line, a.col)),
+            // The text conflicts with the tenants in force (a tenant's PKey or name).
+            c if c.starts_with("TENANT-E") => Status::failed_precondition(a.message),
             _ => Status::internal(msg),
         })
     }
