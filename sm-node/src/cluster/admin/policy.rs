@@ -72,6 +72,23 @@ fn plan_of(
     if let Some(s) = text.and_then(syntax_status) {
         return Err(s);
     }
+    // The tenants in force are compiled into whatever operator text is planned (issue 12),
+    // as the master does.
+    let compiled;
+    let text = if replica::tenants::is_empty(st.tenants()) {
+        text
+    } else {
+        compiled = replica::tenants::compile_on(
+            st.tenants(),
+            text,
+            st.topology(),
+            &st.sm_ports(),
+            partitions::tenants::Mode::Lenient,
+        )
+        .map_err(|e| Status::failed_precondition(e.to_string()))?
+        .text;
+        Some(compiled.as_str())
+    };
     let opts = options(st);
     let policy = match text {
         Some(t) => {
