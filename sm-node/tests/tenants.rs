@@ -315,7 +315,11 @@ fn two_tenants_and_a_storage_hub_on_the_simulator() {
         }
 
         // The cluster's own audit (tables read back by the master) plans with the tenants.
-        let au = fa.audit(AuditRequest::default()).await.unwrap().into_inner();
+        let au = fa
+            .audit(AuditRequest::default())
+            .await
+            .unwrap()
+            .into_inner();
         assert!(!au.has_errors, "{:?}", au.findings);
         // The tenant audit over the tables read back agrees.
         let set = replica::tenants::tenant_set_from_proto(l.tenants.as_ref().unwrap()).unwrap();
