@@ -143,7 +143,12 @@ fn drive(w: &mut World, s: &Schedule) -> Result<RunStats, Failure> {
     Ok(w.stats.clone())
 }
 
-/// Drops actions from a failing schedule while it still fails (with any violation);
+/// The invariant code of a violation (`INV-FENCE`, `INV-SETTLE`, ...).
+pub fn code(v: &Violation) -> &str {
+    v.what.split_whitespace().next().unwrap_or("")
+}
+
+/// Drops actions from a failing schedule while it still fails on the same invariant;
 /// returns the shortest failure found.
 pub fn shrink(f: Failure, variant: Variant) -> Failure {
     let mut best = f;
@@ -151,7 +156,9 @@ pub fn shrink(f: Failure, variant: Variant) -> Failure {
         let mut smaller = None;
         for i in 0..best.schedule.steps.len() {
             let s = best.schedule.without(i);
-            if let Err(f) = run(&s, variant) {
+            if let Err(f) = run(&s, variant)
+                && code(&f.violation) == code(&best.violation)
+            {
                 smaller = Some(f);
                 break;
             }
