@@ -184,10 +184,10 @@ fn levels(m: &FabricModel) -> BTreeMap<u64, u32> {
 }
 
 fn master_node(m: &FabricModel) -> Option<u64> {
-    if let Some(pg) = m.master_port_guid.filter(|g| *g != 0) {
-        if let Some(n) = m.nodes.iter().find(|n| n.port_guids.contains(&pg)) {
-            return Some(n.guid);
-        }
+    if let Some(pg) = m.master_port_guid.filter(|g| *g != 0)
+        && let Some(n) = m.nodes.iter().find(|n| n.port_guids.contains(&pg))
+    {
+        return Some(n.guid);
     }
     let lid = m.master_lid.filter(|l| *l != 0)?;
     m.nodes.iter().find(|n| n.lid == lid).map(|n| n.guid)
@@ -241,12 +241,12 @@ pub fn arrange(m: &FabricModel, o: &DrawOptions) -> Result<Drawing, crate::Views
         } else {
             d.hosts += 1;
         }
-        if !is_switch {
-            if let Some(s) = host_leaf.get(&n.guid) {
-                if collapsed_leaf.contains(s) && !keep(n) {
-                    continue;
-                }
-            }
+        if !is_switch
+            && let Some(s) = host_leaf.get(&n.guid)
+            && collapsed_leaf.contains(s)
+            && !keep(n)
+        {
+            continue;
         }
         let mut label = short(&n.description, n.guid);
         if n.lid != 0 {

@@ -1,3 +1,112 @@
-//! The read-only operator dashboard and the conversions it shares with `smctl draw`.
+//! The read-only operator dashboard served by every replica on a second port
+//! (`--dashboard-listen`), and the conversions it shares with `smctl draw`.
+//!
+//! Security is the admin API's: HTTPS with the replica's certificate and key (the `[admin]`
+//! `tls-cert`/`tls-key` settings or `SM_TLS_CERT`/`SM_TLS_KEY`; browsers are not asked for a
+//! client certificate), plain HTTP only with insecure-loopback on a loopback address, and the
+//! admin tokens (read or admin role) — see [`access`]. Pages: cluster status, fabric summary
+//! and picture, tenants and the reachability matrix, live events (Server-Sent Events from the
+//! same source WatchEvents uses) and metric sparklines. One static HTML page and a small
+//! vanilla script, embedded in the binary: no build step.
+//!
+//! Errors reaching operators: `E_DASH_TLS` (certificate/key), `E_DASH_LISTEN`,
+//! `E_DASH_AUTH` (HTTP 401), `E_DASH_VIEW` (a picture that cannot be drawn).
 
+pub mod access;
+pub mod feed;
 pub mod model;
+pub mod server;
+mod tls_listener;
+
+use crate::cluster::admin::AdminService;
+use crate::cluster::raft_actor::{GetClusterStatus, RaftActor};
+use crate::config::AdminSecurity;
+use actix::Addr;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+/// Feeds the sample ring (every second) and the recent events (from WatchEvents' source).
+fn spawn_feeders(d: Arc<server::Dash>, raft: Addr<RaftActor>) {
+    let dd = d.clone();
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(Duration::from_secs(1));
+        loop {
+            tick.tick().await;
+            let Ok(st) = raft.send(GetClusterStatus).await else {
+                return;
+            };
+            if let Ok(mut s) = dd.samples.lock() {
+                s.push(now_ms(), &st);
+            }
+        }
+    });
+    tokio::spawn(async move {
+        // The source WatchEvents uses, read by the replica itself; each page is authorized
+        // when it subscribes (`/api/events`).
+        let mut rx = crate::cluster::admin::watch::spawn(d.svc_raft.clone(), Vec::new());
+        while let Some(e) = rx.recv().await {
+            let p = match d.recent.lock() {
+                Ok(mut r) => r.push(&e),
+                Err(_) => return,
+            };
+            if let Ok(mut s) = d.samples.lock() {
+                s.count_event();
+            }
+            let _ = d.events.send(p);
+        }
+    });
+}
+
+/// Serves the dashboard of replica `id` on `listen` until `shutdown` resolves.
+pub async fn serve(
+    id: u64,
+    listen: SocketAddr,
+    raft: Addr<RaftActor>,
+    cfg: AdminSecurity,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> Result<(), crate::NodeError> {
+    let err = |m: String| crate::NodeError::Cluster(m);
+    let tls = tls_listener::acceptor(&cfg).map_err(|e| err(format!("E_DASH_TLS: {e}")))?;
+    let sec = crate::tls::current();
+    if tls.is_none()
+        && let Some(e) = crate::tls::check(&sec, listen)
+    {
+        return Err(err(
+            e.replace("E_NODE_TLS_PLAINTEXT", "E_DASH_TLS_PLAINTEXT")
+        ));
+    }
+    let (etx, _) = tokio::sync::broadcast::channel(256);
+    let d = Arc::new(server::Dash {
+        svc: AdminService::new(id, raft.clone()),
+        svc_raft: raft.clone(),
+        samples: Mutex::new(feed::Samples::default()),
+        recent: Mutex::new(feed::Recent::default()),
+        events: etx,
+        secure: tls.is_some(),
+    });
+    spawn_feeders(d.clone(), raft);
+    let app = server::router(d);
+    let tcp = tokio::net::TcpListener::bind(listen)
+        .await
+        .map_err(|e| err(format!("E_DASH_LISTEN: {listen}: {e}")))?;
+    tracing::info!(
+        "replica {id} dashboard on {}://{listen}/",
+        if tls.is_some() { "https" } else { "http" }
+    );
+    let r = match tls {
+        Some(acc) => {
+            axum::serve(tls_listener::TlsListener::new(tcp, acc), app)
+                .with_graceful_shutdown(shutdown)
+                .await
+        }
+        None => axum::serve(tcp, app).with_graceful_shutdown(shutdown).await,
+    };
+    r.map_err(|e| err(format!("E_DASH_LISTEN: {listen}: {e}")))
+}

@@ -116,6 +116,8 @@ pub struct ReplicaArgs {
     pub snapshot_every: u64,
     pub node: NodeConfig,
     pub voters: Vec<u64>,
+    /// Where to serve the read-only dashboard (None: not served).
+    pub dashboard_listen: Option<std::net::SocketAddr>,
 }
 
 /// Runs one replica until SIGINT/SIGTERM (graceful: a master hands leadership over first).
@@ -152,6 +154,7 @@ pub fn run_replica(a: ReplicaArgs) -> anyhow::Result<ExitCode> {
         .enable_all()
         .build()?;
     sm_node::tls::install_from_config(&a.node.admin, listen).map_err(|e| anyhow!("{e}"))?;
+    let dash_cfg = a.node.admin.clone();
     rt.block_on(async move {
         let mut signals = crate::stop::StopSignals::install()?;
         let tx = cluster::net::spawn_senders(a.id, &peers);
@@ -160,6 +163,18 @@ pub fn run_replica(a: ReplicaArgs) -> anyhow::Result<ExitCode> {
         sm_node::metrics::spawn_from_env(replica.raft.clone(), a.id)
             .map_err(|e| anyhow!("E_NODE_METRICS: {e}"))?;
         cluster::preference::spawn(replica.raft.clone());
+        let (dash_stop, dash_stop_rx) = tokio::sync::oneshot::channel::<()>();
+        if let Some(dl) = a.dashboard_listen {
+            let (raft, id) = (replica.raft.clone(), a.id);
+            tokio::spawn(async move {
+                let stop = async move {
+                    let _ = dash_stop_rx.await;
+                };
+                if let Err(e) = sm_node::dashboard::serve(id, dl, raft, dash_cfg, stop).await {
+                    tracing::error!("{e}");
+                }
+            });
+        }
         let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
         let mut server = tokio::spawn(cluster::serve_grpc(
             a.id,
@@ -179,6 +194,7 @@ pub fn run_replica(a: ReplicaArgs) -> anyhow::Result<ExitCode> {
         }
         replica.system.stop();
         let _ = stop_tx.send(());
+        let _ = dash_stop.send(());
         let _ = tokio::time::timeout(Duration::from_secs(2), server).await;
         let _ = tokio::task::spawn_blocking(move || replica.thread.join()).await;
         tracing::info!("replica {} stopped", a.id);

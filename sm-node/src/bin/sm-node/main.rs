@@ -41,6 +41,10 @@ struct Cli {
     /// Cluster mode: listen address (default: this replica's address in --peers).
     #[arg(long)]
     listen: Option<std::net::SocketAddr>,
+    /// Cluster mode: serve the read-only web dashboard here (HTTPS with the admin TLS
+    /// settings; plain HTTP only with --insecure-loopback on a loopback address).
+    #[arg(long)]
+    dashboard_listen: Option<std::net::SocketAddr>,
     /// Cluster mode: Raft tick in ms.
     #[arg(long, default_value_t = 50)]
     tick_ms: u64,
@@ -205,6 +209,7 @@ fn run_cluster(cli: Cli) -> anyhow::Result<ExitCode> {
         snapshot_every: cli.snapshot_every,
         node: cfg,
         voters: cli.voters.clone(),
+        dashboard_listen: cli.dashboard_listen,
     })
 }
 

@@ -1,0 +1,168 @@
+//! What the dashboard keeps in memory: a ring buffer of metric samples (one a second, taken
+//! from this replica's cluster status) for the sparklines, and the recent events from the
+//! same source WatchEvents uses, fanned out to every open page (Server-Sent Events).
+
+use proto::admin::{ClusterStatusReply, Event};
+use serde::Serialize;
+use std::collections::VecDeque;
+
+/// Samples kept (10 minutes at one a second).
+pub const SAMPLES: usize = 600;
+/// Events kept for pages that open later.
+pub const EVENTS: usize = 100;
+
+/// One metric sample.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Sample {
+    /// Unix time, ms.
+    pub unix_ms: u64,
+    /// Raft term.
+    pub term: u64,
+    /// Commit index.
+    pub commit_index: u64,
+    /// Entries committed since the previous sample.
+    pub commits: u64,
+    /// Largest replica lag the answering replica knows.
+    pub max_lag: u64,
+    /// Leader id (0: none).
+    pub leader_id: u64,
+    /// Events seen since the previous sample.
+    pub events: u64,
+}
+
+/// Ring buffer of samples.
+#[derive(Debug, Default)]
+pub struct Samples {
+    ring: VecDeque<Sample>,
+    events_since: u64,
+}
+
+impl Samples {
+    /// Counts one event into the next sample.
+    pub fn count_event(&mut self) {
+        self.events_since += 1;
+    }
+
+    /// Adds a sample from a status read at `unix_ms`.
+    pub fn push(&mut self, unix_ms: u64, st: &ClusterStatusReply) {
+        let prev = self.ring.back().map_or(st.commit_index, |s| s.commit_index);
+        let s = Sample {
+            unix_ms,
+            term: st.term,
+            commit_index: st.commit_index,
+            commits: st.commit_index.saturating_sub(prev),
+            max_lag: st.replicas.iter().map(|r| r.lag).max().unwrap_or(0),
+            leader_id: st.leader_id,
+            events: std::mem::take(&mut self.events_since),
+        };
+        if self.ring.len() == SAMPLES {
+            self.ring.pop_front();
+        }
+        self.ring.push_back(s);
+    }
+
+    /// Samples, oldest first.
+    pub fn all(&self) -> Vec<Sample> {
+        self.ring.iter().cloned().collect()
+    }
+}
+
+/// An event as the page receives it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct PageEvent {
+    /// Sequence number on this replica (the page skips what it already has).
+    pub seq: u64,
+    /// Unix time, ms.
+    pub unix_ms: u64,
+    /// Kind (sweep, trap, port, leader, failover, policy, subnet).
+    pub kind: String,
+    /// Text.
+    pub text: String,
+    /// Term.
+    pub term: u64,
+    /// Leader id.
+    pub leader_id: u64,
+}
+
+/// Recent events.
+#[derive(Debug, Default)]
+pub struct Recent {
+    ring: VecDeque<PageEvent>,
+    next: u64,
+}
+
+impl Recent {
+    /// Records an event and returns it numbered.
+    pub fn push(&mut self, e: &Event) -> PageEvent {
+        self.next += 1;
+        let p = PageEvent {
+            seq: self.next,
+            unix_ms: e.unix_ms,
+            kind: e.kind.clone(),
+            text: e.text.clone(),
+            term: e.term,
+            leader_id: e.leader_id,
+        };
+        if self.ring.len() == EVENTS {
+            self.ring.pop_front();
+        }
+        self.ring.push_back(p.clone());
+        p
+    }
+
+    /// Events, oldest first.
+    pub fn all(&self) -> Vec<PageEvent> {
+        self.ring.iter().cloned().collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proto::admin::ReplicaStatus;
+
+    #[test]
+    fn samples_ring_counts_commits_lag_and_events() {
+        let mut s = Samples::default();
+        let st = |commit: u64, lag: u64| ClusterStatusReply {
+            commit_index: commit,
+            replicas: vec![
+                ReplicaStatus {
+                    lag,
+                    ..Default::default()
+                },
+                ReplicaStatus::default(),
+            ],
+            ..Default::default()
+        };
+        s.push(1, &st(10, 0));
+        s.count_event();
+        s.count_event();
+        s.push(2, &st(15, 3));
+        let all = s.all();
+        assert_eq!((all[0].commits, all[1].commits), (0, 5));
+        assert_eq!((all[1].max_lag, all[1].events, all[0].events), (3, 2, 0));
+        for i in 0..SAMPLES as u64 {
+            s.push(3 + i, &st(20 + i, 0));
+        }
+        let all = s.all();
+        assert_eq!(all.len(), SAMPLES);
+        assert_eq!(all[0].unix_ms, 3);
+    }
+
+    #[test]
+    fn recent_events_are_numbered_and_bounded() {
+        let mut r = Recent::default();
+        for i in 0..(EVENTS as u64 + 5) {
+            let p = r.push(&Event {
+                unix_ms: i,
+                kind: "sweep".into(),
+                ..Default::default()
+            });
+            assert_eq!(p.seq, i + 1);
+        }
+        let all = r.all();
+        assert_eq!(all.len(), EVENTS);
+        assert_eq!(all[0].seq, 6);
+    }
+}

@@ -1,0 +1,344 @@
+//! Routes of the dashboard. Every page and API call is read-only and goes through this
+//! replica's `SmAdmin` service in process, with the caller's token, so the admin API's
+//! authorization and answers are exactly what the page shows.
+
+use super::access;
+use super::feed::{PageEvent, Recent, Samples};
+use crate::cluster::admin::AdminService;
+use axum::Router;
+use axum::extract::{RawQuery, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use proto::admin::sm_admin_server::SmAdmin;
+use proto::admin::{
+    AuditRequest, ClusterStatusRequest, ListNodesRequest, ListTenantsRequest, Role, SmInfoRequest,
+};
+use std::sync::{Arc, Mutex};
+use tokio::sync::broadcast;
+
+const INDEX: &str = include_str!("index.html");
+const APP_JS: &str = include_str!("app.js");
+
+/// Shared state of the routes.
+pub struct Dash {
+    /// This replica's admin service.
+    pub svc: AdminService,
+    /// This replica's Raft actor (the event source).
+    pub svc_raft: actix::Addr<crate::cluster::raft_actor::RaftActor>,
+    /// Metric samples.
+    pub samples: Mutex<Samples>,
+    /// Recent events.
+    pub recent: Mutex<Recent>,
+    /// New events for open pages.
+    pub events: broadcast::Sender<PageEvent>,
+    /// Served over TLS (cookies get `Secure`).
+    pub secure: bool,
+}
+
+type D = State<Arc<Dash>>;
+
+fn deny() -> Response {
+    (
+        StatusCode::UNAUTHORIZED,
+        [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
+        "E_DASH_AUTH: this dashboard needs a read or admin token: open /?token=TOKEN once (it is kept in an HttpOnly cookie), or send Authorization: Bearer TOKEN\n",
+    )
+        .into_response()
+}
+
+fn status_err(s: tonic::Status) -> Response {
+    let code = match s.code() {
+        tonic::Code::Unauthenticated | tonic::Code::PermissionDenied => StatusCode::FORBIDDEN,
+        tonic::Code::NotFound => StatusCode::NOT_FOUND,
+        _ => StatusCode::SERVICE_UNAVAILABLE,
+    };
+    (code, format!("{:?}: {}\n", s.code(), s.message())).into_response()
+}
+
+/// The token of a request when it may read.
+/// A refused request (401).
+struct Denied;
+
+impl IntoResponse for Denied {
+    fn into_response(self) -> Response {
+        deny()
+    }
+}
+
+fn allowed(_d: &Dash, h: &HeaderMap) -> Result<Option<String>, Denied> {
+    let tok = access::presented(h);
+    if access::may_read(&crate::tls::current().auth, tok.as_deref()) {
+        Ok(tok)
+    } else {
+        Err(Denied)
+    }
+}
+
+fn json(v: serde_json::Value) -> Response {
+    (
+        [
+            (header::CONTENT_TYPE, "application/json"),
+            (header::CACHE_CONTROL, "no-store"),
+        ],
+        v.to_string(),
+    )
+        .into_response()
+}
+
+fn svg(text: String) -> Response {
+    (
+        [
+            (header::CONTENT_TYPE, "image/svg+xml"),
+            (header::CACHE_CONTROL, "no-store"),
+        ],
+        text,
+    )
+        .into_response()
+}
+
+async fn index(State(d): D, RawQuery(q): RawQuery, h: HeaderMap) -> Response {
+    if let Some(t) = access::query_token(q.as_deref()) {
+        if !access::cookie_safe(&t) || !access::may_read(&crate::tls::current().auth, Some(&t)) {
+            return deny();
+        }
+        let mut r = (StatusCode::SEE_OTHER, [(header::LOCATION, "/")]).into_response();
+        if let Ok(v) = HeaderValue::from_str(&access::set_cookie(&t, d.secure)) {
+            r.headers_mut().insert(header::SET_COOKIE, v);
+        }
+        return r;
+    }
+    if let Err(r) = allowed(&d, &h) {
+        return r.into_response();
+    }
+    ([(header::CONTENT_TYPE, "text/html; charset=utf-8")], INDEX).into_response()
+}
+
+async fn app_js(State(d): D, h: HeaderMap) -> Response {
+    if let Err(r) = allowed(&d, &h) {
+        return r.into_response();
+    }
+    (
+        [(header::CONTENT_TYPE, "text/javascript; charset=utf-8")],
+        APP_JS,
+    )
+        .into_response()
+}
+
+fn role_name(r: i32) -> &'static str {
+    match Role::try_from(r).unwrap_or(Role::Unspecified) {
+        Role::Leader => "leader",
+        Role::Follower => "follower",
+        Role::Candidate => "candidate",
+        Role::PreCandidate => "pre-candidate",
+        Role::Unreachable => "unreachable",
+        Role::Unspecified => "-",
+    }
+}
+
+async fn status(State(d): D, h: HeaderMap) -> Response {
+    let tok = match allowed(&d, &h) {
+        Ok(t) => t,
+        Err(r) => return r.into_response(),
+    };
+    let t = tok.as_deref();
+    let st = match d
+        .svc
+        .cluster_status(access::request(ClusterStatusRequest::default(), t))
+        .await
+    {
+        Ok(r) => r.into_inner(),
+        Err(e) => return status_err(e),
+    };
+    let sm = d
+        .svc
+        .sm_info(access::request(SmInfoRequest::default(), t))
+        .await
+        .ok()
+        .map(|r| r.into_inner());
+    let nodes = match d
+        .svc
+        .list_nodes(access::request(ListNodesRequest::default(), t))
+        .await
+    {
+        Ok(r) => r.into_inner(),
+        Err(e) => return status_err(e),
+    };
+    let switches = nodes
+        .nodes
+        .iter()
+        .filter(|n| n.node_type == "switch")
+        .count();
+    let links: usize = nodes.nodes.iter().map(|n| n.links.len()).sum::<usize>() / 2;
+    json(serde_json::json!({
+        "self_id": st.self_id,
+        "term": st.term,
+        "leader_id": st.leader_id,
+        "commit_index": st.commit_index,
+        "applied_index": st.applied_index,
+        "last_sweep_unix_ms": st.last_sweep_unix_ms,
+        "subnet_up_unix_ms": st.subnet_up_unix_ms,
+        "policy_version": st.policy_version,
+        "intent_pending": st.intent_pending,
+        "replicas": st.replicas.iter().map(|r| serde_json::json!({
+            "id": r.id, "admin_address": r.admin_address, "priority": r.priority,
+            "role": role_name(r.role), "match_index": r.match_index, "lag": r.lag,
+            "voter": r.voter,
+        })).collect::<Vec<_>>(),
+        "sm": sm.map(|s| serde_json::json!({
+            "sm_guid": format!("{:#018x}", s.sm_guid), "sm_lid": s.sm_lid,
+            "state": s.state_name, "priority": s.priority, "term": s.term,
+            "replica_id": s.replica_id, "activity_count": s.activity_count,
+        })),
+        "fabric": {
+            "nodes": nodes.nodes.len(),
+            "switches": switches,
+            "hosts": nodes.nodes.len() - switches,
+            "links": links,
+        },
+    }))
+}
+
+async fn fabric_svg(State(d): D, h: HeaderMap) -> Response {
+    let tok = match allowed(&d, &h) {
+        Ok(t) => t,
+        Err(r) => return r.into_response(),
+    };
+    let t = tok.as_deref();
+    let nodes = match d
+        .svc
+        .list_nodes(access::request(ListNodesRequest::default(), t))
+        .await
+    {
+        Ok(r) => r.into_inner(),
+        Err(e) => return status_err(e),
+    };
+    let sm = d
+        .svc
+        .sm_info(access::request(SmInfoRequest::default(), t))
+        .await
+        .ok()
+        .map(|r| r.into_inner());
+    // Layout is CPU work: off the async workers.
+    let r = tokio::task::spawn_blocking(move || {
+        let m = super::model::from_list_nodes(&nodes, sm.as_ref());
+        views::arrange(&m, &views::DrawOptions::default()).map(|dr| views::to_svg(&dr))
+    })
+    .await;
+    match r {
+        Ok(Ok(s)) => svg(s),
+        Ok(Err(e)) => (StatusCode::NOT_FOUND, format!("E_DASH_VIEW: {e}\n")).into_response(),
+        Err(e) => (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!("E_DASH_VIEW: {e}\n"),
+        )
+            .into_response(),
+    }
+}
+
+async fn tenants(State(d): D, h: HeaderMap) -> Response {
+    let tok = match allowed(&d, &h) {
+        Ok(t) => t,
+        Err(r) => return r.into_response(),
+    };
+    match d
+        .svc
+        .list_tenants(access::request(
+            ListTenantsRequest::default(),
+            tok.as_deref(),
+        ))
+        .await
+    {
+        Ok(r) => {
+            let r = r.into_inner();
+            json(serde_json::json!({
+                "version": r.tenants.as_ref().map_or(0, |t| t.version),
+                "resolved": r.resolved.iter().map(|t| serde_json::json!({
+                    "name": t.name, "pkey": format!("{:#06x}", t.pkey), "kind": t.kind,
+                    "ports": t.ports.len(),
+                })).collect::<Vec<_>>(),
+                "warnings": r.warnings,
+            }))
+        }
+        Err(e) => status_err(e),
+    }
+}
+
+async fn audit_svg(State(d): D, h: HeaderMap) -> Response {
+    let tok = match allowed(&d, &h) {
+        Ok(t) => t,
+        Err(r) => return r.into_response(),
+    };
+    match d
+        .svc
+        .audit(access::request(AuditRequest::default(), tok.as_deref()))
+        .await
+    {
+        Ok(r) => {
+            let r = r.into_inner();
+            match views::Reachability::from_audit_json(&r.report_json) {
+                Ok(m) => svg(views::matrix_svg(
+                    &m,
+                    &format!(
+                        "Reachability: {} port tables read back by replica {} in {} ms",
+                        r.ports, r.read_by_replica, r.read_ms
+                    ),
+                )),
+                Err(e) => (StatusCode::BAD_GATEWAY, format!("E_DASH_VIEW: {e}\n")).into_response(),
+            }
+        }
+        Err(e) => status_err(e),
+    }
+}
+
+async fn metrics(State(d): D, h: HeaderMap) -> Response {
+    if let Err(r) = allowed(&d, &h) {
+        return r.into_response();
+    }
+    let s = d.samples.lock().map(|s| s.all()).unwrap_or_default();
+    json(serde_json::json!({ "samples": s }))
+}
+
+async fn events(State(d): D, h: HeaderMap) -> Response {
+    if let Err(r) = allowed(&d, &h) {
+        return r.into_response();
+    }
+    // Subscribe before reading the history so that nothing falls between the two.
+    let rx = d.events.subscribe();
+    let history = d.recent.lock().map(|r| r.all()).unwrap_or_default();
+    let to_sse = |e: &PageEvent| {
+        SseEvent::default()
+            .event("event")
+            .data(serde_json::to_string(e).unwrap_or_default())
+    };
+    let first: Vec<Result<SseEvent, std::convert::Infallible>> =
+        history.iter().map(|e| Ok(to_sse(e))).collect();
+    let live = futures_util::stream::unfold(rx, move |mut rx| async move {
+        loop {
+            match rx.recv().await {
+                Ok(e) => return Some((Ok(to_sse(&e)), rx)),
+                Err(broadcast::error::RecvError::Lagged(_)) => continue,
+                Err(broadcast::error::RecvError::Closed) => return None,
+            }
+        }
+    });
+    let stream = futures_util::StreamExt::chain(futures_util::stream::iter(first), live);
+    Sse::new(stream)
+        .keep_alive(KeepAlive::default())
+        .into_response()
+}
+
+/// The router.
+pub fn router(d: Arc<Dash>) -> Router {
+    Router::new()
+        .route("/", get(index))
+        .route("/app.js", get(app_js))
+        .route("/api/status", get(status))
+        .route("/api/fabric.svg", get(fabric_svg))
+        .route("/api/tenants", get(tenants))
+        .route("/api/audit.svg", get(audit_svg))
+        .route("/api/metrics", get(metrics))
+        .route("/api/events", get(events))
+        .with_state(d)
+}

@@ -1,0 +1,86 @@
+//! HTTPS for the dashboard: the replica's certificate chain and key (same settings as the
+//! admin listener, environment first), served with rustls (ring); no client certificate is
+//! asked of browsers (they present the admin tokens instead).
+
+use crate::config::AdminSecurity;
+use rustls_pki_types::pem::PemObject;
+use rustls_pki_types::{CertificateDer, PrivateKeyDer};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::net::{TcpListener, TcpStream};
+use tokio_rustls::TlsAcceptor;
+use tokio_rustls::rustls;
+use tokio_rustls::server::TlsStream;
+
+/// Slowest TLS handshake waited for.
+const HANDSHAKE: Duration = Duration::from_secs(5);
+
+fn path(var: &str, cfg: Option<&std::path::Path>) -> Option<std::path::PathBuf> {
+    std::env::var_os(var)
+        .map(std::path::PathBuf::from)
+        .or_else(|| cfg.map(std::path::Path::to_path_buf))
+}
+
+/// The acceptor when a certificate and key are configured (None: plain).
+pub fn acceptor(cfg: &AdminSecurity) -> Result<Option<TlsAcceptor>, String> {
+    let (Some(cert), Some(key)) = (
+        path("SM_TLS_CERT", cfg.tls_cert.as_deref()),
+        path("SM_TLS_KEY", cfg.tls_key.as_deref()),
+    ) else {
+        return Ok(None);
+    };
+    let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(&cert)
+        .map_err(|e| format!("{}: {e}", cert.display()))?
+        .collect::<Result<_, _>>()
+        .map_err(|e| format!("{}: {e}", cert.display()))?;
+    let key = PrivateKeyDer::from_pem_file(&key).map_err(|e| format!("{}: {e}", key.display()))?;
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| e.to_string())?
+        .with_no_client_auth()
+        .with_single_cert(certs, key)
+        .map_err(|e| e.to_string())?;
+    Ok(Some(TlsAcceptor::from(Arc::new(config))))
+}
+
+/// A TCP listener whose connections are TLS sessions (failed handshakes are logged and
+/// skipped).
+pub struct TlsListener {
+    tcp: TcpListener,
+    acc: TlsAcceptor,
+}
+
+impl TlsListener {
+    /// Wraps `tcp`.
+    pub fn new(tcp: TcpListener, acc: TlsAcceptor) -> TlsListener {
+        TlsListener { tcp, acc }
+    }
+}
+
+impl axum::serve::Listener for TlsListener {
+    type Io = TlsStream<TcpStream>;
+    type Addr = std::net::SocketAddr;
+
+    async fn accept(&mut self) -> (Self::Io, Self::Addr) {
+        loop {
+            let (s, peer) = match self.tcp.accept().await {
+                Ok(x) => x,
+                Err(e) => {
+                    tracing::warn!("E_DASH_LISTEN: accept: {e}");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            };
+            match tokio::time::timeout(HANDSHAKE, self.acc.accept(s)).await {
+                Ok(Ok(t)) => return (t, peer),
+                Ok(Err(e)) => tracing::debug!("dashboard TLS handshake from {peer}: {e}"),
+                Err(_) => tracing::debug!("dashboard TLS handshake from {peer}: timed out"),
+            }
+        }
+    }
+
+    fn local_addr(&self) -> std::io::Result<Self::Addr> {
+        self.tcp.local_addr()
+    }
+}
