@@ -115,10 +115,12 @@ mod tests {
 
     #[test]
     fn read_and_admin_tokens_read_others_do_not() {
-        let auth = Auth::new(Some(Tokens::parse_inline("read:r1,admin:a1").unwrap()));
-        assert!(may_read(&auth, Some("r1")));
-        assert!(may_read(&auth, Some("a1")));
-        assert!(!may_read(&auth, Some("nope")));
+        let auth = Auth::new(Some(
+            Tokens::parse_inline("read:read-0001,admin:admin-0001").unwrap(),
+        ));
+        assert!(may_read(&auth, Some("read-0001")));
+        assert!(may_read(&auth, Some("admin-0001")));
+        assert!(!may_read(&auth, Some("nope-nope-nope")));
         assert!(!may_read(&auth, None));
         assert!(may_read(&Auth::new(None), None));
     }
