@@ -2,7 +2,8 @@
 # Runs the whole Quorum SM test suite on a fresh machine.
 #
 # 1. Installs what the tests need when it is missing: the real InfiniBand tools we prove
-#    against (Debian packages ibsim-utils, opensm, infiniband-diags).
+#    against (Debian packages ibsim-utils, opensm, infiniband-diags), and headless Chromium
+#    with its WebDriver (chromium, chromium-driver) for the dashboard's browser test.
 # 2. Runs every test of the workspace.
 #
 # Usage: scripts/test.sh [extra cargo test args]
@@ -13,6 +14,8 @@ need_pkgs=()
 command -v ibsim >/dev/null 2>&1 || need_pkgs+=(ibsim-utils)
 command -v opensm >/dev/null 2>&1 || need_pkgs+=(opensm)
 command -v smpquery >/dev/null 2>&1 || need_pkgs+=(infiniband-diags)
+command -v chromium >/dev/null 2>&1 || need_pkgs+=(chromium)
+command -v chromedriver >/dev/null 2>&1 || need_pkgs+=(chromium-driver)
 if [ ${#need_pkgs[@]} -gt 0 ]; then
   echo "test.sh: installing ${need_pkgs[*]}"
   SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
