@@ -35,6 +35,10 @@ use mad::sa::{
 use mad::{AttributeId, MadStatus, Method};
 use std::sync::Arc;
 
+/// Source x destination pairs one PathRecord query may ask for (a table of 100,000 records
+/// is 6.4 MB in RMPP segments); more is answered ERR_NO_RESOURCES.
+pub const MAX_PATH_PAIRS: usize = 100_000;
+
 /// SA settings.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SaConfig {
@@ -453,6 +457,10 @@ impl SaEngine {
             has(PathRecord::CM_DGID).then_some(p.dgid),
             has(PathRecord::CM_DLID).then_some(p.dlid),
         )?;
+        if src.len().saturating_mul(dst.len()) > MAX_PATH_PAIRS {
+            // `saquery -p` on a large fabric: every pair would be millions of records.
+            return Err(sa_status::NO_RESOURCES);
+        }
         let q = self.path_query(mask, &p);
         let limit = if has(PathRecord::CM_NUMB_PATH) && p.numb_path > 0 {
             usize::from(p.numb_path) * src.len().max(1) * dst.len().max(1)
