@@ -192,7 +192,8 @@ pub fn matrix_svg(m: &Reachability, title: &str) -> String {
     const LABEL: usize = 170;
     const TOP: usize = 60;
     let n = m.names.len();
-    let width = LABEL + CELL * n.max(1) + 20;
+    // Wide enough for the grid and the title (about 9 px a character at 16 px).
+    let width = (LABEL + CELL * n.max(1) + 20).max(title.chars().count() * 9 + 20);
     let height = TOP + LABEL + CELL * n.max(1) + 60;
     let grid_top = TOP + LABEL;
     let mut doc = Document::new()

@@ -84,3 +84,72 @@ impl axum::serve::Listener for TlsListener {
         self.tcp.local_addr()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rcgen::{CertificateParams, KeyPair};
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    #[test]
+    fn https_round_trip_and_no_tls_without_a_certificate() {
+        assert!(acceptor(&AdminSecurity::default()).unwrap().is_none());
+        let dir = std::env::temp_dir().join(format!("dash-tls-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let key = KeyPair::generate().unwrap();
+        let cert = CertificateParams::new(vec!["localhost".to_string()])
+            .unwrap()
+            .self_signed(&key)
+            .unwrap();
+        let (cp, kp) = (dir.join("cert.pem"), dir.join("key.pem"));
+        std::fs::write(&cp, cert.pem()).unwrap();
+        std::fs::write(&kp, key.serialize_pem()).unwrap();
+        let cfg = AdminSecurity {
+            tls_cert: Some(cp),
+            tls_key: Some(kp.clone()),
+            ..AdminSecurity::default()
+        };
+        let acc = acceptor(&cfg).unwrap().expect("TLS configured");
+        // A key file that is not PEM is an error, not a panic.
+        std::fs::write(&kp, "not a key").unwrap();
+        assert!(acceptor(&cfg).is_err());
+
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let tcp = TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let addr = tcp.local_addr().unwrap();
+            let app = axum::Router::new().route("/", axum::routing::get(|| async { "over tls" }));
+            let server = tokio::spawn(async move {
+                axum::serve(TlsListener::new(tcp, acc), app).await.unwrap();
+            });
+            // A client that speaks plain HTTP is dropped, the server keeps serving.
+            let mut plain = TcpStream::connect(addr).await.unwrap();
+            plain.write_all(b"GET / HTTP/1.1\r\n\r\n").await.unwrap();
+            let mut roots = rustls::RootCertStore::empty();
+            roots.add(cert.der().clone()).unwrap();
+            let provider = Arc::new(rustls::crypto::ring::default_provider());
+            let cc = rustls::ClientConfig::builder_with_provider(provider)
+                .with_safe_default_protocol_versions()
+                .unwrap()
+                .with_root_certificates(roots)
+                .with_no_client_auth();
+            let conn = tokio_rustls::TlsConnector::from(Arc::new(cc));
+            let tcp = TcpStream::connect(addr).await.unwrap();
+            let name = rustls_pki_types::ServerName::try_from("localhost").unwrap();
+            let mut tls = conn.connect(name, tcp).await.unwrap();
+            tls.write_all(b"GET / HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
+                .await
+                .unwrap();
+            let mut out = Vec::new();
+            tls.read_to_end(&mut out).await.unwrap_or_default();
+            let text = String::from_utf8_lossy(&out);
+            assert!(text.starts_with("HTTP/1.1 200"), "{text}");
+            assert!(text.ends_with("over tls"), "{text}");
+            server.abort();
+        });
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
