@@ -361,6 +361,28 @@ async fn browser(
         .for_element(Locator::Css("#fabric svg"))
         .await
         .unwrap();
+    // The audit button: the master reads every P_Key table back; the matrix appears.
+    client
+        .find(Locator::Css("#audit-btn"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    let matrix = client
+        .wait()
+        .at_most(BOUND)
+        .for_element(Locator::Css("#matrix svg rect.cell"))
+        .await
+        .unwrap();
+    assert!(
+        !matrix
+            .attr("class")
+            .await
+            .unwrap()
+            .unwrap_or_default()
+            .is_empty()
+    );
     let before = shots.join("before-failover.png");
     std::fs::write(&before, client.screenshot().await.unwrap()).unwrap();
     eprintln!("dashboard screenshot: {}", before.display());

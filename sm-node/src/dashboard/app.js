@@ -49,10 +49,18 @@ async function tenants() {
 
 async function audit() {
   $("audit-note").textContent = "reading…";
+  // Progress of the master's read-back while it runs.
+  const poll = setInterval(async () => {
+    try {
+      const p = await get("/api/audit-progress");
+      if (p.running) $("audit-note").textContent = `reading… ${p.ports_done}/${p.ports_total} ports (master on replica ${p.replica})`;
+    } catch (e) { /* the audit result says what went wrong */ }
+  }, 300);
   try {
     $("matrix").innerHTML = await get("/api/audit.svg", "text");
     $("audit-note").textContent = "read at " + when(Date.now());
   } catch (e) { $("audit-note").textContent = e.message; }
+  clearInterval(poll);
 }
 
 function spark(name, values) {

@@ -223,7 +223,12 @@ async fn fabric_svg(State(d): D, h: HeaderMap) -> Response {
     // Layout is CPU work: off the async workers.
     let r = tokio::task::spawn_blocking(move || {
         let m = super::model::from_list_nodes(&nodes, sm.as_ref());
-        views::arrange(&m, &views::DrawOptions::default()).map(|dr| views::to_svg(&dr))
+        // Compact on a page: more than two hosts of a leaf become one box.
+        let o = views::DrawOptions {
+            max_hosts_per_leaf: 2,
+            ..views::DrawOptions::default()
+        };
+        views::arrange(&m, &o).map(|dr| views::to_svg(&dr))
     })
     .await;
     match r {
@@ -292,6 +297,30 @@ async fn audit_svg(State(d): D, h: HeaderMap) -> Response {
     }
 }
 
+async fn audit_progress(State(d): D, h: HeaderMap) -> Response {
+    let tok = match allowed(&d, &h) {
+        Ok(t) => t,
+        Err(r) => return r.into_response(),
+    };
+    match d
+        .svc
+        .audit_progress(access::request(
+            proto::admin::AuditProgressRequest {},
+            tok.as_deref(),
+        ))
+        .await
+    {
+        Ok(r) => {
+            let r = r.into_inner();
+            json(serde_json::json!({
+                "running": r.running, "ports_done": r.ports_done,
+                "ports_total": r.ports_total, "replica": r.replica,
+            }))
+        }
+        Err(e) => status_err(e),
+    }
+}
+
 async fn metrics(State(d): D, h: HeaderMap) -> Response {
     if let Err(r) = allowed(&d, &h) {
         return r.into_response();
@@ -338,6 +367,7 @@ pub fn router(d: Arc<Dash>) -> Router {
         .route("/api/fabric.svg", get(fabric_svg))
         .route("/api/tenants", get(tenants))
         .route("/api/audit.svg", get(audit_svg))
+        .route("/api/audit-progress", get(audit_progress))
         .route("/api/metrics", get(metrics))
         .route("/api/events", get(events))
         .with_state(d)

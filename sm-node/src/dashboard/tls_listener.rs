@@ -44,17 +44,58 @@ pub fn acceptor(cfg: &AdminSecurity) -> Result<Option<TlsAcceptor>, String> {
     Ok(Some(TlsAcceptor::from(Arc::new(config))))
 }
 
-/// A TCP listener whose connections are TLS sessions (failed handshakes are logged and
-/// skipped).
+/// A TCP listener whose connections are TLS sessions. Handshakes run concurrently (one
+/// task each, bounded by [`HANDSHAKE`]), so a slow or silent client delays nobody; failed
+/// handshakes are logged and dropped.
 pub struct TlsListener {
-    tcp: TcpListener,
-    acc: TlsAcceptor,
+    local: std::net::SocketAddr,
+    rx: tokio::sync::mpsc::Receiver<(TlsStream<TcpStream>, std::net::SocketAddr)>,
+    accept_task: tokio::task::JoinHandle<()>,
 }
 
 impl TlsListener {
-    /// Wraps `tcp`.
+    /// Wraps `tcp` (spawns the accept task on the current runtime).
     pub fn new(tcp: TcpListener, acc: TlsAcceptor) -> TlsListener {
-        TlsListener { tcp, acc }
+        let local = tcp
+            .local_addr()
+            .unwrap_or_else(|_| std::net::SocketAddr::from(([0, 0, 0, 0], 0)));
+        let (tx, rx) = tokio::sync::mpsc::channel(64);
+        let accept_task = tokio::spawn(async move {
+            loop {
+                let (s, peer) = match tcp.accept().await {
+                    Ok(x) => x,
+                    Err(e) => {
+                        tracing::warn!("E_DASH_LISTEN: accept: {e}");
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                        continue;
+                    }
+                };
+                let (hs_acc, hs_tx) = (acc.clone(), tx.clone());
+                tokio::spawn(async move {
+                    match tokio::time::timeout(HANDSHAKE, hs_acc.accept(s)).await {
+                        Ok(Ok(t)) => {
+                            let _ = hs_tx.send((t, peer)).await;
+                        }
+                        Ok(Err(e)) => tracing::debug!("dashboard TLS handshake from {peer}: {e}"),
+                        Err(_) => tracing::debug!("dashboard TLS handshake from {peer}: timed out"),
+                    }
+                });
+                if tx.is_closed() {
+                    return;
+                }
+            }
+        });
+        TlsListener {
+            local,
+            rx,
+            accept_task,
+        }
+    }
+}
+
+impl Drop for TlsListener {
+    fn drop(&mut self) {
+        self.accept_task.abort();
     }
 }
 
@@ -63,25 +104,15 @@ impl axum::serve::Listener for TlsListener {
     type Addr = std::net::SocketAddr;
 
     async fn accept(&mut self) -> (Self::Io, Self::Addr) {
-        loop {
-            let (s, peer) = match self.tcp.accept().await {
-                Ok(x) => x,
-                Err(e) => {
-                    tracing::warn!("E_DASH_LISTEN: accept: {e}");
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                    continue;
-                }
-            };
-            match tokio::time::timeout(HANDSHAKE, self.acc.accept(s)).await {
-                Ok(Ok(t)) => return (t, peer),
-                Ok(Err(e)) => tracing::debug!("dashboard TLS handshake from {peer}: {e}"),
-                Err(_) => tracing::debug!("dashboard TLS handshake from {peer}: timed out"),
-            }
+        match self.rx.recv().await {
+            Some(x) => x,
+            // The accept task ended (it only does when this listener is dropped).
+            None => std::future::pending().await,
         }
     }
 
     fn local_addr(&self) -> std::io::Result<Self::Addr> {
-        self.tcp.local_addr()
+        Ok(self.local)
     }
 }
 
@@ -125,9 +156,11 @@ mod tests {
             let server = tokio::spawn(async move {
                 axum::serve(TlsListener::new(tcp, acc), app).await.unwrap();
             });
-            // A client that speaks plain HTTP is dropped, the server keeps serving.
+            // A client that speaks plain HTTP is dropped, and one that says nothing
+            // delays nobody: the server keeps serving.
             let mut plain = TcpStream::connect(addr).await.unwrap();
             plain.write_all(b"GET / HTTP/1.1\r\n\r\n").await.unwrap();
+            let _silent = TcpStream::connect(addr).await.unwrap();
             let mut roots = rustls::RootCertStore::empty();
             roots.add(cert.der().clone()).unwrap();
             let provider = Arc::new(rustls::crypto::ring::default_provider());
