@@ -138,7 +138,21 @@ impl ProcCluster {
             .append(true)
             .open(self.dir.join(format!("replica{id}.log")))?;
         let r = self.r(id);
-        let child = Command::new(&self.bin)
+        let mut cmd = Command::new(&self.bin);
+        // SAFETY: the closure runs in the forked child before exec and only calls
+        // prctl(2), which is async-signal-safe: the child gets SIGKILL when the thread
+        // that spawned it ends, so even a chaos run killed by a signal (no Drop) leaves no
+        // replica behind.
+        unsafe {
+            use std::os::unix::process::CommandExt;
+            cmd.pre_exec(|| {
+                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        let child = cmd
             .arg("--id")
             .arg(id.to_string())
             .arg("--peers")
