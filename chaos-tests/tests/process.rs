@@ -27,8 +27,24 @@ fn sm_node() -> PathBuf {
         if release {
             c.arg("--release");
         }
-        let st = c.status().expect("run cargo build for sm-node");
-        assert!(st.success(), "cargo build -p sm-node failed");
+        // Watchdog: a nested cargo that waits on a lock forever is killed, by PID.
+        let mut child = c.spawn().expect("run cargo build for sm-node");
+        let start = std::time::Instant::now();
+        let st = loop {
+            if let Some(st) = child.try_wait().expect("wait for cargo") {
+                break st;
+            }
+            if start.elapsed() > Duration::from_secs(900) {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("cargo build -p sm-node took over 15 min; build it first");
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        };
+        assert!(
+            st.success(),
+            "cargo build -p sm-node failed; build it first"
+        );
     }
     assert!(bin.exists(), "{} missing", bin.display());
     bin
