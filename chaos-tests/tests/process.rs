@@ -73,5 +73,9 @@ fn three_master_kills_with_faults_hold_every_invariant() {
     assert_eq!(report.faults.get("kill -9 master"), Some(&3));
     assert!(report.checks > 100, "{report}");
     assert!(report.sets > 0, "the fabric accepted no Set at all");
+    assert!(
+        report.tables_compared > 0,
+        "no P_Key table compared: {report}"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }

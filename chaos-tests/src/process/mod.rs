@@ -75,6 +75,9 @@ pub struct Report {
     pub failover_ms: Vec<f64>,
     /// Masters deposed by SIGSTOP or a network cut (another replica took over).
     pub deposals: u64,
+    /// CA P_Key tables compared between the replicated state (admin GetPort) and the
+    /// fabric.
+    pub tables_compared: u64,
     /// Invariant evaluations.
     pub checks: u64,
     /// Sets accepted by the fabric.
@@ -130,6 +133,11 @@ impl std::fmt::Display for Report {
             f,
             "| Sets not attributable to an observed leader | {} |",
             self.unattributed_sets
+        )?;
+        writeln!(
+            f,
+            "| CA P_Key tables compared, replicated state vs fabric | {} |",
+            self.tables_compared
         )?;
         writeln!(f, "| invariant checks | {} |", self.checks)?;
         writeln!(f, "| violations | {} |", self.violations.len())?;
@@ -345,6 +353,71 @@ impl Run<'_> {
             .with_sim(|s| crate::delivery::check(s, &topo, pol.0, &pol.1, &lids))
             .unwrap_or_else(|| Err("no fabric".into()))?;
         self.rep.checks += r;
+        self.state_matches_fabric(leader)
+    }
+
+    /// SM state equals fabric state, as far as the admin API shows it: every CA port's
+    /// LID leads to that port in the replicated state, and its P_Key table as programmed
+    /// (replicated) is the fabric's.
+    fn state_matches_fabric(&mut self, leader: u64) -> Result<(), String> {
+        let cas = sm_node::cluster::harness::ca_ports(&self.c.topo);
+        let fab: Vec<(Guid, u8, Lid, Vec<u32>)> = self
+            .c
+            .with_sim(|s| {
+                cas.iter()
+                    .map(|&(n, p, g)| {
+                        let lid = s.port_info(n, p).map_or(Lid(0), |i| i.lid);
+                        let keys = s
+                            .pkey_table(n, p)
+                            .unwrap_or_default()
+                            .iter()
+                            .map(|k| u32::from(k.0))
+                            .collect();
+                        (g, p, lid, keys)
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        let mut a = self.c.admin(leader).map_err(|e| e.to_string())?;
+        let trim = |v: &mut Vec<u32>| {
+            while v.last() == Some(&0) {
+                v.pop();
+            }
+        };
+        for (g, port, lid, mut keys) in fab {
+            self.rep.checks += 1;
+            let req = proto::admin::GetPortRequest {
+                linearizable: false,
+                lid: u32::from(lid.0),
+                port: u32::from(port),
+            };
+            let r = self
+                .rt
+                .block_on(async {
+                    tokio::time::timeout(Duration::from_secs(2), a.get_port(req)).await
+                })
+                .map_err(|_| "GetPort timed out".to_string())?
+                .map_err(|e| format!("GetPort LID {}: {}", lid.0, e.message()))?
+                .into_inner();
+            if r.port_guid != g.0 {
+                return Err(format!(
+                    "INV-STATE LID {} is port {:#x} in the replicated state, {g} in the fabric",
+                    lid.0, r.port_guid
+                ));
+            }
+            let mut rec = r.pkeys.clone();
+            trim(&mut rec);
+            trim(&mut keys);
+            if !rec.is_empty() {
+                self.rep.tables_compared += 1;
+            }
+            if !rec.is_empty() && rec != keys {
+                return Err(format!(
+                    "INV-STATE {g} P_Keys {rec:x?} programmed (replicated), {keys:x?} in the \
+                     fabric"
+                ));
+            }
+        }
         Ok(())
     }
 
