@@ -3,11 +3,11 @@
 //! into [`Inbound`] batches; sending writes frames into a buffered writer flushed by
 //! [`Transport::flush`].
 
-use super::{Attached, Inbound, InboundTx, Transport, TransportError};
+use super::{Attached, GmpRx, Inbound, InboundGmp, InboundTx, Transport, TransportError};
 use fabric::{Guid, Lid};
 use fabric_sim::protocol::{
-    T_ATTACH, T_ATTACHED, T_CONTROL_RESP, T_ERROR, T_MAD, mad_out, parse_mad_in, read_frame,
-    write_frame,
+    T_ATTACH, T_ATTACHED, T_CONTROL_RESP, T_ERROR, T_GMP, T_MAD, gmp_out, mad_out, parse_gmp_in,
+    parse_mad_in, read_frame, write_frame,
 };
 use mad::Smp;
 use std::io::{BufReader, BufWriter, Read, Write};
@@ -47,9 +47,10 @@ pub fn connect(socket: &Path, port_name: &str) -> Result<Attached, TransportErro
         }
     };
     let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    let (gtx, grx) = tokio::sync::mpsc::unbounded_channel();
     let thread = std::thread::Builder::new()
         .name("simd-reader".into())
-        .spawn(move || read_loop(r, tx))?;
+        .spawn(move || read_loop(r, tx, gtx))?;
     Ok(Attached {
         transport: Box::new(SimdTransport {
             label: format!("fabric-simd {} at {port_name}", socket.display()),
@@ -57,6 +58,7 @@ pub fn connect(socket: &Path, port_name: &str) -> Result<Attached, TransportErro
             w,
             stream,
             thread: Some(thread),
+            gmps: Some(grx),
         }),
         inbound: rx,
     })
@@ -74,7 +76,11 @@ fn parse_attached(p: &[u8]) -> Result<Guid, TransportError> {
     Ok(Guid(g))
 }
 
-fn read_loop<R: Read>(mut r: BufReader<R>, out: InboundTx) {
+fn read_loop<R: Read>(
+    mut r: BufReader<R>,
+    out: InboundTx,
+    gmps: tokio::sync::mpsc::UnboundedSender<Vec<InboundGmp>>,
+) {
     let mut batch = Vec::new();
     loop {
         let frame = match read_frame(&mut r) {
@@ -100,6 +106,18 @@ fn read_loop<R: Read>(mut r: BufReader<R>, out: InboundTx) {
                 );
                 break;
             }
+            (T_GMP, p) => match parse_gmp_in(&p) {
+                // GMPs (SA requests and RMPP ACKs) go to the SA at once; nobody taking them
+                // (no SA on this attachment) is not an error.
+                Some((_, slid, _, mad)) => {
+                    let _ = gmps.send(vec![InboundGmp {
+                        slid: Lid(slid),
+                        src_qpn: 1,
+                        mad,
+                    }]);
+                }
+                None => tracing::warn!("E_NODE_TRANSPORT_SIM: undecodable GMP frame dropped"),
+            },
             (T_CONTROL_RESP, _) => {}
             (t, _) => tracing::warn!("E_NODE_TRANSPORT_SIM: unexpected frame type {t:#04x}"),
         }
@@ -124,6 +142,7 @@ struct SimdTransport {
     w: BufWriter<UnixStream>,
     stream: UnixStream,
     thread: Option<JoinHandle<()>>,
+    gmps: Option<GmpRx>,
 }
 
 impl Transport for SimdTransport {
@@ -143,6 +162,24 @@ impl Transport for SimdTransport {
 
     fn describe(&self) -> String {
         self.label.clone()
+    }
+
+    fn send_gmp(
+        &mut self,
+        dlid: Lid,
+        _dqpn: u32,
+        mad: &[u8; 256],
+        _len: usize,
+    ) -> Result<(), TransportError> {
+        // fabric-simd carries whole MADs with the default full P_Key (the SA's port is a
+        // full member of the default partition).
+        write_frame(&mut self.w, T_GMP, &gmp_out(dlid.0, 0xFFFF, mad))?;
+        self.w.flush()?;
+        Ok(())
+    }
+
+    fn take_gmps(&mut self) -> Option<GmpRx> {
+        self.gmps.take()
     }
 }
 
