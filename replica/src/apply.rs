@@ -190,6 +190,7 @@ impl ReplicatedState {
             Kind::SetMaster(m) => self.set_master(m),
             Kind::SetTenants(t) => self.set_tenants(t),
             Kind::SetSaState(s) => {
+                crate::sa::validate(s).map_err(ApplyError::BadSaState)?;
                 self.sa = s.clone();
                 Ok(Effect::SaStateSet)
             }

@@ -166,6 +166,9 @@ pub enum ApplyError {
     /// A configuration with out-of-range fields or duplicate replica ids.
     #[error("REPL-E018 invalid configuration: {0}")]
     BadConfig(String),
+    /// A SetSaState whose SA state a master could not load (see `sa::validate`).
+    #[error("REPL-E301 invalid SA state: {0}")]
+    BadSaState(String),
     /// SetTenants' version is not the tenant set version in force.
     #[error("REPL-E201 stale tenants version: expected {expected}, current is {current}")]
     StaleTenants {
@@ -204,6 +207,7 @@ impl ApplyError {
             ApplyError::BadLid { .. } => "REPL-E016",
             ApplyError::BadTopology(_) => "REPL-E017",
             ApplyError::BadConfig(_) => "REPL-E018",
+            ApplyError::BadSaState(_) => "REPL-E301",
             ApplyError::StaleTenants { .. } => "REPL-E201",
             ApplyError::BadTenants(_) => "REPL-E202",
             ApplyError::BadMftBlock { .. } => "REPL-E301",

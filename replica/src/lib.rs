@@ -4,7 +4,8 @@
 //! to a [`ReplicatedState`]: cluster configuration, partition policy (text, version, parsed
 //! form, bounded history), topology, guid -> LID map, each switch's LFT and each port's
 //! P_KeyTable and PortInfo as programmed, the pending programming intent, the master record,
-//! tenants (see [`tenants`]) and SA state (placeholder). [`ReplicatedState::apply`] is deterministic: the same
+//! tenants (see [`tenants`]) and SA state (multicast groups, services, subscriptions;
+//! checked on apply). [`ReplicatedState::apply`] is deterministic: the same
 //! log gives bit-identical state (and identical [`ReplicatedState::snapshot_bytes`]) on every
 //! replica, and a refused command changes nothing but the applied index.
 //!
@@ -22,6 +23,7 @@ pub mod convert;
 mod error;
 pub mod intent;
 pub mod mft;
+mod sa;
 mod snapshot;
 mod state;
 pub mod tenants;
