@@ -4,9 +4,7 @@
 //! (seeded with the replicated MFTs and SA state) writes no MFT block, and every member still
 //! reaches every other member exactly once through the MLID.
 //!
-//! Needs the SA to be reachable over the fabric-simd transport (GMP frames), which that
-//! transport does not carry yet: the test is `#[ignore]`d until it does
-//! (`cargo test -p sm-node --test mcast_failover -- --ignored`). Every wait is a failure
+//! The SA is reached over the fabric-simd transport (GMP frames). Every wait is a failure
 //! bound only.
 
 use fabric::{Guid, Lid, PKey};
@@ -98,7 +96,6 @@ fn delivery_ok(c: &LocalCluster, mlid: Lid, members: &BTreeSet<Guid>) -> bool {
 }
 
 #[test]
-#[ignore = "needs SA GMPs over the fabric-simd transport (sm-node/src/transport/simd.rs); run with --ignored once it carries them"]
 fn multicast_group_survives_a_failover_with_no_mft_rewrite() {
     let d = dir("failover");
     let mut c = LocalCluster::new(&bin(), "ft2:8", 3, &d).unwrap();
