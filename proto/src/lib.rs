@@ -2,8 +2,8 @@
 //!
 //! * [`state`] (`proto/state.proto`): the replicated state and the [`state::Command`]s that
 //!   change it (configuration, partition policy, topology, LIDs, programmed LFTs / P_Key
-//!   tables, programming intents, master record, tenants, SA state (multicast groups, services, subscriptions), MFTs as programmed), and the
-//!   snapshot message [`state::StateSnapshot`].
+//!   tables and MFTs, programming intents, master record, tenants, SA state: multicast groups,
+//!   services, subscriptions), and the snapshot message [`state::StateSnapshot`].
 //! * [`peer`] (`proto/peer.proto`): the replica-to-replica service `Peer` — Raft messages as
 //!   opaque bytes (raft-rs `eraftpb` encoded by the caller with protobuf 2.28) and the
 //!   forwarding of client writes to the leader.
