@@ -345,7 +345,7 @@ impl Node {
                 self.disk.wl().apply_snapshot(snap)?;
             }
             let committed = rd.take_committed_entries();
-            self.apply(raw, committed, cx);
+            self.apply(committed, cx);
             self.disk.wl().append(rd.entries())?;
             if let Some(hs) = rd.hs() {
                 self.disk.wl().set_hardstate(hs.clone());
@@ -361,18 +361,15 @@ impl Node {
                 cx.net.send(cx.now, m);
             }
             let committed = light.take_committed_entries();
-            self.apply(raw, committed, cx);
+            self.apply(committed, cx);
             raw.advance_apply();
         }
         Ok(())
     }
 
-    fn apply(
-        &mut self,
-        raw: &mut RawNode<MemStorage>,
-        entries: Vec<raft::eraftpb::Entry>,
-        cx: &mut Ctx<'_>,
-    ) {
+    /// Applies committed entries (conf changes are never proposed in the simulation: they
+    /// apply as no-ops).
+    fn apply(&mut self, entries: Vec<raft::eraftpb::Entry>, cx: &mut Ctx<'_>) {
         let mut policy_changed = false;
         for e in entries {
             let (index, term) = (e.index, e.term);
@@ -388,7 +385,6 @@ impl Node {
                 }
                 _ => noop(),
             };
-            let _ = raw; // conf changes are never proposed in the simulation
             if index <= self.state.applied_index() {
                 continue;
             }
