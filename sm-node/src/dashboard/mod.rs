@@ -89,6 +89,7 @@ pub async fn serve(
         samples: Mutex::new(feed::Samples::default()),
         recent: Mutex::new(feed::Recent::default()),
         events: etx,
+        fabric_cache: Mutex::new(None),
         secure: tls.is_some(),
     });
     spawn_feeders(d.clone(), raft);

@@ -21,6 +21,9 @@ use tokio::sync::broadcast;
 const INDEX: &str = include_str!("index.html");
 const APP_JS: &str = include_str!("app.js");
 
+/// Largest drawing (edges after collapsing hosts) the dashboard lays out.
+pub const MAX_LAYOUT_EDGES: usize = 1500;
+
 /// Shared state of the routes.
 pub struct Dash {
     /// This replica's admin service.
@@ -33,6 +36,8 @@ pub struct Dash {
     pub recent: Mutex<Recent>,
     /// New events for open pages.
     pub events: broadcast::Sender<PageEvent>,
+    /// Last fabric picture, by (applied index of the listing, master SM GUID).
+    pub fabric_cache: Mutex<Option<((u64, u64), String)>>,
     /// Served over TLS (cookies get `Secure`).
     pub secure: bool,
 }
@@ -220,7 +225,15 @@ async fn fabric_svg(State(d): D, h: HeaderMap) -> Response {
         .await
         .ok()
         .map(|r| r.into_inner());
-    // Layout is CPU work: off the async workers.
+    let key = (nodes.applied_index, sm.as_ref().map_or(0, |s| s.sm_guid));
+    if let Ok(c) = d.fabric_cache.lock()
+        && let Some((k, text)) = c.as_ref()
+        && *k == key
+    {
+        return svg(text.clone());
+    }
+    // Layout is CPU work on a replica that also runs the SM: off the async workers, and
+    // refused past a size (ft3:16's 2,176 edges take seconds; ft2:36's 684 a few ms).
     let r = tokio::task::spawn_blocking(move || {
         let m = super::model::from_list_nodes(&nodes, sm.as_ref());
         // Compact on a page: more than two hosts of a leaf become one box.
@@ -228,17 +241,37 @@ async fn fabric_svg(State(d): D, h: HeaderMap) -> Response {
             max_hosts_per_leaf: 2,
             ..views::DrawOptions::default()
         };
-        views::arrange(&m, &o).map(|dr| views::to_svg(&dr))
+        views::arrange(&m, &o).map(|dr| {
+            if dr.edges.len() > MAX_LAYOUT_EDGES {
+                Err(dr)
+            } else {
+                Ok(views::to_svg(&dr))
+            }
+        })
     })
     .await;
     match r {
-        Ok(Ok(s)) => svg(s),
-        Ok(Err(e)) => (StatusCode::NOT_FOUND, format!("E_DASH_VIEW: {e}\n")).into_response(),
-        Err(e) => (
-            StatusCode::INTERNAL_SERVER_ERROR,
-            format!("E_DASH_VIEW: {e}\n"),
+        Ok(Ok(Ok(text))) => {
+            if let Ok(mut c) = d.fabric_cache.lock() {
+                *c = Some((key, text.clone()));
+            }
+            svg(text)
+        }
+        Ok(Ok(Err(dr))) => (
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format!(
+                "E_DASH_VIEW: {} switches, {} hosts, {} links: too large to lay out here ({} edges, limit {MAX_LAYOUT_EDGES}); use `smctl draw fabric --format dot`\n",
+                dr.switches,
+                dr.hosts,
+                dr.links,
+                dr.edges.len()
+            ),
         )
             .into_response(),
+        Ok(Err(e)) => (StatusCode::NOT_FOUND, format!("E_DASH_VIEW: {e}\n")).into_response(),
+        Err(e) => {
+            (StatusCode::INTERNAL_SERVER_ERROR, format!("E_DASH_VIEW: {e}\n")).into_response()
+        }
     }
 }
 

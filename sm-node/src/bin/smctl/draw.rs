@@ -149,6 +149,12 @@ fn fabric(a: FabricArgs) -> anyhow::Result<ExitCode> {
         d.links_not_active,
         d.boxes.len()
     );
+    if a.format == Format::Svg && d.edges.len() > 1500 {
+        eprintln!(
+            "draw: {} edges to lay out: this can take minutes (ft3:16's 2,176 take seconds in a debug build); --format dot piped to Graphviz is faster",
+            d.edges.len()
+        );
+    }
     let text = match a.format {
         Format::Dot => views::to_dot(&d),
         Format::Svg => views::to_svg(&d),
