@@ -5,7 +5,7 @@
 //! [`MasterActor`] once it leads and has applied its term's first entry, records the
 //! master's sweep results through Raft, and stops the master the moment it steps down.
 
-use super::lease::Lease;
+use super::lease::{AckBook, Lease};
 use super::seed::{self, SweepTables};
 use super::{ClusterConfig, PeerTx};
 use crate::config::NodeConfig;
@@ -21,8 +21,7 @@ use proto::admin::{ClusterStatusReply, GetPolicyReply, MasterInfo, ReplicaStatus
 use proto::state::{ApplyResult, Command, MasterRecord, Noop, command::Kind};
 use protobuf::Message as _;
 use raft::eraftpb::{
-    ConfChange, ConfChangeType, ConfChangeV2, Entry, EntryType, Message as RaftMessage,
-    MessageType, Snapshot,
+    ConfChange, ConfChangeType, ConfChangeV2, Entry, EntryType, Message as RaftMessage, Snapshot,
 };
 use raft::{RawNode, StateRole, Storage as _};
 use replica::ReplicatedState;
@@ -70,7 +69,8 @@ pub struct RaftActor {
     answers: Vec<(oneshot::Sender<ApplyResult>, ApplyResult)>,
     next_request: u64,
     lease: Arc<Lease>,
-    last_ack: HashMap<u64, Instant>,
+    /// Acknowledgements of this leadership, dated by the send of the heartbeat answered.
+    acks: AckBook<Instant>,
     /// Term of the leadership being held, and the index its first entry has.
     leading: Option<(u64, u64)>,
     master: Option<(u64, Addr<MasterActor>)>,
@@ -186,7 +186,7 @@ impl RaftActor {
             pending: HashMap::new(),
             answers: Vec::new(),
             lease: Lease::new(),
-            last_ack: HashMap::new(),
+            acks: AckBook::new(),
             leading: None,
             master: None,
             master_gen: 0,
@@ -229,8 +229,10 @@ impl RaftActor {
         System::current().stop();
     }
 
-    fn send_messages(&self, msgs: Vec<RaftMessage>) {
-        for m in msgs {
+    fn send_messages(&mut self, msgs: Vec<RaftMessage>) {
+        for mut m in msgs {
+            // Heartbeats carry a tag dated now, before the send (see lease::AckBook).
+            self.acks.stamp(&mut m, Instant::now());
             let to = m.to;
             match m.write_to_bytes() {
                 Ok(b) => self.peers.send(to, b),
@@ -239,46 +241,31 @@ impl RaftActor {
         }
     }
 
-    /// Records acknowledgements from peers (for the lease).
-    fn note_ack(&mut self, m: &RaftMessage) {
-        if !self.is_leader() || m.term != self.raw.raft.term {
-            return;
-        }
-        if matches!(
-            m.get_msg_type(),
-            MessageType::MsgAppendResponse | MessageType::MsgHeartbeatResponse
-        ) {
-            self.last_ack.insert(m.from, Instant::now());
-        }
+    /// Records acknowledgements from peers (for the lease), dated by the send of the
+    /// heartbeat each answers, and unwraps the lease tag before raft-rs sees the message.
+    fn note_ack(&mut self, m: &mut RaftMessage) {
+        let term = self.is_leader().then_some(self.raw.raft.term);
+        self.acks.receive(m, term, Instant::now());
     }
 
-    /// Lease: until the quorum-th most recent acknowledgement (self counts as now) plus
-    /// half the minimum election timeout.
+    /// Lease: until the send of the latest heartbeat a quorum of voters acknowledged (self
+    /// counts as now) plus half the minimum election timeout (lease::lease_end).
     fn update_lease(&mut self) {
         if !self.is_leader() {
             self.lease.revoke();
             return;
         }
-        let now = Instant::now();
-        let ids: Vec<u64> = self.raw.raft.prs().iter().map(|(id, _)| *id).collect();
-        let mut times: Vec<Instant> = ids
-            .iter()
-            .filter_map(|id| {
-                if *id == self.cfg.id {
-                    Some(now)
-                } else {
-                    self.last_ack.get(id).copied()
-                }
-            })
-            .collect();
-        let quorum = ids.len() / 2 + 1;
-        if times.len() < quorum {
-            self.lease.revoke();
-            return;
+        let cs = self.raw.raft.prs().conf().to_conf_state();
+        let end = self.acks.lease_end(
+            &[&cs.voters, &cs.voters_outgoing],
+            self.cfg.id,
+            Instant::now(),
+            self.cfg.lease_duration(),
+        );
+        match end {
+            Some(t) => self.lease.hold_until(t),
+            None => self.lease.revoke(),
         }
-        times.sort_unstable_by(|a, b| b.cmp(a));
-        let t = times[quorum - 1];
-        self.lease.hold_until(t + self.cfg.lease_duration());
     }
 
     fn on_ready(&mut self, ctx: &mut Context<Self>) {
@@ -505,7 +492,9 @@ impl RaftActor {
                     let i = self.raw.raft.raft_log.last_index();
                     tracing::info!("replica {} is leader of term {term}", self.cfg.id);
                     self.leading = Some((term, i));
-                    self.last_ack.clear();
+                    self.acks.reset();
+                    // Heartbeats now: only their acknowledgements start the lease.
+                    self.raw.ping();
                     i
                 }
             };
@@ -922,8 +911,8 @@ impl Handler<Step> for RaftActor {
     fn handle(&mut self, m: Step, ctx: &mut Context<Self>) {
         for b in m.0 {
             match RaftMessage::parse_from_bytes(&b) {
-                Ok(msg) => {
-                    self.note_ack(&msg);
+                Ok(mut msg) => {
+                    self.note_ack(&mut msg);
                     // A stale or misdirected message is raft's business.
                     let _ = self.raw.step(msg);
                 }
