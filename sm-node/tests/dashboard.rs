@@ -3,6 +3,8 @@
 //! * over HTTP: no token and a wrong token are refused (401, E_DASH_AUTH); `/?token=READ`
 //!   sets an HttpOnly cookie; the status API, the fabric picture and the metric samples
 //!   answer with the cookie and agree with the admin API;
+//! * `smctl draw fabric --format dot` and `smctl draw partitions --format text` against the
+//!   same replica with the read token (tiers, master marked, counts);
 //! * in headless Chromium (Debian `chromium` + `chromium-driver`, driven through WebDriver by
 //!   fantoccini): the master and the fabric counts on the page equal the admin API's; the
 //!   master is killed with SIGKILL and the failover event appears on the open page without a
@@ -262,6 +264,30 @@ async fn scenario(c: &mut LocalCluster, dash: &[u16], dir: &Path) {
         assert!(start.elapsed() < BOUND, "no metric samples: {js}");
         tokio::time::sleep(Duration::from_millis(300)).await;
     }
+
+    // --- smctl draw against the same replica (read token).
+    let smctl = |args: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_smctl"))
+            .args(["--server", &addrs[fi], "--token", READ])
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).to_string()
+    };
+    let dot = smctl(&["draw", "fabric", "--format", "dot"]);
+    assert_eq!(dot.matches("rank=same").count(), 3, "{dot}");
+    assert!(dot.contains("[master SM]"), "{dot}");
+    assert!(
+        dot.contains(&format!("{switches} switches, {hosts} hosts")),
+        "{dot}"
+    );
+    let matrix = smctl(&["draw", "partitions", "--format", "text"]);
+    assert!(matrix.contains("full"), "{matrix}");
 
     // --- Browser.
     let (Some(chromium), Some(driver)) = (which("chromium"), which("chromedriver")) else {
