@@ -237,13 +237,7 @@ impl Sweeper {
             let n = &self.nodes[req.node as usize];
             (n.is_switch, n.port_index(req.port))
         };
-        let prev_lid = self.ports[pi].info.lid;
-        let had = self.ports[pi].info_sweep != 0;
         let p = &mut self.ports[pi];
-        // A port that lost its LID (reset) also lost its P_KeyTable.
-        if had && info.lid != prev_lid && info.lid.0 == 0 {
-            p.pkey_known_valid = false;
-        }
         p.info = info;
         p.info_sweep = sweep;
         if req.port == 0 || !is_switch {
@@ -275,14 +269,26 @@ impl Sweeper {
         for n in self.nodes.iter().filter(|n| n.seen == sweep) {
             let base = &self.ports[n.first_port as usize];
             let mgmt_fresh = n.is_switch && base.fresh;
-            for p in 1..=n.nports {
+            for p in 0..=n.nports {
                 let port = &mut self.ports[n.port_index(p)];
                 if n.is_switch {
                     port.fresh = mgmt_fresh;
                 }
-                if port.remote_sweep == sweep && port.info.port_state != 4 {
+                // A port found fresh (reset since it was configured: a switch rebooted, a
+                // node power-cycled, possibly while no master ran) holds the default
+                // P_KeyTable, whatever this sweeper wrote before or was seeded with
+                // (`known_pkeys` on a takeover): plan it from the default again.
+                if port.fresh && (n.is_switch || port.info_sweep == sweep) {
+                    port.pkey_known_valid = false;
+                }
+                if p != 0 && port.remote_sweep == sweep && port.info.port_state != 4 {
                     all_active = false;
                 }
+            }
+            if mgmt_fresh {
+                // Its LFT (and MFT, see `plan_mfts`) is back to the default too, even where
+                // LinearFDBTop happens to match what was known.
+                self.switches[n.sw as usize].lft_valid = false;
             }
         }
         self.all_active = all_active;
@@ -312,6 +318,9 @@ impl Sweeper {
             self.ports[n.port_index(self.local_port)].remote_sweep == sweep
         };
         if !linked {
+            // Not clean: the link may come back with the port in INIT and no trap says so
+            // (no switch is known to poll), so every interval is a heavy sweep until it does.
+            self.dirty = true;
             self.finish_heavy();
             return;
         }
