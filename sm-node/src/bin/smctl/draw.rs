@@ -12,7 +12,7 @@
 use crate::client::{self, status_err};
 use anyhow::{Context, anyhow};
 use clap::{Args, Subcommand, ValueEnum};
-use proto::admin::{AuditRequest, ListNodesRequest, SmInfoRequest};
+use proto::admin::{AuditProgressRequest, AuditRequest, ListNodesRequest, SmInfoRequest};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -170,11 +170,31 @@ fn partitions(a: PartitionsArgs) -> anyhow::Result<ExitCode> {
         None => client::block_on(async {
             let mut c = client::connect().await?;
             eprintln!("draw: the master is reading every P_KeyTable back from the fabric");
-            let r = c
-                .audit(AuditRequest::default())
-                .await
-                .map_err(status_err)?
-                .into_inner();
+            let mut pc = c.clone();
+            let audit = c.audit(AuditRequest::default());
+            tokio::pin!(audit);
+            let mut tick = tokio::time::interval(std::time::Duration::from_millis(250));
+            let tty = std::io::IsTerminal::is_terminal(&std::io::stderr());
+            let mut shown = false;
+            // Progress from AuditProgress while the read-back runs (terminals only).
+            let r = loop {
+                tokio::select! {
+                    r = &mut audit => break r,
+                    _ = tick.tick(), if tty => {
+                        if let Ok(p) = pc.audit_progress(AuditProgressRequest {}).await {
+                            let p = p.into_inner();
+                            if p.running {
+                                eprint!("\rdraw: {}/{} ports read by replica {}   ", p.ports_done, p.ports_total, p.replica);
+                                shown = true;
+                            }
+                        }
+                    }
+                }
+            };
+            if shown {
+                eprintln!();
+            }
+            let r = r.map_err(status_err)?.into_inner();
             eprintln!(
                 "draw: {} port tables read by replica {} in {} ms",
                 r.ports, r.read_by_replica, r.read_ms
