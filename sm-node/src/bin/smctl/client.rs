@@ -121,13 +121,18 @@ pub type Client = SmAdminClient<InterceptedService<Channel, Bearer>>;
 
 /// Connects to `--server`.
 pub async fn connect() -> anyhow::Result<Client> {
-    let c = conn();
-    let server = c.server.clone().ok_or_else(|| {
+    let server = conn().server.clone().ok_or_else(|| {
         anyhow::Error::new(CmdError {
             code: 2,
             msg: "this command needs --server HOST:PORT (or SMCTL_SERVER)".into(),
         })
     })?;
+    connect_to(&server).await
+}
+
+/// Connects to the replica at `server` (HOST:PORT) with the global TLS and token flags.
+pub async fn connect_to(server: &str) -> anyhow::Result<Client> {
+    let c = conn();
     let ep = match &c.ca {
         Some(ca) => {
             let mut tls = ClientTlsConfig::new()

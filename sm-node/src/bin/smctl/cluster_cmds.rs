@@ -703,19 +703,86 @@ where
     }
 }
 
-/// `smctl sweep [--heavy]`.
+/// `smctl sweep [--heavy]`: a heavy sweep is followed until the master completes it.
 pub fn sweep(heavy: bool) -> anyhow::Result<ExitCode> {
     run(|mut c| async move {
-        if heavy {
-            eprintln!("sweep: requesting a heavy sweep ...");
-        }
+        // The master's own status carries its last completed sweep: watch that replica.
+        let st = call!(c, cluster_status, ClusterStatusRequest::default());
+        let master_addr = st
+            .replicas
+            .iter()
+            .find(|r| r.id == st.leader_id)
+            .map(|r| r.admin_address.clone());
+        let mut master = match (&master_addr, heavy) {
+            (Some(a), true) if !a.is_empty() => Some(client::connect_to(a).await?),
+            _ => None,
+        };
+        let before = match master.as_mut() {
+            Some(m) => {
+                Some(call!(m, cluster_status, ClusterStatusRequest::default()).last_sweep_unix_ms)
+            }
+            None => None,
+        };
         let r = call!(c, trigger_sweep, TriggerSweepRequest { heavy });
         println!(
             "{} sweep requested from the master (replica {})",
             if heavy { "heavy" } else { "light" },
             r.master_id
         );
-        Ok(ExitCode::SUCCESS)
+        let (Some(mut m), Some(before)) = (master, before) else {
+            return Ok(ExitCode::SUCCESS);
+        };
+        let started = std::time::Instant::now();
+        let pm = m.clone();
+        let done = with_spinner(
+            "sweep: the master is rediscovering, routing and programming the fabric",
+            async move {
+                loop {
+                    let s = m
+                        .cluster_status(ClusterStatusRequest::default())
+                        .await?
+                        .into_inner();
+                    if s.leader_id != r.master_id {
+                        return Ok::<_, tonic::Status>(None);
+                    }
+                    if s.last_sweep_unix_ms > before {
+                        return Ok(Some(s.last_sweep_unix_ms));
+                    }
+                    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+                }
+            },
+            move || {
+                let mut pm = pm.clone();
+                async move {
+                    let s = pm
+                        .cluster_status(ClusterStatusRequest::default())
+                        .await
+                        .ok()?
+                        .into_inner();
+                    Some(if s.intent_pending {
+                        "programming".to_string()
+                    } else {
+                        format!("term {}", s.term)
+                    })
+                }
+            },
+        )
+        .await
+        .map_err(status_err)?;
+        match done {
+            Some(at) => {
+                println!(
+                    "heavy sweep complete at {} ({:.1} s)",
+                    ms_utc(at),
+                    started.elapsed().as_secs_f64()
+                );
+                Ok(ExitCode::SUCCESS)
+            }
+            None => Err(anyhow::Error::new(client::CmdError {
+                code: client::EXIT_UNAVAILABLE,
+                msg: "mastership moved before the heavy sweep completed; the new master sweeps by itself".into(),
+            })),
+        }
     })
 }
 
