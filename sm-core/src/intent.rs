@@ -317,6 +317,27 @@ impl Sweeper {
         failed_ports.append(&mut self.failed_ports);
         failed_ports.sort_unstable();
         failed_ports.dedup();
+        // The replicated state drops what it knows of every failed switch (LFT, MFT) and
+        // port (P_KeyTable, PortInfo) when this is committed: forget the same here, so the
+        // next sweep writes them again and the record comes back. Otherwise this sweeper
+        // believes a table programmed that the replicated state (and the next master) no
+        // longer records, and never rewrites it.
+        for g in &failed_switches {
+            if let Some(&i) = self.by_guid.get(g) {
+                let sw = self.nodes[i as usize].sw;
+                if sw != crate::state::NONE {
+                    self.switches[sw as usize].lft_valid = false;
+                }
+            }
+        }
+        for (g, p) in &failed_ports {
+            if let Some(&i) = self.by_guid.get(g) {
+                let n = &self.nodes[i as usize];
+                if *p <= n.nports {
+                    self.ports[n.port_index(*p)].pkey_known_valid = false;
+                }
+            }
+        }
         IntentEvent::Done {
             id,
             failed_switches,

@@ -3,7 +3,9 @@
 //!   next master, seeded with the replicated `known_pkeys` / `known_lfts`, must rewrite its
 //!   P_KeyTables (and LFT), and nothing else;
 //! - F2: the master's own CA link goes down (a heavy sweep then finds a one-node fabric)
-//!   and comes back: the master must notice and bring its port (and the subnet) up again.
+//!   and comes back: the master must notice and bring its port (and the subnet) up again;
+//! - a port an intent reports failed loses its P_KeyTable record in the replicated state:
+//!   the sweeper must forget the table too and write it again (seed 1197, counted as F1).
 
 mod common;
 
@@ -11,7 +13,7 @@ use common::{Harness, ca_ports, topo};
 use fabric::{NodeId, PKey, PortRef, PortState, Topology};
 use fabric_sim::Fault;
 use mad::AttributeId;
-use sm_core::{Event, MS, SweeperConfig};
+use sm_core::{Event, IntentEvent, MS, SweeperConfig};
 use std::sync::Arc;
 
 /// Two tenants (the SM's own port in neither) and a limited default partition: switch
@@ -143,4 +145,89 @@ fn master_recovers_after_its_own_link_flaps() {
         h.log.join("\n")
     );
     h.check_programmed(&t);
+}
+
+/// One turn of a gated driver (a Raft leader whose log commits every intent at once).
+fn step_gated(h: &mut Harness, intents: &mut Vec<IntentEvent>) -> bool {
+    let more = h.step();
+    while let Some(ie) = h.sw.poll_intent() {
+        if let IntentEvent::Program(it) = &ie {
+            h.sw.handle_intent_committed(h.now, it.id);
+        }
+        intents.push(ie);
+    }
+    more
+}
+
+#[test]
+fn a_port_reported_failed_gets_its_pkeys_written_again() {
+    // The replicated state drops the P_KeyTable record of every port an intent reports
+    // failed; the sweeper must forget it too and write it again, or the record never
+    // comes back. Here a takeover's M_Key rotation fails on a CA port whose link goes down
+    // just after discovery; the link comes back with the port's LID (not fresh).
+    let t = topo("ft2:4");
+    let cfg = |seeded: Option<&Harness>| SweeperConfig {
+        partitions_conf: Some(policy(&t)),
+        sweep_interval: 200 * MS,
+        m_key: if seeded.is_some() { 2 } else { 1 },
+        m_key_prev: if seeded.is_some() { vec![1] } else { vec![] },
+        m_key_protect_bits: 1,
+        gate_programming: seeded.is_some(),
+        guid2lid: seeded.map(|h| h.sw.guid2lid().clone()).unwrap_or_default(),
+        known_lfts: seeded.and_then(|h| h.sw.lfts().cloned().map(Arc::new)),
+        known_pkeys: seeded.map(|h| Arc::new(h.sw.pkey_tables())),
+        reregister_on_takeover: false,
+        ..SweeperConfig::default()
+    };
+    let mut a = Harness::new(&t, cfg(None), 1197);
+    a.subnet_up();
+    let cfg_b = cfg(Some(&a));
+    let mut fab = a.fab;
+    fab.detach(a.sm).unwrap();
+    let mut b = Harness::with_fabric(fab, &t, cfg_b);
+    b.now = a.now;
+    let (n, p, g) = ca_ports(&t)[1];
+    let node_guid = t.node(n).node_guid;
+    let mut intents = Vec::new();
+    while !b
+        .events
+        .iter()
+        .any(|e| matches!(e, Event::DiscoveryDone { .. }))
+    {
+        assert!(step_gated(&mut b, &mut intents));
+    }
+    b.fab
+        .inject(b.now, Fault::LinkDown { node: n, port: p })
+        .unwrap();
+    let done = |intents: &[IntentEvent]| {
+        intents.iter().any(|ie| {
+            matches!(ie, IntentEvent::Done { failed_ports, .. }
+                if failed_ports.contains(&(node_guid, p)))
+        })
+    };
+    let end = b.now + 5_000 * MS;
+    while !done(&intents) && b.now < end {
+        assert!(step_gated(&mut b, &mut intents));
+    }
+    assert!(
+        done(&intents),
+        "the port {g} was not reported failed; log:\n{}",
+        b.log.join("\n")
+    );
+    let from = intents.len();
+    b.fab
+        .inject(b.now, Fault::LinkUp { node: n, port: p })
+        .unwrap();
+    let end = b.now + 3_000 * MS;
+    while b.now < end && step_gated(&mut b, &mut intents) {}
+    let rewritten = intents[from..].iter().any(|ie| {
+        matches!(ie, IntentEvent::Program(it)
+            if it.pkey_blocks.iter().any(|w| w.node == node_guid && w.port == p))
+    });
+    assert!(
+        rewritten,
+        "no later intent records the P_KeyTable of {g} again; log:\n{}",
+        b.log.join("\n")
+    );
+    assert_eq!(b.fab.port_state(n, p).unwrap(), PortState::Active);
 }
