@@ -16,7 +16,7 @@ use fabric::Guid;
 use fabric_sim::{AttachId, SimFabric};
 use prost::Message as _;
 use proto::state::{Command, MasterRecord, command::Kind};
-use raft::eraftpb::{EntryType, Message, MessageType};
+use raft::eraftpb::{EntryType, Message};
 use raft::storage::MemStorage;
 use raft::{RawNode, StateRole};
 use replica::ReplicatedState;
@@ -112,7 +112,7 @@ pub struct Node {
     pub held: Vec<Message>,
     /// Next tick.
     pub next_tick: VTime,
-    last_ack: BTreeMap<u64, VTime>,
+    acks: sm_node::cluster::lease::AckBook<VTime>,
     /// End of the write lease (None: no lease).
     pub lease_until: Option<VTime>,
     leading: Option<(u64, u64)>,
@@ -163,7 +163,7 @@ impl Node {
             paused: false,
             held: Vec::new(),
             next_tick: now,
-            last_ack: BTreeMap::new(),
+            acks: sm_node::cluster::lease::AckBook::new(),
             lease_until: None,
             leading: None,
             master: None,
@@ -232,7 +232,7 @@ impl Node {
         self.raw = None;
         self.paused = false;
         self.held.clear();
-        self.last_ack.clear();
+        self.acks = sm_node::cluster::lease::AckBook::new();
         self.lease_until = None;
         self.leading = None;
         self.pending.clear();
@@ -258,15 +258,9 @@ impl Node {
         let Some(raw) = self.raw.as_mut() else {
             return;
         };
-        if raw.raft.state == StateRole::Leader
-            && m.term == raw.raft.term
-            && matches!(
-                m.get_msg_type(),
-                MessageType::MsgAppendResponse | MessageType::MsgHeartbeatResponse
-            )
-        {
-            self.last_ack.insert(m.from, now);
-        }
+        let mut m = m;
+        let term = (raw.raft.state == StateRole::Leader).then_some(raw.raft.term);
+        self.acks.receive(&mut m, term, now);
         // A refused message (stale, unknown peer) changes nothing.
         let _ = raw.step(m);
     }
@@ -333,7 +327,11 @@ impl Node {
         while raw.has_ready() {
             let mut rd = raw.ready();
             for m in rd.take_messages() {
-                cx.net.send(cx.now, m);
+                {
+                    let mut m = m;
+                    self.acks.stamp(&mut m, cx.now);
+                    cx.net.send(cx.now, m);
+                }
             }
             if !rd.snapshot().is_empty() {
                 // Never produced: the simulation does not compact its logs, so a leader
@@ -351,14 +349,22 @@ impl Node {
                 self.disk.wl().set_hardstate(hs.clone());
             }
             for m in rd.take_persisted_messages() {
-                cx.net.send(cx.now, m);
+                {
+                    let mut m = m;
+                    self.acks.stamp(&mut m, cx.now);
+                    cx.net.send(cx.now, m);
+                }
             }
             let mut light = raw.advance(rd);
             if let Some(c) = light.commit_index() {
                 self.disk.wl().mut_hard_state().commit = c;
             }
             for m in light.take_messages() {
-                cx.net.send(cx.now, m);
+                {
+                    let mut m = m;
+                    self.acks.stamp(&mut m, cx.now);
+                    cx.net.send(cx.now, m);
+                }
             }
             let committed = light.take_committed_entries();
             self.apply(committed, cx);
@@ -428,37 +434,31 @@ impl Node {
         let term = raw.raft.term;
         // The lease (RaftActor::update_lease).
         self.lease_until = if leader {
-            let ids: Vec<u64> = raw.raft.prs().iter().map(|(id, _)| *id).collect();
-            let mut times: Vec<VTime> = ids
-                .iter()
-                .filter_map(|id| {
-                    if *id == self.id {
-                        Some(cx.now)
-                    } else {
-                        self.last_ack.get(id).copied()
-                    }
-                })
-                .collect();
-            let quorum = ids.len() / 2 + 1;
-            if times.len() < quorum {
-                None
-            } else {
-                times.sort_unstable_by(|a, b| b.cmp(a));
-                Some(times[quorum - 1] + lease_ns())
-            }
+            let cs = raw.raft.prs().conf().to_conf_state();
+            self.acks.lease_end(
+                &[&cs.voters, &cs.voters_outgoing],
+                self.id,
+                cx.now,
+                lease_ns(),
+            )
         } else {
             None
         };
+        let mut new_leadership = false;
         if leader {
             let first = match self.leading {
                 Some((t, i)) if t == term => i,
                 _ => {
                     let i = raw.raft.raft_log.last_index();
                     self.leading = Some((term, i));
-                    self.last_ack.clear();
+                    self.acks.reset();
+                    new_leadership = true;
                     i
                 }
             };
+            if new_leadership && let Some(r) = self.raw.as_mut() {
+                r.ping();
+            }
             if self.master.is_none()
                 && self.state.applied_index() >= first
                 && self.lease_until.is_some_and(|u| cx.now < u)
