@@ -196,3 +196,21 @@ fn regression_f4_failed_set_is_written_again() {
         sim::run(&s, Variant::Correct).unwrap_or_else(|f| panic!("seed {seed}: {f}"));
     }
 }
+
+/// Found by the simulation as F5 (replica, fixed): a master restarted within its term on a
+/// new policy numbers its intents from the term's base again, while the previous master's
+/// last intent was sealed only after the restart. The seal's commit reached the new master
+/// (the driver matched it by intent id and term), which programmed its own P_Keys while the
+/// replicated state recorded the orphan's contents; matched to the instance that proposed
+/// it, the orphan blocked every later intent. The replicated state now lets the restarted
+/// master's intent replace the orphan, and the driver answers a seal only to its proposer.
+#[test]
+fn regression_f5_restarted_master_replaces_orphaned_intent() {
+    let s = Schedule::generate(7544);
+    assert!(
+        s.steps
+            .iter()
+            .any(|st| matches!(st.action, Action::ApplyPolicy { .. }))
+    );
+    sim::run(&s, Variant::Correct).unwrap_or_else(|f| panic!("{f}"));
+}

@@ -8,7 +8,18 @@
 //!   whose seal is committed may be programmed. Chunks and the seal must be of the intent's
 //!   own term: a new master never extends a previous master's unfinished intent.
 //! * `BeginIntent` while an unsealed intent is open replaces it (it was never programmed);
-//!   while a sealed intent is pending it is refused ([`ApplyError::IntentBusy`]).
+//!   while a sealed intent is pending it is refused ([`ApplyError::IntentBusy`]), except
+//!   for an orphan of a restarted master (below).
+//! * Orphan of a restarted master: a master restarted within its term (new policy) numbers
+//!   its intents from the term's base again (`term << 32` + 1, 2, ...), and the previous
+//!   master of that term may have proposed an intent whose seal was applied only after the
+//!   new one was seeded. The previous master was stopped before that seal was applied, so
+//!   it never programmed it, and the new one never heard of it: nobody would ever finish or
+//!   abort it, and every later `BeginIntent` would be refused. A `BeginIntent` of the
+//!   pending intent's own term whose id is not above the pending id can only come from such
+//!   a restarted master (ids only grow within one master, and a master seeded with a
+//!   pending intent commits its `IntentDone` before its first `BeginIntent`), so it
+//!   replaces the orphan, which is dropped unapplied.
 //! * `IntentDone` applies the whole intent atomically (all chunks, in order: a later block
 //!   for the same switch/port overrides an earlier one) to the programmed LFT / P_Key /
 //!   PortInfo state and clears it. Targets listed as failed are not applied and their
@@ -67,6 +78,7 @@ impl ReplicatedState {
         }
         if let Some(i) = &self.intent
             && i.sealed
+            && !(i.term == b.term && b.id <= i.id)
         {
             return Err(ApplyError::IntentBusy { pending: i.id });
         }

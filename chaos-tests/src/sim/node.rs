@@ -86,11 +86,17 @@ pub struct Master {
     pub sw: Sweeper,
     /// Its attachment to the fabric.
     pub at: AttachId,
+    /// Which start of a master on this replica it is (1, 2, ...): a master restarted
+    /// within its term (new policy) reuses the term's intent ids, so a seal is matched to
+    /// the instance that proposed it, never to a later one (the `RaftActor`'s generation).
+    pub instance: u64,
 }
 
 enum Pending {
-    /// The seal of intent `intent` proposed in `term`.
-    Seal { intent: u64, term: u64 },
+    /// The seal of intent `intent` proposed by master instance `master` (see
+    /// [`Master::instance`]): only that instance hears of its commit, as in `RaftActor`,
+    /// where the answer goes to the master actor that proposed it.
+    Seal { intent: u64, master: u64 },
     /// A client's ApplyPolicy.
     Client { text: String },
 }
@@ -122,6 +128,8 @@ pub struct Node {
     next_request: u64,
     /// Terms of masters stopped since the world last looked.
     pub stopped: Vec<u64>,
+    /// Masters started by this process so far (numbers [`Master::instance`]).
+    instances: u64,
 }
 
 fn logger() -> slog::Logger {
@@ -170,6 +178,7 @@ impl Node {
             pending: BTreeMap::new(),
             next_request: id << 56,
             stopped: Vec::new(),
+            instances: 0,
         };
         n.boot(now + phase)?;
         Ok(n)
@@ -402,8 +411,8 @@ impl Node {
                 continue;
             }
             match self.pending.remove(&cmd.request_id) {
-                Some(Pending::Seal { intent, term }) => {
-                    if let Some(m) = self.master.as_mut().filter(|m| m.term == term) {
+                Some(Pending::Seal { intent, master }) => {
+                    if let Some(m) = self.master.as_mut().filter(|m| m.instance == master) {
                         if out.is_accepted() {
                             m.sw.handle_intent_committed(cx.now, intent);
                         } else {
@@ -529,7 +538,13 @@ impl Node {
         let Ok(at) = cx.fab.attach(self.port_guid) else {
             return;
         };
-        self.master = Some(Master { term, sw, at });
+        self.instances += 1;
+        self.master = Some(Master {
+            term,
+            sw,
+            at,
+            instance: self.instances,
+        });
         cx.obs.masters.push((self.id, term));
         let (id, st) = (self.id, &self.state);
         cx.obs.note(cx.now, || {
@@ -649,7 +664,7 @@ impl Node {
                             c.request_id,
                             Pending::Seal {
                                 intent: id,
-                                term: m.term,
+                                master: m.instance,
                             },
                         );
                     }

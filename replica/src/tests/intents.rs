@@ -4,7 +4,7 @@ use proto::state::{
     SwitchLft, command::Kind,
 };
 
-use super::{cmd, contents, lft_block};
+use super::{cmd, contents, lft_block, pkey_block};
 use crate::{ApplyError, Effect, LFT_BLOCK, NO_ROUTE, ReplicatedState, split_intent};
 use fabric::{Guid, PortNum};
 
@@ -429,4 +429,65 @@ fn ft3_r36_sized_intent_fits_the_default_bound() {
     assert!(s.apply(n + 1, 1, &cmd(0, done(1))).is_accepted());
     assert_eq!(s.lfts().count(), 1620);
     assert!(s.lfts().all(|(_, t)| t.len() == 208 * LFT_BLOCK));
+}
+
+/// Chaos seed 7544: the master of term 5, restarted on a new policy, numbers its intents
+/// from the term's base again; the previous master's last intent, sealed only after the
+/// restart, was never programmed and must not block the new master for good.
+#[test]
+fn restarted_master_replaces_the_previous_masters_orphaned_intent() {
+    let t = 5u64;
+    let base = t << 32;
+    let mut s = ReplicatedState::new();
+    let mut i = 1;
+    let mut orphan = contents(2, 1, 0);
+    orphan.pkeys.clear();
+    let mut mine = contents(1, 3, 1);
+    mine.pkeys[0].blocks = vec![pkey_block(0, 0xffff), pkey_block(1, 0x8003)];
+    // The previous master of term 5: intents base+1, base+2 done, base+3 sealed when the
+    // policy change restarts it.
+    run(
+        &mut s,
+        &mut i,
+        t,
+        vec![
+            begin(base + 1, t, contents(1, 1, 0)),
+            seal(base + 1, 1),
+            done(base + 1),
+            begin(base + 2, t, contents(1, 1, 0)),
+            seal(base + 2, 1),
+            done(base + 2),
+            begin(base + 3, t, orphan),
+            seal(base + 3, 1),
+        ],
+    );
+    // A later intent of the same master, or one of another term, is still refused.
+    let o = s.apply(i, t, &cmd(0, begin(base + 4, t, contents(1, 1, 0))));
+    assert_eq!(o.result, Err(ApplyError::IntentBusy { pending: base + 3 }));
+    i += 1;
+    let o = s.apply(i, t + 1, &cmd(0, begin(base + 1, t + 1, contents(1, 1, 0))));
+    assert_eq!(o.result, Err(ApplyError::IntentBusy { pending: base + 3 }));
+    i += 1;
+    // The restarted master's first intent (base+1 again, with P_Keys) replaces the orphan
+    // and its done programs its own contents, not the orphan's.
+    run(
+        &mut s,
+        &mut i,
+        t,
+        vec![begin(base + 1, t, mine.clone()), seal(base + 1, 1)],
+    );
+    let p = s.pending_intent().unwrap();
+    assert_eq!((p.id, p.contents.as_ref()), (base + 1, Some(&mine)));
+    run(&mut s, &mut i, t, vec![done(base + 1)]);
+    assert!(s.pending_intent().is_none() && s.open_intent().is_none());
+    for pp in &mine.pkeys {
+        let got = s
+            .pkey_table(Guid(pp.node_guid), PortNum(pp.port as u8))
+            .unwrap_or_else(|| panic!("P_Keys of {:#x} not recorded", pp.node_guid));
+        for b in &pp.blocks {
+            let lo = b.block as usize * 32;
+            let want: Vec<u16> = b.pkeys.iter().map(|k| *k as u16).collect();
+            assert_eq!(&got[lo..lo + 32], &want[..]);
+        }
+    }
 }
