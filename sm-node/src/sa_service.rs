@@ -132,7 +132,11 @@ impl SaService {
         if old.is_empty() {
             return Vec::new();
         }
-        let came: Vec<Guid> = new.keys().filter(|g| !old.contains_key(g)).copied().collect();
+        let came: Vec<Guid> = new
+            .keys()
+            .filter(|g| !old.contains_key(g))
+            .copied()
+            .collect();
         let went: Vec<(Guid, Lid)> = old
             .iter()
             .filter(|(g, _)| !new.contains_key(g))
