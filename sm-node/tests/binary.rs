@@ -123,3 +123,28 @@ fn a_bad_partitions_file_refuses_to_start_with_line_and_column() {
     assert!(out.stdout.is_empty(), "must not start");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn an_election_timeout_too_short_for_the_lease_is_refused() {
+    let dir = temp_dir("bin-eticks");
+    let out = Command::new(BIN)
+        .args([
+            "--id",
+            "1",
+            "--peers",
+            "1=127.0.0.1:1",
+            "--fabric",
+            "sim:ft2:4",
+        ])
+        .args(["--insecure-loopback", "--election-ticks", "4", "--data-dir"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("E_NODE_CONFIG") && err.contains("--election-ticks 4"),
+        "{err}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}

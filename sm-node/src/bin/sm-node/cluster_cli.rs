@@ -122,6 +122,14 @@ pub struct ReplicaArgs {
 
 /// Runs one replica until SIGINT/SIGTERM (graceful: a master hands leadership over first).
 pub fn run_replica(a: ReplicaArgs) -> anyhow::Result<ExitCode> {
+    if a.election_ticks < 5 {
+        // The write lease is half the election timeout; with the heartbeat every 2 ticks it
+        // must last longer than one heartbeat interval or it lapses between heartbeats.
+        return Err(anyhow!(
+            "E_NODE_CONFIG: --election-ticks {} is below 5: the master's write lease (half the election timeout) must outlast the 2-tick heartbeat interval",
+            a.election_ticks
+        ));
+    }
     let peers = cluster::parse_peers(&a.peers)?;
     let own = peers
         .get(&a.id)
@@ -143,7 +151,7 @@ pub fn run_replica(a: ReplicaArgs) -> anyhow::Result<ExitCode> {
         listen,
         data_dir: a.data_dir,
         tick: Duration::from_millis(a.tick_ms.max(1)),
-        election_ticks: a.election_ticks.max(3),
+        election_ticks: a.election_ticks,
         snapshot_every: a.snapshot_every.max(1),
         heartbeat_ticks: 2,
         port_guid,

@@ -48,7 +48,7 @@ struct Cli {
     /// Cluster mode: Raft tick in ms.
     #[arg(long, default_value_t = 50)]
     tick_ms: u64,
-    /// Cluster mode: election timeout in ticks (randomised up to twice that).
+    /// Cluster mode: election timeout in ticks (randomised up to twice that); at least 5.
     #[arg(long, default_value_t = 10)]
     election_ticks: usize,
     /// Cluster mode: snapshot the replicated state and compact the log every N applied
