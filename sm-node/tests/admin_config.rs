@@ -3,9 +3,11 @@
 //! loopback (the error names what to configure); a replica whose `[admin]` table names its
 //! TLS certificate, key, CA and tokens file serves TLS with those tokens.
 
+mod pki;
+
+use pki::pki;
 use proto::admin::sm_admin_client::SmAdminClient;
 use proto::admin::*;
-use rcgen::{BasicConstraints, CertificateParams, IsCa, Issuer, KeyPair};
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -149,29 +151,6 @@ fn plaintext_is_refused_unless_asked_for_on_loopback() {
     });
     drop(_g);
     let _ = std::fs::remove_dir_all(&d);
-}
-
-struct Pki {
-    ca_pem: String,
-    cert_pem: String,
-    key_pem: String,
-}
-
-fn pki() -> Pki {
-    let mut ca = CertificateParams::new(Vec::<String>::new()).unwrap();
-    ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    let ca_key = KeyPair::generate().unwrap();
-    let ca_cert = ca.self_signed(&ca_key).unwrap();
-    let issuer = Issuer::new(ca, ca_key);
-    let leaf =
-        CertificateParams::new(vec!["localhost".to_string(), "127.0.0.1".to_string()]).unwrap();
-    let key = KeyPair::generate().unwrap();
-    let cert = leaf.signed_by(&key, &issuer).unwrap();
-    Pki {
-        ca_pem: ca_cert.pem(),
-        cert_pem: cert.pem(),
-        key_pem: key.serialize_pem(),
-    }
 }
 
 #[test]

@@ -3,11 +3,13 @@
 //! cannot apply, sweep or transfer, an admin token can; a client trusting another CA
 //! cannot connect, nor can a plain-text client.
 
+mod pki;
+
+use pki::{Pki, pki, write};
 use proto::admin::sm_admin_client::SmAdminClient;
 use proto::admin::*;
-use rcgen::{BasicConstraints, CertificateParams, IsCa, Issuer, KeyPair};
 use sm_node::cluster::harness::LocalCluster;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 use tonic::Code;
 use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint, Identity};
@@ -15,36 +17,6 @@ use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint, Identity
 const BOUND: Duration = Duration::from_secs(60);
 const READ: &str = "read-token-0123";
 const ADMIN: &str = "admin-token-4567";
-
-struct Pki {
-    ca_pem: String,
-    cert_pem: String,
-    key_pem: String,
-}
-
-/// A CA and a certificate for localhost/127.0.0.1 signed by it.
-fn pki() -> Pki {
-    let mut ca = CertificateParams::new(Vec::<String>::new()).unwrap();
-    ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    let ca_key = KeyPair::generate().unwrap();
-    let ca_cert = ca.self_signed(&ca_key).unwrap();
-    let issuer = Issuer::new(ca, ca_key);
-    let leaf =
-        CertificateParams::new(vec!["localhost".to_string(), "127.0.0.1".to_string()]).unwrap();
-    let key = KeyPair::generate().unwrap();
-    let cert = leaf.signed_by(&key, &issuer).unwrap();
-    Pki {
-        ca_pem: ca_cert.pem(),
-        cert_pem: cert.pem(),
-        key_pem: key.serialize_pem(),
-    }
-}
-
-fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
-    let p = dir.join(name);
-    std::fs::write(&p, text).unwrap();
-    p
-}
 
 async fn client(addr: &str, p: &Pki, ca_pem: &str) -> Result<SmAdminClient<Channel>, String> {
     let tls = ClientTlsConfig::new()
