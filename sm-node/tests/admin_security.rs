@@ -5,41 +5,18 @@
 
 mod pki;
 
-use pki::{Pki, pki, write};
+use pki::{client, pki, with_token, write};
 use proto::admin::sm_admin_client::SmAdminClient;
 use proto::admin::*;
 use sm_node::cluster::harness::LocalCluster;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 use tonic::Code;
-use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint, Identity};
+use tonic::transport::Endpoint;
 
 const BOUND: Duration = Duration::from_secs(60);
 const READ: &str = "read-token-0123";
 const ADMIN: &str = "admin-token-4567";
-
-async fn client(addr: &str, p: &Pki, ca_pem: &str) -> Result<SmAdminClient<Channel>, String> {
-    let tls = ClientTlsConfig::new()
-        .domain_name("localhost")
-        .ca_certificate(Certificate::from_pem(ca_pem))
-        .identity(Identity::from_pem(&p.cert_pem, &p.key_pem));
-    let ch = Endpoint::from_shared(format!("https://{addr}"))
-        .unwrap()
-        .tls_config(tls)
-        .unwrap()
-        .connect_timeout(Duration::from_secs(2))
-        .connect()
-        .await
-        .map_err(|e| format!("{e:?}"))?;
-    Ok(SmAdminClient::new(ch))
-}
-
-fn with_token<T>(t: &str, m: T) -> tonic::Request<T> {
-    let mut r = tonic::Request::new(m);
-    r.metadata_mut()
-        .insert("authorization", format!("Bearer {t}").parse().unwrap());
-    r
-}
 
 #[test]
 fn tokens_roles_and_tls() {

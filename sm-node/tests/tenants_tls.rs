@@ -5,42 +5,17 @@
 
 mod pki;
 
-use pki::{Pki, pki, write};
-use proto::admin::sm_admin_client::SmAdminClient;
+use pki::{client, pki, with_token, write};
 use proto::admin::*;
 use proto::state::{self, tenant_member};
 use sm_node::cluster::harness::{LocalCluster, ca_ports};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 use tonic::Code;
-use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint, Identity};
 
 const BOUND: Duration = Duration::from_secs(60);
 const READ: &str = "tenant-read-token-1";
 const ADMIN: &str = "tenant-admin-token-2";
-
-async fn client(addr: &str, p: &Pki) -> Result<SmAdminClient<Channel>, String> {
-    let tls = ClientTlsConfig::new()
-        .domain_name("localhost")
-        .ca_certificate(Certificate::from_pem(&p.ca_pem))
-        .identity(Identity::from_pem(&p.cert_pem, &p.key_pem));
-    let ch = Endpoint::from_shared(format!("https://{addr}"))
-        .unwrap()
-        .tls_config(tls)
-        .unwrap()
-        .connect_timeout(Duration::from_secs(2))
-        .connect()
-        .await
-        .map_err(|e| format!("{e:?}"))?;
-    Ok(SmAdminClient::new(ch))
-}
-
-fn with_token<T>(t: &str, m: T) -> tonic::Request<T> {
-    let mut r = tonic::Request::new(m);
-    r.metadata_mut()
-        .insert("authorization", format!("Bearer {t}").parse().unwrap());
-    r
-}
 
 #[test]
 fn tenant_rpcs_need_their_roles_and_the_agent_speaks_tls() {
@@ -80,7 +55,7 @@ fn tenant_rpcs_need_their_roles_and_the_agent_speaks_tls() {
         let start = Instant::now();
         let mut a = loop {
             assert!(start.elapsed() < BOUND, "no serving replica over TLS");
-            if let Ok(mut cl) = client(&addr, &p).await
+            if let Ok(mut cl) = client(&addr, &p, &p.ca_pem).await
                 && let Ok(s) = cl
                     .cluster_status(with_token(READ, ClusterStatusRequest::default()))
                     .await

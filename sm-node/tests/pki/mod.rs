@@ -36,3 +36,33 @@ pub fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
     std::fs::write(&p, text).unwrap();
     p
 }
+
+/// An admin client over TLS to `addr`, trusting `ca_pem` and presenting `p`'s certificate.
+pub async fn client(
+    addr: &str,
+    p: &Pki,
+    ca_pem: &str,
+) -> Result<proto::admin::sm_admin_client::SmAdminClient<tonic::transport::Channel>, String> {
+    use tonic::transport::{Certificate, ClientTlsConfig, Endpoint, Identity};
+    let tls = ClientTlsConfig::new()
+        .domain_name("localhost")
+        .ca_certificate(Certificate::from_pem(ca_pem))
+        .identity(Identity::from_pem(&p.cert_pem, &p.key_pem));
+    let ch = Endpoint::from_shared(format!("https://{addr}"))
+        .unwrap()
+        .tls_config(tls)
+        .unwrap()
+        .connect_timeout(std::time::Duration::from_secs(2))
+        .connect()
+        .await
+        .map_err(|e| format!("{e:?}"))?;
+    Ok(proto::admin::sm_admin_client::SmAdminClient::new(ch))
+}
+
+/// `m` with `authorization: Bearer t`.
+pub fn with_token<T>(t: &str, m: T) -> tonic::Request<T> {
+    let mut r = tonic::Request::new(m);
+    r.metadata_mut()
+        .insert("authorization", format!("Bearer {t}").parse().unwrap());
+    r
+}
