@@ -6,7 +6,7 @@
 mod common;
 
 use common::*;
-use fabric::{Guid, NodeType, PKey, PortRef, Topology};
+use fabric::{Guid, NodeType, PKey};
 use fabric_sim::SimConfig;
 use fabric_sim::virt::VirtModel;
 use mad::PKeyTable;
@@ -15,30 +15,6 @@ use partitions::tenants::{
     MemberRef, Mode, PortDirectory, StoragePartition, Tenant, TenantSet, compile, reachability,
     tenants_leak,
 };
-
-/// The same fabric as `common::small`, as a Topology (for the planner).
-fn small_topology() -> Topology {
-    let mut t = Topology::new();
-    let s1 = t.add_node(NodeType::Switch, 8, Guid(0x2001), "S1").unwrap();
-    let s2 = t.add_node(NodeType::Switch, 8, Guid(0x2002), "S2").unwrap();
-    let h: Vec<_> = (1..=5u64)
-        .map(|i| {
-            t.add_node(NodeType::Ca, 1, Guid(0x1000 + 0x10 * i), format!("H{i}"))
-                .unwrap()
-        })
-        .collect();
-    for (a, b) in [
-        (PortRef::new(s1, 1), PortRef::new(h[0], 1)),
-        (PortRef::new(s1, 2), PortRef::new(h[1], 1)),
-        (PortRef::new(s1, 3), PortRef::new(s2, 3)),
-        (PortRef::new(s1, 4), PortRef::new(h[4], 1)),
-        (PortRef::new(s2, 1), PortRef::new(h[2], 1)),
-        (PortRef::new(s2, 2), PortRef::new(h[3], 1)),
-    ] {
-        t.connect(a, b).unwrap();
-    }
-    t
-}
 
 fn tenant(name: &str, pkey: u16, members: Vec<MemberRef>) -> Tenant {
     Tenant {

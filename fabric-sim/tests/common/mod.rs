@@ -220,8 +220,9 @@ pub const S1_PATH: &[u8] = &[1];
 /// DR path to S2.
 pub const S2_PATH: &[u8] = &[1, 3];
 
-/// Builds the small fabric (all links INIT, nothing programmed).
-pub fn small(cfg: SimConfig) -> Small {
+/// The small fabric's topology: S1 and S2 (8 ports each) joined on port 3, H1, H2, H5 on
+/// S1 ports 1, 2, 4 and H3, H4 on S2 ports 1, 2.
+pub fn small_topology() -> Topology {
     let mut t = Topology::new();
     let s1 = t.add_node(NodeType::Switch, 8, Guid(0x2001), "S1").unwrap();
     let s2 = t.add_node(NodeType::Switch, 8, Guid(0x2002), "S2").unwrap();
@@ -241,6 +242,15 @@ pub fn small(cfg: SimConfig) -> Small {
     ] {
         t.connect(a, b).unwrap();
     }
+    t
+}
+
+/// Builds the small fabric (all links INIT, nothing programmed).
+pub fn small(cfg: SimConfig) -> Small {
+    let t = small_topology();
+    let id = |g: u64| t.node_by_guid(Guid(g)).unwrap();
+    let (s1, s2) = (id(0x2001), id(0x2002));
+    let h: Vec<NodeId> = (1..=5u64).map(|i| id(0x1000 + 0x10 * i)).collect();
     let mut fab = SimFabric::new(&t, cfg).unwrap();
     let sm = fab.attach(fab.port_guid(h[0], 1).unwrap()).unwrap();
     STASH.with(|s| s.borrow_mut().clear());
