@@ -11,9 +11,16 @@
 # (delta of ibsim's write syscalls in /proc/PID/io: one write per response, trap or
 # forwarded MAD, plus a few log lines); OpenSM prints no count of its own.
 #
+# Path ceiling: after our SM, on the same ibsim, `umad-probe` (one thread, no SM logic:
+# NodeInfo Gets of the next hop with 64 and then 128 in flight, the better of the two) measures
+# how many SMPs per second umad2sim and ibsim carry at best on this machine. Our SMP count at
+# that rate is the fastest any client could send them ("floor"); OpenSM's time over that floor
+# is the best ratio the path allows for our SMP count ("max ratio").
+#
 # usage: scripts/side-by-side.sh TOPOLOGY [TOPOLOGY...]
 #   TOPOLOGY: an ibsim/ibnetdiscover file, or a generator spec (ft2:36, ft3:36, torus:6x6x6)
 #   env: SM_NODE (default target/release/sm-node), SMCTL (default target/release/smctl),
+#        UMAD_PROBE (default target/release/umad-probe; missing: no ceiling column),
 #        SBS_KEEP=1 keeps the scratch directory, SM_ARGS extra sm-node flags,
 #        OSM_ARGS extra opensm flags (e.g. "-R ftree").
 set -euo pipefail
@@ -21,6 +28,7 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 SM_NODE=${SM_NODE:-$ROOT/target/release/sm-node}
 SMCTL=${SMCTL:-$ROOT/target/release/smctl}
+UMAD_PROBE=${UMAD_PROBE:-$ROOT/target/release/umad-probe}
 UMAD2SIM=/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so
 OSM_CONF_DEFAULT=${OSM_CONF_DEFAULT:-/work/shared/reference/opensm.conf.default}
 
@@ -28,7 +36,7 @@ for t in ibsim opensm; do
     command -v "$t" >/dev/null || { echo "side-by-side: $t is not installed" >&2; exit 2; }
 done
 [ -f "$UMAD2SIM" ] || { echo "side-by-side: $UMAD2SIM missing" >&2; exit 2; }
-[ -x "$SM_NODE" ] || { echo "side-by-side: build first: cargo build --release -p sm-node" >&2; exit 2; }
+[ -x "$SM_NODE" ] || { echo "side-by-side: build first: cargo build --release -p sm-node -p umad" >&2; exit 2; }
 [ $# -ge 1 ] || { sed -n '2,18p' "$0"; exit 2; }
 
 WORK=$(mktemp -d /tmp/side-by-side.XXXXXX)
@@ -117,6 +125,14 @@ for topo in "$@"; do
         || { echo "sm-node failed" >&2; tail "$q/log" >&2; exit 1; }
     t1=$(date +%s.%N)
     q_ibsim=$(( $(ibsim_writes) - w0 ))
+    ceiling=
+    if [ -x "$UMAD_PROBE" ]; then
+        for w in 64 128; do
+            r=$(IBSIM_SOCKNAME=$sock SIM_HOST=$host LD_PRELOAD=$UMAD2SIM "$UMAD_PROBE" \
+                --repeat 200000 --window $w 0,1 2>/dev/null | sed -n 's/.*, \([0-9]*\) SMPs\/s.*/\1/p')
+            [ -n "$r" ] && { [ -z "$ceiling" ] || [ "$r" -gt "$ceiling" ]; } && ceiling=$r
+        done
+    fi
     stop_ibsim
     grep -q "SUBNET UP after" "$q/log" || { echo "sm-node did not reach SUBNET UP" >&2; tail "$q/log" >&2; exit 1; }
     q_start=$(head -1 "$q/log" | trc_secs)
@@ -127,12 +143,21 @@ for topo in "$@"; do
     q_timeouts=$(sed 's/\x1b\[[0-9;]*m//g' "$q/log" | grep -m1 "SUBNET UP after" | sed 's/.* \([0-9]*\) timeouts.*/\1/')
     q_rss=$(awk '{printf "%.0f", $1/1024}' "$q/rss" 2>/dev/null || echo "?")
     ratio=$(awk -v a="$osm_s" -v b="$q_s" 'BEGIN{ if (b > 0) printf "%.1f", a/b; else print "inf"}')
+    if [ -n "$ceiling" ]; then
+        floor_s=$(awk -v n="$q_smps" -v c="$ceiling" 'BEGIN{printf "%.3f", n/c}')
+        max_ratio=$(awk -v a="$osm_s" -v f="$floor_s" 'BEGIN{printf "%.1f", a/f}')
+        q_rate=$(awk -v n="$q_smps" -v t="$q_s" 'BEGIN{printf "%.0f", n/t}')
+        ceil_col="${ceiling} SMPs/s; ours ${q_rate}/s; floor ${floor_s} s; max ratio ${max_ratio}x"
+        echo "   path ceiling: umad-probe ${ceiling} SMPs/s on the same ibsim; our ${q_smps} SMPs need >= ${floor_s} s at that rate (max ratio ${max_ratio}x); ours ran at ${q_rate} SMPs/s" >&2
+    else
+        ceil_col="not measured (no umad-probe)"
+    fi
     echo "   OpenSM: SUBNET UP ${osm_s} s after its first log line (process ${osm_wall} s), ${osm_smps} MADs answered by ibsim, peak RSS ${osm_rss} MB" >&2
     echo "   ours:   SUBNET UP ${q_s} s after its first log line (process ${q_wall} s), ${q_smps} SMPs (${q_timeouts} timeouts; ibsim answered ${q_ibsim}), peak RSS ${q_rss} MB" >&2
-    rows+=("| $name | ${osm_s} s | ${q_s} s | ${ratio}x | ${osm_smps} | ${q_smps} (ibsim: ${q_ibsim}) | ${osm_rss} / ${q_rss} MB | ${osm_load} / ${q_load} |")
+    rows+=("| $name | ${osm_s} s | ${q_s} s | ${ratio}x | ${osm_smps} | ${q_smps} (ibsim: ${q_ibsim}) | ${osm_rss} / ${q_rss} MB | ${osm_load} / ${q_load} | ${ceil_col} |")
 done
 
 echo
-echo "| topology | OpenSM to SUBNET UP | Quorum SM to SUBNET UP | ratio | OpenSM SMPs (answered by ibsim) | Quorum SM SMPs | peak RSS OpenSM / ours | load at start OpenSM / ours |"
-echo "|---|---|---|---|---|---|---|---|"
+echo "| topology | OpenSM to SUBNET UP | Quorum SM to SUBNET UP | ratio | OpenSM SMPs (answered by ibsim) | Quorum SM SMPs | peak RSS OpenSM / ours | load at start OpenSM / ours | path ceiling |"
+echo "|---|---|---|---|---|---|---|---|---|"
 printf '%s\n' "${rows[@]}"
