@@ -291,6 +291,30 @@ impl Sweeper {
         }
     }
 
+    /// Replaces the partition policy (an OpenSM partitions.conf text; None: no file, every
+    /// end port a full member of the default partition) of a running sweeper: what a
+    /// SIGHUP reload hands over. The text is checked as [`Sweeper::new`] checks it; a text
+    /// that does not parse is returned as the error and changes nothing (the policy in
+    /// force stays). Otherwise the new policy is in force from the next heavy sweep on, and
+    /// one is requested as by [`Sweeper::request_sweep`]: it rediscovers and re-routes as
+    /// any heavy sweep does, so on an unchanged fabric its only Sets are the P_KeyTable
+    /// blocks (and switch enforcement bits of ports coming up) the new policy changes.
+    /// [`SweeperConfig::partitions_conf`] reads the new text afterwards.
+    pub fn set_policy(&mut self, now: VTime, text: Option<String>) -> Result<(), SmError> {
+        if let Some(t) = &text {
+            partitions::load(t, self.cfg.partition_options)?;
+        }
+        self.cfg.partitions_conf.clone_from(&text);
+        self.policy_text = text;
+        self.request_sweep(now, true);
+        Ok(())
+    }
+
+    /// The partition policy text in force (None: no partitions file).
+    pub fn policy_text(&self) -> Option<&str> {
+        self.policy_text.as_deref()
+    }
+
     /// The next SMP to send, if the window allows one.
     pub fn poll_transmit(&mut self) -> Option<Transmit> {
         if let Some(t) = self.out.pop_front() {
