@@ -300,14 +300,19 @@ impl Sweeper {
     /// any heavy sweep does, so on an unchanged fabric its only Sets are the P_KeyTable
     /// blocks (and switch enforcement bits of ports coming up) the new policy changes.
     /// [`SweeperConfig::partitions_conf`] reads the new text afterwards.
-    pub fn set_policy(&mut self, now: VTime, text: Option<String>) -> Result<(), SmError> {
+    ///
+    /// Returns the number of the first heavy sweep certain to program the new policy (every
+    /// later one does too; a heavy sweep already running takes it if it has not planned its
+    /// P_KeyTables yet).
+    pub fn set_policy(&mut self, now: VTime, text: Option<String>) -> Result<u64, SmError> {
         if let Some(t) = &text {
             partitions::load(t, self.cfg.partition_options)?;
         }
         self.cfg.partitions_conf.clone_from(&text);
         self.policy_text = text;
+        let first = self.sweep + 1;
         self.request_sweep(now, true);
-        Ok(())
+        Ok(first)
     }
 
     /// The partition policy text in force (None: no partitions file).

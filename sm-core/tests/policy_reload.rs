@@ -100,7 +100,7 @@ fn a_reloaded_policy_rewrites_only_the_changed_pkey_blocks() {
     let counters = *h.sw.counters();
 
     let b = policy_b(&guids);
-    h.sw.set_policy(h.now, Some(b.clone())).unwrap();
+    let first = h.sw.set_policy(h.now, Some(b.clone())).unwrap();
     assert_eq!(h.sw.policy_text(), Some(b.as_str()));
     assert_eq!(h.sw.config().partitions_conf.as_deref(), Some(b.as_str()));
     let start = h.events.len();
@@ -110,8 +110,8 @@ fn a_reloaded_policy_rewrites_only_the_changed_pkey_blocks() {
             e,
             Event::HeavySweepStarted {
                 reason: SweepReason::Requested,
-                ..
-            }
+                sweep,
+            } if *sweep == first
         )),
         "the reload did not request a heavy sweep"
     );

@@ -366,6 +366,38 @@ impl Handler<RequestSweep> for MasterActor {
     }
 }
 
+/// Replaces the partition policy of the running master (a SIGHUP reload): the text (None:
+/// no partitions file) goes to `sm_core::Sweeper::set_policy`, which refuses a text that
+/// does not parse (the answer is that error, and nothing changes) and otherwise requests a
+/// heavy sweep that writes the P_Key blocks the new policy changes; the answer is the
+/// number of the first heavy sweep certain to program it. The SA takes the new policy's
+/// IPoIB broadcast groups (created where missing; proposed first in a cluster).
+#[derive(Message)]
+#[rtype(result = "Result<u64, String>")]
+pub struct ReloadPolicy {
+    /// The partitions.conf text, already read (None: no file).
+    pub text: Option<String>,
+}
+
+impl Handler<ReloadPolicy> for MasterActor {
+    type Result = Result<u64, String>;
+    fn handle(&mut self, m: ReloadPolicy, ctx: &mut Context<Self>) -> Self::Result {
+        let first = self
+            .sweeper
+            .set_policy(self.clock.now(), m.text)
+            .map_err(|e| e.to_string())?;
+        if let Some(a) = self
+            .sa
+            .as_mut()
+            .and_then(|sa| sa.reload_policy(&self.sweeper))
+        {
+            self.sa_run(vec![a], ctx);
+        }
+        self.pump(ctx);
+        Ok(first)
+    }
+}
+
 /// The master's state.
 #[derive(Clone, Debug)]
 pub struct Status {

@@ -110,6 +110,23 @@ impl SaService {
             })
     }
 
+    /// Takes the partition policy now in force in `sweeper` (a reload, see
+    /// [`crate::master::ReloadPolicy`]): the IPoIB broadcast groups of its `ipoib`
+    /// partitions are created where missing. Returns a proposal when that created or
+    /// adopted groups. Groups of partitions the new policy no longer has, and the
+    /// parameters (MTU, rate, Q_Key...) of groups that already exist, stay as they are.
+    pub fn reload_policy(&mut self, sweeper: &Sweeper) -> Option<SaAction> {
+        let groups = policy_of(sweeper)
+            .map(|p| sa::policy_groups(&p))
+            .unwrap_or_default();
+        self.engine
+            .set_policy_groups(groups)
+            .then(|| SaAction::Propose {
+                state: self.engine.state(),
+                replies: Vec::new(),
+            })
+    }
+
     /// The database as proposed last (what to commit at start).
     pub fn state(&self) -> proto::state::SaState {
         self.engine.state()

@@ -1,7 +1,8 @@
 //! `sm-node`: the Quorum SM daemon (single-replica form). Attaches to a fabric, becomes
 //! master, sweeps it to SUBNET UP and keeps it up with light and heavy sweeps until SIGINT /
 //! SIGTERM (or, with `--exit-after-subnet-up`, until the first sweep completes), then
-//! flushes guid2lid and prints a summary of what it did.
+//! flushes guid2lid and prints a summary of what it did. SIGHUP re-reads the partitions file
+//! (see [`reload_partitions`]).
 
 mod bench;
 mod cluster_cli;
@@ -14,7 +15,7 @@ use anyhow::anyhow;
 use clap::Parser;
 use sm_node::config::{FileConfig, NodeConfig};
 use sm_node::daemon;
-use sm_node::master::Shutdown;
+use sm_node::master::{MasterActor, ReloadPolicy, Shutdown};
 use sm_node::milestone::MilestoneKind;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -74,8 +75,11 @@ struct Cli {
     /// Seconds between light sweeps (default 10; 0 disables them).
     #[arg(long)]
     sweep_interval: Option<f64>,
-    /// OpenSM partitions.conf, read once at start; a file with syntax errors is refused
-    /// (every error with file:line:col) and sm-node does not start. There is no reload yet.
+    /// OpenSM partitions.conf, read at start: a file with syntax errors is refused (every
+    /// error with file:line:col) and sm-node does not start. SIGHUP (`kill -HUP PID`)
+    /// reads it again: a file that parses is in force from the heavy sweep it triggers
+    /// (only changed P_Key blocks are written); one that does not is logged as
+    /// E_NODE_POLICY_RELOAD with file:line:col and the policy in force is kept.
     #[arg(long)]
     partitions: Option<PathBuf>,
     /// guid2lid file (default DATA_DIR/guid2lid).
@@ -106,7 +110,8 @@ struct Cli {
     /// Exit once the first heavy sweep (the one that reaches SUBNET UP) completes.
     #[arg(long)]
     exit_after_subnet_up: bool,
-    /// After the first SUBNET UP, write the master's LFTs and P_Key tables to this file
+    /// After the first SUBNET UP, and again after the heavy sweep that programs a policy
+    /// reloaded by SIGHUP, write the master's LFTs and P_Key tables to this file
     /// (`lft GUID LID PORT` and `pkeys GUID PORT KEYS...` lines).
     #[arg(long)]
     dump_tables: Option<PathBuf>,
@@ -230,8 +235,53 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     sys.block_on(async move { serve(cfg, exit_after).await })
 }
 
+/// SIGHUP: reads the partitions file again and hands it to the master. A file that cannot be
+/// read or does not parse is logged as `E_NODE_POLICY_RELOAD` (every syntax error as
+/// file:line:col) and changes nothing. Returns the first heavy sweep certain to program the
+/// new policy when the master took it.
+async fn reload_partitions(cfg: &NodeConfig, master: &actix::Addr<MasterActor>) -> Option<u64> {
+    let Some(path) = &cfg.partitions else {
+        tracing::info!("SIGHUP: no partitions file is configured; nothing to reload");
+        return None;
+    };
+    tracing::info!("SIGHUP: reading partitions from {}", path.display());
+    let text = match sm_node::config::load_partitions(path) {
+        Ok(t) => t,
+        Err(sm_node::NodeError::Partitions { errors, .. }) => {
+            let errors = errors.lines().collect::<Vec<_>>().join("; ");
+            tracing::error!("E_NODE_POLICY_RELOAD: {errors}; the policy in force is kept");
+            return None;
+        }
+        Err(e) => {
+            tracing::error!("E_NODE_POLICY_RELOAD: {e}; the policy in force is kept");
+            return None;
+        }
+    };
+    match master.send(ReloadPolicy { text: Some(text) }).await {
+        Ok(Ok(first)) => {
+            tracing::info!(
+                "partitions reloaded from {} (in force from heavy sweep {first})",
+                path.display()
+            );
+            Some(first)
+        }
+        Ok(Err(e)) => {
+            tracing::error!(
+                "E_NODE_POLICY_RELOAD: {}: {e}; the policy in force is kept",
+                path.display()
+            );
+            None
+        }
+        Err(e) => {
+            tracing::error!("E_NODE_ACTOR: partitions reload: {e}");
+            None
+        }
+    }
+}
+
 async fn serve(cfg: NodeConfig, exit_after: bool) -> anyhow::Result<ExitCode> {
     let mut signals = stop::StopSignals::install()?;
+    let mut hangups = stop::Hangups::install()?;
     let t_attach = std::time::Instant::now();
     let (attached, sim) = daemon::attach(&cfg)?;
     tracing::info!(
@@ -243,9 +293,16 @@ async fn serve(cfg: NodeConfig, exit_after: bool) -> anyhow::Result<ExitCode> {
     let master = daemon::start_master(&cfg, attached, vec![tx])?;
     let mut sum = summary::Summary::default();
     let mut stopped = false;
+    // The first heavy sweep certain to program a reloaded policy (None: no reload waiting).
+    let mut reloaded: Option<u64> = None;
     let reason = loop {
         tokio::select! {
             sig = signals.recv() => break sig,
+            () = hangups.recv() => {
+                if let Some(first) = reload_partitions(&cfg, &master).await {
+                    reloaded = Some(first);
+                }
+            }
             m = rx.recv() => {
                 let Some(m) = m else { break "master gone" };
                 let done = exit_after && sum.subnet_up.is_some()
@@ -257,6 +314,16 @@ async fn serve(cfg: NodeConfig, exit_after: bool) -> anyhow::Result<ExitCode> {
                     && let Err(e) = tables::dump(&master).await
                 {
                     tracing::error!("{e:#}");
+                }
+                if let (Some(first), MilestoneKind::HeavySweepComplete { sweep, .. }) =
+                    (reloaded, &m.kind)
+                    && *sweep >= first
+                {
+                    reloaded = None;
+                    tracing::info!("reloaded partition policy programmed by heavy sweep {sweep}");
+                    if let Err(e) = tables::dump(&master).await {
+                        tracing::error!("{e:#}");
+                    }
                 }
                 sum.add(&m);
                 if stopped {
