@@ -25,6 +25,11 @@ pub struct SimConfig {
     pub linear_fdb_cap: u16,
     /// SwitchInfo.MulticastFDBCap of every switch.
     pub multicast_fdb_cap: u16,
+    /// Switches set IsMulticastFDBTopSupported on port 0 and honour
+    /// SwitchInfo.MulticastFDBTop. They start (and restart after a reboot) with it at
+    /// 0xBFFF, no MFT entry valid: the case in which an SM that leaves it alone breaks
+    /// multicast. Off (the default, as ibsim): the field is stored and 0 forwards every MLID.
+    pub multicast_fdb_top_supported: bool,
     /// NodeInfo.PartitionCap of CAs (P_KeyTable entries per CA port).
     pub ca_partition_cap: u16,
     /// SwitchInfo.PartitionEnforcementCap (P_KeyTable entries per switch port).
@@ -52,6 +57,7 @@ impl Default for SimConfig {
             reboot_ns: 5_000_000,
             linear_fdb_cap: 49152,
             multicast_fdb_cap: 1024,
+            multicast_fdb_top_supported: false,
             ca_partition_cap: 128,
             switch_partition_cap: 32,
             trap_repeat_ns: 0,

@@ -4,7 +4,7 @@
 //! ([`SimFabric::deliver`]): the sender's P_Key table must hold the key, every link on the
 //! way must be up with both ends ACTIVE, switch partition enforcement applies at ingress and
 //! egress, and a receiving port's P_KeyTable must match the key. A switch whose
-//! MulticastFDBTop is set (non-zero) forwards nothing for MLIDs above it.
+//! MulticastFDBTop is set (non-zero; 0xBFFF: no entry) forwards nothing for MLIDs above it.
 
 use crate::deliver::DropReason;
 use crate::sim::SimFabric;

@@ -474,6 +474,19 @@ impl SimFabric {
             .collect())
     }
 
+    /// A switch's SwitchInfo.MulticastFDBTop.
+    pub fn multicast_fdb_top(&self, node: NodeId) -> Result<u16, SimError> {
+        let n = self
+            .st
+            .nodes
+            .get(node.index())
+            .ok_or(SimError::NoSuchNode(node))?;
+        if n.sw == NONE {
+            return Err(SimError::NotASwitch(node));
+        }
+        Ok(self.st.switches[n.sw as usize].mft_top)
+    }
+
     /// A port's whole P_KeyTable (PartitionCap entries; the power-up table is 0xFFFF then
     /// zeros).
     pub fn pkey_table(&self, node: NodeId, port: u8) -> Result<Vec<fabric::PKey>, SimError> {

@@ -390,8 +390,11 @@ impl SimFabric {
                     return INVALID;
                 }
                 let si = SwitchInfo::decode(&req.data);
+                // MulticastFDBTop: 0 (unset), 0xBFFF (no entry) or an MLID within the cap.
+                let mft_last = 0xC000u32 + u32::from(self.cfg.multicast_fdb_cap).max(1) - 1;
+                let mt = si.multicast_fdb_top;
                 if si.linear_fdb_top >= self.cfg.linear_fdb_cap
-                    || si.multicast_fdb_top != 0 && si.multicast_fdb_top < 0xC000
+                    || mt != 0 && (mt < crate::state::MFT_TOP_NONE || u32::from(mt) > mft_last)
                 {
                     self.switch_info(sw)
                         .encode(&mut self.slots[slot as usize].smp.data);

@@ -99,7 +99,13 @@ pub(crate) struct State {
     pub by_port_guid: HashMap<Guid, u32>,
     /// Node GUID -> node index.
     pub by_node_guid: HashMap<Guid, u32>,
+    /// SwitchInfo.MulticastFDBTop of a switch at power-up (see
+    /// `SimConfig::multicast_fdb_top_supported`).
+    pub mft_top_reset: u16,
 }
+
+/// MulticastFDBTop meaning "no MFT entry valid" (the MLID before 0xC000).
+pub(crate) const MFT_TOP_NONE: u16 = 0xBFFF;
 
 fn speed_fields(s: LinkSpeed) -> (u8, u8) {
     // (LinkSpeedActive, LinkSpeedExtActive)
@@ -166,7 +172,7 @@ pub(crate) fn default_port_info(kind: NodeType, num: u8, tport: &fabric::Port) -
 impl State {
     /// Builds the hardware for a topology: every cabled port with both ends present comes
     /// up in INIT with physical LinkUp; switch port 0 is always Active.
-    pub fn build(topo: &Topology, _cfg: &SimConfig) -> State {
+    pub fn build(topo: &Topology, cfg: &SimConfig) -> State {
         let n_ports: usize = topo.nodes().map(|(_, n)| n.ports.len()).sum();
         let mut nodes = Vec::with_capacity(topo.len());
         let mut ports = Vec::with_capacity(n_ports);
@@ -174,11 +180,19 @@ impl State {
         let mut by_port_guid = HashMap::with_capacity(n_ports / 2);
         let mut by_node_guid = HashMap::with_capacity(topo.len());
         let mut bases = Vec::with_capacity(topo.len());
+        let mft_top_reset = if cfg.multicast_fdb_top_supported {
+            MFT_TOP_NONE
+        } else {
+            0
+        };
         for (id, n) in topo.nodes() {
             let base = ports.len() as u32;
             bases.push(base);
             let sw = if n.is_switch() {
-                switches.push(SwitchState::default());
+                switches.push(SwitchState {
+                    mft_top: mft_top_reset,
+                    ..SwitchState::default()
+                });
                 (switches.len() - 1) as u32
             } else {
                 NONE
@@ -205,7 +219,13 @@ impl State {
                     fault_down: false,
                     busy_until: 0,
                     attach: NONE,
-                    info: default_port_info(n.node_type, num, tp),
+                    info: {
+                        let mut pi = default_port_info(n.node_type, num, tp);
+                        if is_sw0 && cfg.multicast_fdb_top_supported {
+                            pi.capability_mask |= PortInfo::CAP_IS_MULTICAST_FDB_TOP_SUPPORTED;
+                        }
+                        pi
+                    },
                     pkeys: Vec::new(),
                     guids: None,
                     lease_deadline: 0,
@@ -247,6 +267,7 @@ impl State {
             switches,
             by_port_guid,
             by_node_guid,
+            mft_top_reset,
         }
     }
 
@@ -360,7 +381,10 @@ impl State {
             p.lease_deadline = 0;
         }
         if sw != NONE {
-            self.switches[sw as usize] = SwitchState::default();
+            self.switches[sw as usize] = SwitchState {
+                mft_top: self.mft_top_reset,
+                ..SwitchState::default()
+            };
         }
     }
 }

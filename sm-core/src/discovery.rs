@@ -122,6 +122,7 @@ impl Sweeper {
                 psc_seen: false,
                 ports_changed: false,
                 lft_failed: false,
+                mft_top_want: None,
             });
             self.switches.len() as u32 - 1
         } else {

@@ -17,19 +17,29 @@
 //!   programming pass ([`crate::Phase::Multicast`]); in gated mode it is an intent of its
 //!   own (MFT blocks only), committed first. A pass that changes nothing sends nothing and
 //!   costs no intent.
+//! * A switch whose port 0 sets IsMulticastFDBTopSupported ignores MFT entries above
+//!   SwitchInfo.MulticastFDBTop. Once the groups are known, the sweeper keeps it at the last
+//!   MLID of the highest block with a non-zero entry (0xBFFF, "no entry", when there is
+//!   none), as OpenSM does: the SwitchInfo Set of the same stage as the MFT blocks writes it
+//!   ([`Sweeper::mft_tops`]). Other switches' MulticastFDBTop is written back as read.
 
 use crate::VTime;
 use crate::intent::IntentEvent;
 use crate::io::{Op, Req};
 use crate::sweeper::{Phase, Sweeper};
 use fabric::{Guid, Lid};
-use mad::{MulticastForwardingTable, SmpAttribute};
+use mad::{MulticastForwardingTable, PortInfo, SmpAttribute};
 use routing::RoutingInput;
 use routing::mcast::{self, McastGraph, Mfts, PortMask};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
 pub use routing::mcast::McastGroup;
+
+/// First multicast LID (IBA 4.1).
+const MLID_FIRST: u16 = 0xC000;
+/// MulticastFDBTop meaning "no MFT entry valid" (the MLID before the first).
+pub const NO_MFT_ENTRY: u16 = 0xBFFF;
 
 /// MFT blocks by switch GUID, then (position, block): the 32 port masks of that block
 /// (entry i for MLID 0xC000 + 32 block + i, bit j for port 16 position + j). Blocks absent
@@ -254,6 +264,67 @@ impl Sweeper {
         self.phase = Phase::Multicast;
         self.failed_sets = 0;
         self.queue_mfts();
+        let mut tops: Vec<(u32, u16)> = self.mft_tops().into_iter().collect();
+        tops.sort_unstable();
+        for (node, top) in tops {
+            let sw = self.nodes[node as usize].sw as usize;
+            if self.switches[sw].info.multicast_fdb_top != top {
+                self.switches[sw].mft_top_want = Some(top);
+                self.planned_sets += 1;
+                self.push(Op::SwitchInfoSet, node, 0, 0);
+            }
+        }
+    }
+
+    /// MulticastFDBTop wanted by every switch of this sweep that supports it (port 0
+    /// CapabilityMask IsMulticastFDBTopSupported), by node index, with the blocks being
+    /// written counted as written. Empty until the groups are known (MFTs left alone).
+    pub(crate) fn mft_tops(&self) -> HashMap<u32, u16> {
+        let mut tops = HashMap::new();
+        if self.mcast.groups.is_none() {
+            return tops;
+        }
+        // Highest block with a non-zero entry, per node: what is known, minus blocks being
+        // zeroed, plus blocks being written non-zero.
+        let mut highest: HashMap<u32, u16> = HashMap::new();
+        for (&(node, _pos, block), masks) in &self.mcast.writing {
+            if *masks != [0; 32] {
+                let h = highest.entry(node).or_insert(block);
+                *h = (*h).max(block);
+            }
+        }
+        let sweep = self.sweep;
+        for s in &self.switches {
+            let n = &self.nodes[s.node as usize];
+            if n.seen != sweep {
+                continue;
+            }
+            let p0 = &self.ports[n.port_index(0)];
+            if p0.info.capability_mask & PortInfo::CAP_IS_MULTICAST_FDB_TOP_SUPPORTED == 0 {
+                continue;
+            }
+            let known = self.mcast.known.get(&n.guid).and_then(|t| {
+                t.keys()
+                    .filter(|&&(pos, block)| {
+                        self.mcast
+                            .writing
+                            .get(&(s.node, pos, block))
+                            .is_none_or(|m| *m != [0; 32])
+                    })
+                    .map(|&(_, block)| block)
+                    .max()
+            });
+            let top = match (known, highest.get(&s.node).copied()) {
+                (None, None) => NO_MFT_ENTRY,
+                (a, b) => {
+                    let block = u32::from(a.max(b).unwrap_or(0));
+                    let last = u32::from(MLID_FIRST) + (block + 1) * 32 - 1;
+                    u16::try_from(last).unwrap_or(u16::MAX)
+                }
+            };
+            tops.insert(s.node, top);
+        }
+        tops
     }
 
     /// The driver committed intent `id`: true when it was a standalone multicast pass

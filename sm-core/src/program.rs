@@ -478,19 +478,25 @@ impl Sweeper {
                 }
                 self.stage_counts[0] += todo.len() as u64;
                 self.lft_todo = todo;
+                let mft_tops = self.mft_tops();
                 for k in 0..self.switches.len() {
                     let s = &self.switches[k];
                     let node = s.node;
                     if self.nodes[node as usize].seen != sweep {
                         continue;
                     }
-                    let top = s.lft_idx != NONE && s.info.linear_fdb_top != self.max_lid;
-                    // One SwitchInfo Set writes LinearFDBTop and clears PortStateChange
+                    let mft_top = mft_tops.get(&node).copied();
+                    let top = s.lft_idx != NONE && s.info.linear_fdb_top != self.max_lid
+                        || mft_top.is_some_and(|t| t != s.info.multicast_fdb_top);
+                    let psc_seen = s.psc_seen;
+                    self.switches[k].mft_top_want = mft_top;
+                    // One SwitchInfo Set writes LinearFDBTop (and MulticastFDBTop where the
+                    // switch supports it and the groups are known) and clears PortStateChange
                     // (stage 5 then has nothing left for this switch). Clearing here rather
                     // than after ACTIVE loses no change: our ARMED/ACTIVE Sets do not set
                     // the bit (IBA: only transitions from or to Down do), a link that
                     // changes later sets it again.
-                    if s.psc_seen {
+                    if psc_seen {
                         self.switches[k].psc_seen = false;
                         self.queue_set(Op::SwitchInfoSet, node, 0, 1);
                     } else if top {
@@ -669,6 +675,9 @@ impl Sweeper {
                 let s = &self.switches[n.sw as usize];
                 let mut si: SwitchInfo = s.info;
                 si.linear_fdb_top = self.max_lid;
+                if let Some(t) = s.mft_top_want {
+                    si.multicast_fdb_top = t;
+                }
                 si.port_state_change = req.arg == 1;
                 si.encode(data);
             }

@@ -81,6 +81,9 @@ pub(crate) struct Switch {
     pub ports_changed: bool,
     /// A Set for the LFT failed in this sweep.
     pub lft_failed: bool,
+    /// MulticastFDBTop the next SwitchInfo Set writes (switches that support it, once
+    /// multicast groups are known; see `mcast::Sweeper::mft_tops`).
+    pub mft_top_want: Option<u16>,
 }
 
 impl Node {

@@ -2,7 +2,8 @@
 //! exactly one copy of what another member sends and non-members none; an identical call
 //! sends nothing; a member leaving rewrites only blocks that change; a new master seeded
 //! with the tables as programmed rewrites no MFT block; a rebooted switch gets its blocks
-//! back.
+//! back; switches that honour MulticastFDBTop get it kept at the top block in use (also
+//! after a reboot and when the groups arrive during a heavy sweep), others keep theirs.
 
 mod common;
 
@@ -376,5 +377,159 @@ fn a_rebooted_switch_gets_its_mft_back() {
         rewritten.contains(&leaf_guid),
         "the rebooted leaf's MFT was not rewritten"
     );
+    check_delivery(&mut h, &t, &gs);
+}
+
+/// The last MLID of the highest MFT block with a non-zero entry in `t` for `sw`, or 0xBFFF.
+fn expected_top(t: &sm_core::MftTables, sw: Guid) -> u16 {
+    t.get(&sw)
+        .and_then(|b| b.keys().map(|&(_, block)| block).max())
+        .map_or(0xBFFF, |b| 0xC000 + (b + 1) * 32 - 1)
+}
+
+#[test]
+fn switches_that_honour_multicast_fdb_top_get_it_written() {
+    const SWITCH_INFO: u16 = 0x12;
+    let t = topo("ft2:8");
+    let fab = fabric_sim::SimFabric::new(
+        &t,
+        fabric_sim::SimConfig {
+            seed: 3,
+            multicast_fdb_top_supported: true,
+            ..fabric_sim::SimConfig::default()
+        },
+    )
+    .unwrap();
+    let mut h = Harness::with_fabric(fab, &t, cfg());
+    h.subnet_up();
+    settle(&mut h);
+    // Groups not known yet: MFTs and their top are left alone (no entry valid).
+    for (id, _) in t.switches() {
+        assert_eq!(h.fab.multicast_fdb_top(id).unwrap(), 0xBFFF);
+    }
+    // Without the top, the power-up 0xBFFF would drop every multicast packet.
+    let gs = groups(&t, 21);
+    h.fab.take_set_log();
+    h.sw.set_multicast(h.now, gs.clone());
+    settle(&mut h);
+    let log = h.fab.take_set_log();
+    let known = h.sw.mft_tables().clone();
+    let mut raised = 0;
+    for (id, n) in t.switches() {
+        let want = expected_top(&known, n.node_guid);
+        assert_eq!(
+            h.fab.multicast_fdb_top(id).unwrap(),
+            want,
+            "{}",
+            n.node_guid
+        );
+        let si_sets = log
+            .iter()
+            .filter(|r| r.attr == SWITCH_INFO && r.node == id)
+            .count();
+        assert_eq!(si_sets, usize::from(want != 0xBFFF), "{}", n.node_guid);
+        raised += usize::from(want != 0xBFFF);
+    }
+    assert!(raised > 0);
+    check_delivery(&mut h, &t, &gs);
+    // A quiet heavy sweep rewrites neither blocks nor tops.
+    h.sw.request_sweep(h.now, true);
+    assert!(h.heavy_done());
+    settle(&mut h);
+    let log = h.fab.take_set_log();
+    assert!(
+        !log.iter().any(|r| r.attr == SWITCH_INFO || r.attr == MFT),
+        "{log:?}"
+    );
+    // Only the first group left (block 0): tops come down to 0xC01F where it has members,
+    // 0xBFFF elsewhere.
+    let first = vec![gs[0].clone()];
+    h.sw.set_multicast(h.now, first.clone());
+    settle(&mut h);
+    let known = h.sw.mft_tables().clone();
+    for (id, n) in t.switches() {
+        let top = h.fab.multicast_fdb_top(id).unwrap();
+        assert_eq!(top, expected_top(&known, n.node_guid));
+        assert!(top == 0xC01F || top == 0xBFFF, "{top:#x}");
+    }
+    check_delivery(&mut h, &t, &first);
+    // A rebooted switch comes back at 0xBFFF; the heavy sweep after it writes its blocks
+    // and its top again.
+    let sm_leaf = t
+        .remote(fabric::PortRef::new(ca_ports(&t)[0].0, ca_ports(&t)[0].1))
+        .unwrap()
+        .node;
+    let (leaf, leaf_node) = t
+        .switches()
+        .find(|(id, n)| *id != sm_leaf && expected_top(&known, n.node_guid) != 0xBFFF)
+        .unwrap();
+    let want = expected_top(&known, leaf_node.node_guid);
+    h.fab
+        .inject(h.now, Fault::RebootSwitch { node: leaf })
+        .unwrap();
+    let t0 = h.now;
+    while h.now < t0 + 50 * MS && h.step() {}
+    settle(&mut h);
+    h.sw.request_sweep(h.now, true);
+    assert!(h.heavy_done());
+    settle(&mut h);
+    assert_eq!(h.fab.multicast_fdb_top(leaf).unwrap(), want);
+    check_delivery(&mut h, &t, &first);
+}
+
+#[test]
+fn a_switch_without_the_capability_keeps_its_multicast_fdb_top() {
+    let (t, mut h) = up("ft2:8");
+    let gs = groups(&t, 21);
+    h.sw.set_multicast(h.now, gs.clone());
+    settle(&mut h);
+    for (id, _) in t.switches() {
+        assert_eq!(h.fab.multicast_fdb_top(id).unwrap(), 0);
+    }
+    check_delivery(&mut h, &t, &gs);
+}
+
+#[test]
+fn groups_handed_over_during_a_heavy_sweep_get_their_top_in_its_switch_info_set() {
+    const SWITCH_INFO: u16 = 0x12;
+    let t = topo("ft2:8");
+    let fab = fabric_sim::SimFabric::new(
+        &t,
+        fabric_sim::SimConfig {
+            seed: 4,
+            multicast_fdb_top_supported: true,
+            ..fabric_sim::SimConfig::default()
+        },
+    )
+    .unwrap();
+    let mut h = Harness::with_fabric(fab, &t, cfg());
+    h.subnet_up();
+    settle(&mut h);
+    h.fab.take_set_log();
+    // The groups arrive while a heavy sweep runs: it plans the MFTs and writes blocks and
+    // tops in its stage 2 (LinearFDBTop unchanged, no PortStateChange: the top alone asks
+    // for the SwitchInfo Set).
+    h.sw.request_sweep(h.now, true);
+    let gs = groups(&t, 8);
+    h.sw.set_multicast(h.now, gs.clone());
+    assert_ne!(h.sw.phase(), Phase::Idle);
+    assert!(h.heavy_done());
+    settle(&mut h);
+    let log = h.fab.take_set_log();
+    let known = h.sw.mft_tables().clone();
+    for (id, n) in t.switches() {
+        let want = expected_top(&known, n.node_guid);
+        assert_eq!(
+            h.fab.multicast_fdb_top(id).unwrap(),
+            want,
+            "{}",
+            n.node_guid
+        );
+        let si = log
+            .iter()
+            .filter(|r| r.attr == SWITCH_INFO && r.node == id)
+            .count();
+        assert_eq!(si, usize::from(want != 0xBFFF), "{}", n.node_guid);
+    }
     check_delivery(&mut h, &t, &gs);
 }

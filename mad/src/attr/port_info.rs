@@ -213,6 +213,15 @@ impl PortInfo {
     pub const CAP_IS_OTHER_LOCAL_CHANGES_NOTICE_SUPPORTED: u32 = 1 << 26;
     /// CapabilityMask bit 27: IsLinkSpeedWidthPairsTableSupported.
     pub const CAP_IS_LINK_SPEED_WIDTH_PAIRS_TABLE_SUPPORTED: u32 = 1 << 27;
+    /// CapabilityMask bit 28: IsVendorSpecificMadsTableSupported.
+    pub const CAP_IS_VENDOR_SPECIFIC_MADS_TABLE_SUPPORTED: u32 = 1 << 28;
+    /// CapabilityMask bit 29: IsMcastPkeyTrapSuppressionSupported.
+    pub const CAP_IS_MCAST_PKEY_TRAP_SUPPRESSION_SUPPORTED: u32 = 1 << 29;
+    /// CapabilityMask bit 30: IsMulticastFDBTopSupported (switch port 0: the switch
+    /// honours SwitchInfo.MulticastFDBTop and ignores MFT entries above it).
+    pub const CAP_IS_MULTICAST_FDB_TOP_SUPPORTED: u32 = 1 << 30;
+    /// CapabilityMask bit 31: IsHierarchyInfoSupported.
+    pub const CAP_IS_HIERARCHY_INFO_SUPPORTED: u32 = 1 << 31;
 
     /// PortState as a typed value (`None` for 5..=15, e.g. ActiveDefer).
     pub fn state(&self) -> Option<PortState> {
