@@ -249,3 +249,128 @@ fn sighup_reloads_partitions_and_a_bad_file_keeps_the_policy() {
     assert!(st.success(), "{st:?}\n{}", log.all);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Waits (bounded, polling the file) until `log` holds a line containing `what` that was not
+/// there at `from` bytes; returns the line.
+fn wait_in_file(log: &Path, from: usize, what: &str) -> String {
+    let deadline = Instant::now() + BOUND;
+    loop {
+        let text = std::fs::read_to_string(log).unwrap_or_default();
+        if let Some(l) = text
+            .get(from..)
+            .and_then(|t| t.lines().find(|l| l.contains(what)))
+        {
+            return l.to_string();
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no `{what}` in {} within {BOUND:?}:\n{}",
+            log.display(),
+            text.get(from..).unwrap_or_default()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+fn file_len(p: &Path) -> usize {
+    std::fs::metadata(p).map_or(0, |m| m.len() as usize)
+}
+
+/// Cluster mode: SIGHUP on a follower proposes its partitions file through the admin
+/// ApplyPolicy path (forwarded to the leader); a bad file proposes nothing.
+#[test]
+fn sighup_on_a_follower_proposes_the_partitions_file_to_the_cluster() {
+    use proto::admin::GetPolicyRequest;
+    use sm_node::cluster::harness::{LocalCluster, unix_ms};
+    let d = std::env::temp_dir().join(format!("smnode-reload-cluster-{}", std::process::id()));
+    let mut c = LocalCluster::new(&std::path::PathBuf::from(BIN), "ft2:4", 3, &d).unwrap();
+    let guids: Vec<Guid> = ca_ports(&c.topo).iter().map(|x| x.2).collect();
+    let conf = d.join("partitions.conf");
+    let a = policy_a(&guids);
+    std::fs::write(&conf, &a).unwrap();
+    c.common.push("--partitions".into());
+    c.common.push(conf.display().to_string());
+    c.start_all().unwrap();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let st = rt.block_on(c.wait_serving(0, BOUND)).unwrap();
+    let leader = st.self_id;
+    let follower = (1..=3).find(|&i| i != leader).unwrap();
+    let pid = c.replicas[(follower - 1) as usize].pid().unwrap();
+    let log = d.join(format!("replica{follower}.log"));
+    let policy = |c: &LocalCluster| {
+        rt.block_on(async {
+            let mut adm = c.admin(leader).unwrap();
+            adm.get_policy(GetPolicyRequest { linearizable: true })
+                .await
+                .unwrap()
+                .into_inner()
+        })
+    };
+    assert_eq!(
+        policy(&c).version,
+        0,
+        "a policy was applied before any reload"
+    );
+
+    // A bad file: logged with file:line:col, nothing proposed.
+    let bad = format!("{a}C=0xZZ03 : ALL=full ;\n");
+    std::fs::write(&conf, &bad).unwrap();
+    let pos = partitions::parse(&bad).unwrap_err()[0].pos;
+    let from = file_len(&log);
+    hup(pid, "HUP");
+    let l = wait_in_file(&log, from, "E_NODE_POLICY_RELOAD");
+    let at = format!("{}:{}:{}:", conf.display(), pos.line, pos.col);
+    assert!(l.contains(&at), "no {at} in: {l}");
+    assert!(c.is_running(follower));
+
+    // A valid file: committed as version 1 (the bad one took no version), the master
+    // programs it.
+    let b = policy_b(&guids);
+    std::fs::write(&conf, &b).unwrap();
+    let from = file_len(&log);
+    let t0 = unix_ms();
+    hup(pid, "HUP");
+    let l = wait_in_file(&log, from, "partitions reloaded from");
+    assert!(l.contains("policy version 1 committed"), "{l}");
+    let p = policy(&c);
+    assert_eq!((p.version, p.text.as_str()), (1, b.as_str()));
+    rt.block_on(c.wait_serving(t0, BOUND)).unwrap();
+    let sm_port = c.replicas[(leader - 1) as usize].port_guid;
+    let want = planned(&c.topo, &b, sm_port);
+    let deadline = Instant::now() + BOUND;
+    loop {
+        let held: Vec<(String, Vec<u16>)> = c
+            .ca_pkeys()
+            .into_iter()
+            .map(|(g, k)| (g, trimmed(k.iter().map(|k| k.0).collect())))
+            .map(|(g, k)| (g.to_string(), k))
+            .collect();
+        let expect: Vec<(String, Vec<u16>)> = ca_ports(&c.topo)
+            .iter()
+            .map(|&(n, p, g)| {
+                let node = c.topo.node(n).node_guid.to_string();
+                (g.to_string(), want[&(node, p)].clone())
+            })
+            .collect();
+        if held == expect {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "CA P_Key tables never matched B:\n{held:?}\n{expect:?}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    // Unchanged file: nothing proposed.
+    let from = file_len(&log);
+    hup(pid, "HUP");
+    let l = wait_in_file(&log, from, "nothing proposed");
+    assert!(l.contains("version 1"), "{l}");
+    assert_eq!(policy(&c).version, 1);
+    drop(c);
+    let _ = std::fs::remove_dir_all(&d);
+}

@@ -13,6 +13,7 @@ pub mod lease;
 pub mod net;
 pub mod preference;
 pub mod raft_actor;
+pub mod reload;
 pub mod seed;
 
 use crate::error::NodeError;

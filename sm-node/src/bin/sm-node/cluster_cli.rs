@@ -120,7 +120,8 @@ pub struct ReplicaArgs {
     pub dashboard_listen: Option<std::net::SocketAddr>,
 }
 
-/// Runs one replica until SIGINT/SIGTERM (graceful: a master hands leadership over first).
+/// Runs one replica until SIGINT/SIGTERM (graceful: a master hands leadership over first);
+/// SIGHUP proposes the `--partitions` file again (see `sm_node::cluster::reload`).
 pub fn run_replica(a: ReplicaArgs) -> anyhow::Result<ExitCode> {
     if a.election_ticks < 5 {
         // The write lease is half the election timeout; with the heartbeat every 2 ticks it
@@ -163,8 +164,10 @@ pub fn run_replica(a: ReplicaArgs) -> anyhow::Result<ExitCode> {
         .build()?;
     sm_node::tls::install_from_config(&a.node.admin, listen).map_err(|e| anyhow!("{e}"))?;
     let dash_cfg = a.node.admin.clone();
+    let partitions = a.node.partitions.clone();
     rt.block_on(async move {
         let mut signals = crate::stop::StopSignals::install()?;
+        let mut hangups = crate::stop::Hangups::install()?;
         let tx = cluster::net::spawn_senders(a.id, &peers);
         let replica = cluster::start_replica(ccfg, a.node, tx, Vec::new())?;
         tracing::info!("replica {} serving Peer and SmAdmin on {listen}", a.id);
@@ -192,9 +195,18 @@ pub fn run_replica(a: ReplicaArgs) -> anyhow::Result<ExitCode> {
                 let _ = stop_rx.await;
             },
         ));
-        let reason = tokio::select! {
-            sig = signals.recv() => sig.to_string(),
-            r = &mut server => format!("gRPC server ended: {r:?}"),
+        let reason = loop {
+            tokio::select! {
+                sig = signals.recv() => break sig.to_string(),
+                r = &mut server => break format!("gRPC server ended: {r:?}"),
+                // SIGHUP: propose the partitions file again (cluster::reload).
+                () = hangups.recv() => {
+                    let (raft, path) = (replica.raft.clone(), partitions.clone());
+                    tokio::spawn(async move {
+                        cluster::reload::on_hangup(a.id, raft, path.as_deref()).await;
+                    });
+                }
+            }
         };
         tracing::info!("replica {} stopping ({reason})", a.id);
         if let Ok(rx) = replica.raft.send(GracefulStop).await {
