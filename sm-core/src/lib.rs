@@ -44,6 +44,10 @@
 //! calls [`Sweeper::step_down`] when the term ends. A standby replica runs a
 //! `Role::Standby` sweeper that only answers SMInfo.
 //!
+//! [`Sweeper::set_policy`] replaces the partition policy of a running sweeper (a SIGHUP
+//! reload): a text that does not parse is refused and changes nothing; otherwise a heavy
+//! sweep is requested, which writes only the P_KeyTable blocks the new policy changes.
+//!
 //! [`Sweeper::request_pkey_readback`] reads every managed P_KeyTable back from the fabric
 //! (Gets in the same window) and ends in [`Event::PKeyReadback`] (see the `readback` module).
 //!

@@ -6,7 +6,8 @@
 //! priority = 8                   # SMInfo priority 0..=15
 //! routing-engine = "ftree,updn,minhop"
 //! sweep-interval = 10            # seconds between light sweeps; 0 = none
-//! partitions = "/etc/quorum-sm/partitions.conf"   # read once; a bad file refuses start
+//! partitions = "/etc/quorum-sm/partitions.conf"   # a bad file refuses start; SIGHUP re-reads it
+//!                                                 # (a bad file then keeps the policy in force)
 //! data-dir = "/var/lib/quorum-sm"                 # guid2lid lives here
 //! lmc = 0
 //! routing-workers = 2            # default: available cores

@@ -306,3 +306,42 @@ fn policy_of(sweeper: &Sweeper) -> Option<partitions::Policy> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pkeys(sa: &SaService) -> Vec<u32> {
+        let mut v: Vec<u32> = sa.state().groups.iter().map(|g| g.pkey & 0x7fff).collect();
+        v.sort_unstable();
+        v
+    }
+
+    #[test]
+    fn a_reloaded_policy_brings_its_ipoib_groups() {
+        let cfg = sm_core::SweeperConfig {
+            partitions_conf: Some("Default=0x7fff, ipoib : ALL=full ;\n".into()),
+            ..sm_core::SweeperConfig::default()
+        };
+        let mut sw = Sweeper::new(cfg).unwrap();
+        let mut sa = SaService::new(&sw, Guid(1));
+        assert_eq!(pkeys(&sa), vec![0x7fff]);
+        // Unchanged policy: nothing to propose.
+        assert!(sa.reload_policy(&sw).is_none());
+        sw.set_policy(
+            0,
+            Some("Default=0x7fff, ipoib : ALL=full ;\nT=0x0005, ipoib : ALL=full ;\n".into()),
+        )
+        .unwrap();
+        let Some(SaAction::Propose { state, replies }) = sa.reload_policy(&sw) else {
+            panic!("the new ipoib partition created no group");
+        };
+        assert!(replies.is_empty());
+        assert_eq!(state.groups.len(), 2);
+        assert_eq!(pkeys(&sa), vec![0x0005, 0x7fff]);
+        // A refused text changes neither the sweeper's policy nor the SA's groups.
+        assert!(sw.set_policy(0, Some("T=0xZZ : ALL ;\n".into())).is_err());
+        assert!(sa.reload_policy(&sw).is_none());
+        assert_eq!(pkeys(&sa), vec![0x0005, 0x7fff]);
+    }
+}
