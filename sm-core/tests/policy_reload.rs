@@ -235,3 +235,31 @@ fn a_malformed_policy_is_refused_and_the_next_sweep_writes_nothing() {
     let keys = h.fab.pkey_table(n, p).unwrap();
     assert!(keys.contains(&PKey(0xFFFF)) && !keys.contains(&PKey(0x8001)));
 }
+
+#[test]
+fn a_policy_set_during_a_heavy_sweep_is_programmed_by_the_next_one() {
+    let t = topo("ft2:8");
+    let cas = ca_ports(&t);
+    let guids: Vec<Guid> = cas.iter().map(|c| c.2).collect();
+    let mut h = harness(&t, policy_a(&guids), 43);
+    // A heavy sweep runs (discovering) when the new policy arrives.
+    h.sw.request_sweep(h.now, true);
+    let running = h.sw.sweep_number();
+    assert_ne!(h.sw.phase(), sm_core::Phase::Idle);
+    let b = policy_b(&guids);
+    let first = h.sw.set_policy(h.now, Some(b.clone())).unwrap();
+    assert_eq!(first, running + 1);
+    assert!(h.run_until(120_000_000_000, |e| matches!(
+        e,
+        Event::HeavySweepComplete { sweep, .. } if *sweep == first
+    )));
+    let after = fabric_tables(&h, &t);
+    for ((g, p), keys) in planned(&t, &b, guids[0]) {
+        let mut held = after.iter().find(|(k, _)| *k == (g, p)).unwrap().1.clone();
+        held.resize(keys.len().max(held.len()), PKey(0));
+        let mut keys = keys;
+        keys.resize(held.len(), PKey(0));
+        assert_eq!(held, keys, "{g} port {p}");
+    }
+    h.check_programmed(&t);
+}

@@ -332,6 +332,7 @@ fn sighup_on_a_follower_proposes_the_partitions_file_to_the_cluster() {
     let b = policy_b(&guids);
     std::fs::write(&conf, &b).unwrap();
     let from = file_len(&log);
+    c.take_sets();
     let t0 = unix_ms();
     hup(pid, "HUP");
     let l = wait_in_file(&log, from, "partitions reloaded from");
@@ -365,6 +366,28 @@ fn sighup_on_a_follower_proposes_the_partitions_file_to_the_cluster() {
         );
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
+    // The restarted master was seeded with the replicated tables: no LFT rewritten, and the
+    // P_KeyTable Sets touch only the moved port's tables.
+    let sets = c.take_sets();
+    assert!(
+        !sets
+            .iter()
+            .any(|r| r.attr == sm_node::cluster::harness::ATTR_LFT),
+        "an LFT block was rewritten: {sets:?}"
+    );
+    let moved = ca_ports(&c.topo)[4];
+    let pkey_sets: Vec<_> = sets
+        .iter()
+        .filter(|r| r.attr == mad::AttributeId::P_KEY_TABLE.0)
+        .collect();
+    assert!(!pkey_sets.is_empty());
+    assert!(
+        pkey_sets.iter().all(|r| r.node == moved.0
+            || c.topo.node(moved.0).ports[usize::from(moved.1)]
+                .remote
+                .is_some_and(|p| p.node == r.node)),
+        "P_KeyTable Sets beyond the moved port and its switch: {pkey_sets:?}"
+    );
     // Unchanged file: nothing proposed.
     let from = file_len(&log);
     hup(pid, "HUP");
