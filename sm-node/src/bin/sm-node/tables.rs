@@ -25,7 +25,8 @@ pub fn set_path(p: Option<PathBuf>) {
     }
 }
 
-/// Dumps the master's tables if `--dump-tables` was given (call once, at SUBNET UP).
+/// Dumps the master's tables if `--dump-tables` was given (at SUBNET UP, and again after a
+/// reloaded partition policy has been programmed).
 pub async fn dump(master: &actix::Addr<MasterActor>) -> anyhow::Result<()> {
     let Some(path) = DUMP_PATH.get() else {
         return Ok(());
