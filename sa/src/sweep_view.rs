@@ -1,6 +1,7 @@
 //! Building a [`FabricView`] from sm-core's [`Sweeper`]: the topology of its last
 //! discovery, its guid -> LID map, the LFTs and P_Key tables it programmed, its own SM
-//! identity. PortInfo the caller read from the fabric may be given; the rest is filled
+//! identity, and every port's PortInfo as the sweeper last read it (its discovery Get or
+//! the answer to its own Set). PortInfo the caller gives wins; a port never read is filled
 //! from the topology (see [`ViewInput`]).
 
 use crate::view::{FabricView, SmSelf, ViewInput};
@@ -11,7 +12,7 @@ use std::collections::HashMap;
 
 /// The view of the fabric the sweeper discovered. `sm_port_guid` is the SM's port;
 /// `partition_sl` the SL of each partition (low 15 bits of the key); `port_info` PortInfo
-/// known by (node GUID, port).
+/// known by (node GUID, port), over what the sweeper read.
 pub fn view_from_sweeper(
     sw: &Sweeper,
     sm_port_guid: Guid,
@@ -20,6 +21,16 @@ pub fn view_from_sweeper(
     port_info: HashMap<(Guid, u8), PortInfo>,
 ) -> FabricView {
     let topo = sw.discovered_topology();
+    let mut infos: HashMap<(Guid, u8), PortInfo> = HashMap::new();
+    for (_, n) in topo.nodes() {
+        let first = if n.is_switch() { 0 } else { 1 };
+        for p in first..u8::try_from(n.ports.len()).unwrap_or(u8::MAX) {
+            if let Some((pi, _)) = sw.port_info_as_read(n.node_guid, p) {
+                infos.insert((n.node_guid, p), pi);
+            }
+        }
+    }
+    infos.extend(port_info);
     let mut lids = HashMap::new();
     for (g, lo, hi) in sw.guid2lid().iter() {
         let span = u32::from(hi.0.saturating_sub(lo.0)) + 1;
@@ -48,7 +59,7 @@ pub fn view_from_sweeper(
         lids,
         lfts,
         pkeys: sw.pkey_tables().into_iter().collect(),
-        port_info,
+        port_info: infos,
         switch_info: HashMap::new(),
         partition_sl,
     };

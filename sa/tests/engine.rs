@@ -191,6 +191,45 @@ fn port_info_links_switches_and_lfts_match_the_fabric() {
     assert_eq!(c[0].resp_time_value, 18);
 }
 
+#[test]
+fn port_info_records_are_the_ports_as_the_sweeper_read_them() {
+    // What the daemon does: no PortInfo handed in, the sweeper's reads only.
+    let up = bring_up("ft2:4", None);
+    let view = sa::view_from_sweeper(&up.sw, up.sm_port, PREFIX, HashMap::new(), HashMap::new());
+    let mut e = SaEngine::new(sa::SaConfig::default());
+    e.set_view(Arc::new(view));
+    let me = up.lid_of_guid(up.sm_port);
+    let recs: Vec<PortInfoRecord> =
+        query(&mut e, me, Method::GET_TABLE, 0, &PortInfoRecord::default())
+            .records()
+            .unwrap();
+    let truth = up.port_infos();
+    let mut by_lid_port = HashMap::new();
+    for (id, n) in up.topo.nodes() {
+        let first = if n.is_switch() { 0 } else { 1 };
+        for p in first..n.ports.len() as u8 {
+            let lid = up
+                .fab
+                .port_info(id, if n.is_switch() { 0 } else { p })
+                .unwrap()
+                .lid;
+            by_lid_port.insert((lid, p), (truth[&(n.node_guid, p)], n.is_switch()));
+        }
+    }
+    assert_eq!(recs.len(), by_lid_port.len(), "one record per port");
+    for r in &recs {
+        let (mut want, switch) = by_lid_port[&(r.lid, r.port_num)];
+        want.m_key = 0;
+        if switch {
+            // A switch's SMA puts the port the Get arrived on in LocalPortNum (IBA 14.2.5.6),
+            // not the port read: the record keeps what the wire said.
+            assert_ne!(r.port_info.local_port_num, 0);
+            want.local_port_num = r.port_info.local_port_num;
+        }
+        assert_eq!(r.port_info, want, "LID {} port {}", r.lid.0, r.port_num);
+    }
+}
+
 fn tenants_conf(g: &[Guid]) -> String {
     format!(
         "Default=0x7fff, ipoib : ALL=full ;\n\
