@@ -446,36 +446,20 @@ impl SimFabric {
 
     /// LFT entry of a switch for `lid` (0xFF when unprogrammed).
     pub fn lft_entry(&self, node: NodeId, lid: Lid) -> Result<u8, SimError> {
-        let n = self
-            .st
-            .nodes
-            .get(node.index())
-            .ok_or(SimError::NoSuchNode(node))?;
-        if n.sw == NONE {
-            return Err(SimError::NotASwitch(node));
-        }
-        let sw = &self.st.switches[n.sw as usize];
+        let sw = self.switch_state(node)?;
         Ok(sw.lft.get(usize::from(lid.0)).copied().unwrap_or(0xFF))
     }
 
     /// A switch's LFT for LIDs 0..=LinearFDBTop (0xFF where unprogrammed).
     pub fn lft(&self, node: NodeId) -> Result<Vec<u8>, SimError> {
-        let n = self
-            .st
-            .nodes
-            .get(node.index())
-            .ok_or(SimError::NoSuchNode(node))?;
-        if n.sw == NONE {
-            return Err(SimError::NotASwitch(node));
-        }
-        let sw = &self.st.switches[n.sw as usize];
+        let sw = self.switch_state(node)?;
         Ok((0..=usize::from(sw.lft_top))
             .map(|l| sw.lft.get(l).copied().unwrap_or(0xFF))
             .collect())
     }
 
-    /// A switch's SwitchInfo.MulticastFDBTop.
-    pub fn multicast_fdb_top(&self, node: NodeId) -> Result<u16, SimError> {
+    /// The state of switch `node`.
+    fn switch_state(&self, node: NodeId) -> Result<&crate::state::SwitchState, SimError> {
         let n = self
             .st
             .nodes
@@ -484,7 +468,12 @@ impl SimFabric {
         if n.sw == NONE {
             return Err(SimError::NotASwitch(node));
         }
-        Ok(self.st.switches[n.sw as usize].mft_top)
+        Ok(&self.st.switches[n.sw as usize])
+    }
+
+    /// A switch's SwitchInfo.MulticastFDBTop.
+    pub fn multicast_fdb_top(&self, node: NodeId) -> Result<u16, SimError> {
+        Ok(self.switch_state(node)?.mft_top)
     }
 
     /// A port's whole P_KeyTable (PartitionCap entries; the power-up table is 0xFFFF then
@@ -503,15 +492,7 @@ impl SimFabric {
 
     /// SwitchInfo.PortStateChange of a switch.
     pub fn port_state_change(&self, node: NodeId) -> Result<bool, SimError> {
-        let n = self
-            .st
-            .nodes
-            .get(node.index())
-            .ok_or(SimError::NoSuchNode(node))?;
-        if n.sw == NONE {
-            return Err(SimError::NotASwitch(node));
-        }
-        Ok(self.st.switches[n.sw as usize].port_state_change)
+        Ok(self.switch_state(node)?.port_state_change)
     }
 
     /// True while the node is present (not removed by a fault).

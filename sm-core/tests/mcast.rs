@@ -387,14 +387,15 @@ fn expected_top(t: &sm_core::MftTables, sw: Guid) -> u16 {
         .map_or(0xBFFF, |b| 0xC000 + (b + 1) * 32 - 1)
 }
 
-#[test]
-fn switches_that_honour_multicast_fdb_top_get_it_written() {
-    const SWITCH_INFO: u16 = 0x12;
+const SWITCH_INFO: u16 = 0x12;
+
+/// ft2:8 at SUBNET UP on a simulator whose switches honour MulticastFDBTop.
+fn up_honouring_mft_top(seed: u64) -> (Topology, Harness) {
     let t = topo("ft2:8");
     let fab = fabric_sim::SimFabric::new(
         &t,
         fabric_sim::SimConfig {
-            seed: 3,
+            seed,
             multicast_fdb_top_supported: true,
             ..fabric_sim::SimConfig::default()
         },
@@ -403,6 +404,12 @@ fn switches_that_honour_multicast_fdb_top_get_it_written() {
     let mut h = Harness::with_fabric(fab, &t, cfg());
     h.subnet_up();
     settle(&mut h);
+    (t, h)
+}
+
+#[test]
+fn switches_that_honour_multicast_fdb_top_get_it_written() {
+    let (t, mut h) = up_honouring_mft_top(3);
     // Groups not known yet: MFTs and their top are left alone (no entry valid).
     for (id, _) in t.switches() {
         assert_eq!(h.fab.multicast_fdb_top(id).unwrap(), 0xBFFF);
@@ -491,20 +498,7 @@ fn a_switch_without_the_capability_keeps_its_multicast_fdb_top() {
 
 #[test]
 fn groups_handed_over_during_a_heavy_sweep_get_their_top_in_its_switch_info_set() {
-    const SWITCH_INFO: u16 = 0x12;
-    let t = topo("ft2:8");
-    let fab = fabric_sim::SimFabric::new(
-        &t,
-        fabric_sim::SimConfig {
-            seed: 4,
-            multicast_fdb_top_supported: true,
-            ..fabric_sim::SimConfig::default()
-        },
-    )
-    .unwrap();
-    let mut h = Harness::with_fabric(fab, &t, cfg());
-    h.subnet_up();
-    settle(&mut h);
+    let (t, mut h) = up_honouring_mft_top(4);
     h.fab.take_set_log();
     // The groups arrive while a heavy sweep runs: it plans the MFTs and writes blocks and
     // tops in its stage 2 (LinearFDBTop unchanged, no PortStateChange: the top alone asks

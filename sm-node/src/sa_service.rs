@@ -99,15 +99,7 @@ impl SaService {
         if let Err(e) = self.engine.load(state) {
             tracing::error!("{e}; the SA starts from an empty database");
         }
-        let groups = policy_of(sweeper)
-            .map(|p| sa::policy_groups(&p))
-            .unwrap_or_default();
-        self.engine
-            .set_policy_groups(groups)
-            .then(|| SaAction::Propose {
-                state: self.engine.state(),
-                replies: Vec::new(),
-            })
+        self.reload_policy(sweeper)
     }
 
     /// Takes the partition policy now in force in `sweeper` (a reload, see
