@@ -75,6 +75,7 @@ impl Sweeper {
         self.current_intent = None;
         self.reapply_id = None;
         self.intent_events.clear();
+        self.forget_foreign();
         self.cfg.role = Role::Standby;
         self.state = SmState::Standby;
         self.phase = Phase::Idle;
@@ -94,6 +95,7 @@ impl Sweeper {
         match (self.cfg.role, role) {
             (Role::Master, Role::Standby) => self.step_down(),
             (Role::Standby, Role::Master) => {
+                self.forget_foreign();
                 self.cfg.role = Role::Master;
                 self.state = SmState::Discovering;
                 self.subnet_up = false;

@@ -97,6 +97,17 @@ pub struct SweeperConfig {
     /// (PortInfo Set carrying the key in force, before any other Set); until a port is
     /// rotated its SMPs carry the key it holds.
     pub m_key_prev: Vec<u64>,
+    /// Obey other SMs on the fabric (IBA 14.4.1; see the `foreign` module): after each
+    /// discovery read the SMInfo of every other port with IsSM, and stand by while a
+    /// MASTER that outranks this SM answers. Default true; no effect on a Raft cluster's
+    /// master (`gate_programming`), whose other SMs are its own replicas.
+    pub obey_foreign_sms: bool,
+    /// Port GUIDs of SMs of this SM's own cluster (replicas fenced by Raft): never queried
+    /// or obeyed as foreign SMs.
+    pub peer_sms: Vec<Guid>,
+    /// Polls of the followed foreign master in a row without an answer after which this
+    /// SM sweeps as master again (one poll per sweep interval; default 3).
+    pub foreign_poll_misses: u8,
 }
 
 /// What this SM does.
@@ -143,6 +154,9 @@ impl Default for SweeperConfig {
             intent_id_base: 0,
             pending_intent: None,
             m_key_prev: Vec::new(),
+            obey_foreign_sms: true,
+            peer_sms: Vec::new(),
+            foreign_poll_misses: 3,
         }
     }
 }

@@ -55,6 +55,12 @@ impl Sweeper {
             Op::SwitchInfoGet => self.on_switch_info(req, SwitchInfo::decode(&smp.data)),
             Op::LightSwitchInfo => self.on_light_switch_info(req, SwitchInfo::decode(&smp.data)),
             Op::ReadBack => self.on_readback_reply(req, smp),
+            Op::SmInfoGet => {
+                if let Ok(i) = smp.attr::<mad::SmInfo>() {
+                    self.on_sm_info(req, i);
+                }
+            }
+            Op::LftGet => self.on_lft_block(req, smp),
             Op::LftSet
             | Op::PKeySet
             | Op::PortInfoSet
@@ -73,6 +79,9 @@ impl Sweeper {
             Op::Probe | Op::NodeDesc | Op::PortInfoGet | Op::SwitchInfoGet => self.dirty = true,
             Op::LightSwitchInfo => self.light_changed = true,
             Op::ReadBack => self.on_readback_failed(req),
+            // Another SM that does not answer (or a block not read back) stops nothing: the
+            // SM is taken to be absent, the block is written.
+            Op::SmInfoGet | Op::LftGet => {}
             Op::LftSet
             | Op::PKeySet
             | Op::PortInfoSet
@@ -325,7 +334,7 @@ impl Sweeper {
             self.finish_heavy();
             return;
         }
-        self.pre_routing(Phase::Discovering);
+        self.after_discovery();
     }
 }
 

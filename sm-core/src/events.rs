@@ -163,6 +163,34 @@ pub enum Event {
     },
     /// A P_KeyTable read-back ([`crate::Sweeper::request_pkey_readback`]) finished.
     PKeyReadback(Box<crate::ReadbackReport>),
+    /// SMs found at other ports after discovery (their SMInfo answers; see `foreign`).
+    OtherSms(Vec<crate::RemoteSm>),
+    /// A foreign MASTER outranks this SM: it stands by (SMInfo STANDBY, nothing written)
+    /// and polls that master every sweep interval.
+    ForeignMaster {
+        /// The master's port GUID.
+        guid: fabric::Guid,
+        /// Its priority.
+        priority: u8,
+    },
+    /// The foreign master this SM stood by for is gone: a heavy sweep as master follows.
+    ForeignMasterGone {
+        /// The master's port GUID.
+        guid: fabric::Guid,
+        /// What it answered last (None: an undefined state value, or it stopped
+        /// answering: then `missed_polls` > 0).
+        state: Option<mad::SmState>,
+        /// Polls in a row it left unanswered.
+        missed_polls: u8,
+    },
+    /// After a foreign master: LFT blocks the routing wanted written were read back first;
+    /// `kept` of them already held the wanted entries and are not written.
+    LftsChecked {
+        /// Blocks read.
+        read: usize,
+        /// Blocks found right (not written).
+        kept: usize,
+    },
     /// A trap arrived (and was repressed).
     Trap {
         /// Trap number (generic notices).
@@ -183,6 +211,8 @@ pub enum SweepReason {
     Change,
     /// A trap (128 link state, 144 capability change, ...).
     Trap(u16),
+    /// The foreign master this SM stood by for went away.
+    MasterGone,
 }
 
 impl fmt::Display for Event {
@@ -267,6 +297,42 @@ impl fmt::Display for Event {
             Event::Trap { number, issuer } => {
                 write!(f, "Received trap {number} from LID {issuer}")
             }
+            Event::OtherSms(v) => {
+                write!(f, "SMInfo of {} other SM port(s):", v.len())?;
+                for r in v {
+                    write!(
+                        f,
+                        " {} priority {} state {};",
+                        r.port_guid,
+                        r.priority,
+                        state_name(r.state)
+                    )?;
+                }
+                Ok(())
+            }
+            Event::ForeignMaster { guid, priority } => write!(
+                f,
+                "entering STANDBY state (master {guid} priority {priority})"
+            ),
+            Event::ForeignMasterGone {
+                guid,
+                state,
+                missed_polls: 0,
+            } => write!(
+                f,
+                "master {guid} now reports {}: entering DISCOVERING state",
+                state_name(*state)
+            ),
+            Event::ForeignMasterGone {
+                guid, missed_polls, ..
+            } => write!(
+                f,
+                "master {guid} did not answer {missed_polls} SMInfo polls: entering DISCOVERING state"
+            ),
+            Event::LftsChecked { read, kept } => write!(
+                f,
+                "LFT CHECK COMPLETE: {read} blocks read back, {kept} already right (not rewritten)"
+            ),
             Event::PKeyReadback(r) => write!(
                 f,
                 "P_KEY READBACK {} COMPLETE: {} tables read, {} ports did not answer, {} SMPs",
@@ -276,5 +342,15 @@ impl fmt::Display for Event {
                 r.smps
             ),
         }
+    }
+}
+
+fn state_name(s: Option<mad::SmState>) -> &'static str {
+    match s {
+        Some(mad::SmState::NotActive) => "NOT-ACTIVE",
+        Some(mad::SmState::Discovering) => "DISCOVERING",
+        Some(mad::SmState::Standby) => "STANDBY",
+        Some(mad::SmState::Master) => "MASTER",
+        None => "unknown",
     }
 }

@@ -39,6 +39,10 @@ pub(crate) enum Op {
     MftSet,
     /// P_KeyTable read-back Get (`arg` = block, or PortInfo; see `readback`).
     ReadBack,
+    /// SMInfo Get of another SM at `port` of `node` (see `foreign`).
+    SmInfoGet,
+    /// LinearForwardingTable block `arg` Get before writing it (see `foreign`).
+    LftGet,
 }
 
 /// A request waiting for or occupying a window slot.

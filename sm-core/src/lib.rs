@@ -57,6 +57,11 @@
 //! between sweeps), and a takeover seeded with [`SweeperConfig::known_mfts`] writes none
 //! (see the `mcast` module).
 //!
+//! Other SMs on the fabric (OpenSM, a switch's SM) are found through SMInfo after each
+//! discovery and obeyed as IBA 14.4.1 says: a MASTER that outranks this SM makes it stand
+//! by (SMInfo STANDBY, no Set) and poll that master until it goes away (see the `foreign`
+//! module).
+//!
 //! Directed route is used for discovery, LID changes and table writes (routes may be in
 //! flux); once a sweep has brought every port ACTIVE, port bring-up, PortStateChange
 //! clears and light-sweep polls go LID-routed, with one directed-route retry on timeout.
@@ -69,6 +74,7 @@ mod counters;
 mod discovery;
 mod error;
 mod events;
+mod foreign;
 mod guid2lid;
 mod intent;
 mod io;
@@ -85,6 +91,7 @@ pub use config::{MS, PKeyTables, Role, SweeperConfig};
 pub use counters::{ATTRS, Counters, METHODS};
 pub use error::SmError;
 pub use events::{Event, RoutingJob, RoutingOutcome, SweepReason, route_inline};
+pub use foreign::{RemoteSm, outranks};
 pub use guid2lid::Guid2Lid;
 pub use intent::{Intent, IntentEvent, LftBlockWrite, PKeyBlockWrite, PortChange};
 pub use io::Transmit;

@@ -1,7 +1,9 @@
 //! Light sweeps: every interval, poll SwitchInfo of every switch. PortStateChange set, a
 //! LinearFDBTop that is not what this SM wrote (the switch rebooted and lost its LFT), or a
 //! switch that does not answer means a heavy sweep; otherwise nothing is written. CA port
-//! changes show up as the PortStateChange of the switch at the other end of the link.
+//! changes show up as the PortStateChange of the switch at the other end of the link. The
+//! other SMs the last heavy sweep found are asked for their SMInfo again: a MASTER that
+//! outranks this SM means a heavy sweep too (which then stands by; see `foreign`).
 
 use crate::events::{Event, SweepReason};
 use crate::io::{Op, Req};
@@ -23,6 +25,7 @@ impl Sweeper {
                 self.push(Op::LightSwitchInfo, node, 0, 0);
             }
         }
+        self.light_query_sms();
         self.advance();
     }
 

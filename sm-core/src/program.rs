@@ -349,6 +349,9 @@ impl Sweeper {
         drop(old);
         self.plan_pkeys();
         self.plan_mfts();
+        if self.start_lft_check() {
+            return;
+        }
         if self.gate() {
             return;
         }
@@ -423,9 +426,16 @@ impl Sweeper {
     }
 
     fn after_tables(&mut self) {
+        let top = self.max_lid;
         for s in &mut self.switches {
             if s.lft_idx != NONE && !s.lft_failed {
                 s.lft_valid = true;
+                // A LinearFDBTop found right (another SM, or an earlier life of this one,
+                // set it) got no SwitchInfo Set: record it, or light sweeps see a mismatch
+                // and every interval becomes a heavy sweep.
+                if s.info.linear_fdb_top == top {
+                    s.fdb_top = top;
+                }
             }
         }
     }

@@ -42,6 +42,11 @@ pub enum Phase {
     AwaitIntent,
     /// A multicast programming pass between sweeps (MFT blocks only; see `mcast`).
     Multicast,
+    /// Heavy sweep after discovery, or standing by: SMInfo Gets of other SMs (see
+    /// `foreign`).
+    SmInfo,
+    /// Heavy sweep, after a foreign master went away: LFT blocks read back before writing.
+    LftCheck,
 }
 
 /// The SM's sans-IO brain. See the crate documentation for the driver loop.
@@ -120,6 +125,8 @@ pub struct Sweeper {
     pub(crate) mcast: crate::mcast::McastState,
     /// P_KeyTable read-backs (see `readback`).
     pub(crate) readback: crate::readback::Readbacks,
+    /// Other SMs on the fabric (see `foreign`).
+    pub(crate) foreign: crate::foreign::ForeignState,
 }
 
 impl Sweeper {
@@ -207,6 +214,7 @@ impl Sweeper {
             during_routing: Default::default(),
             mcast,
             readback: Default::default(),
+            foreign: Default::default(),
         })
     }
 
@@ -276,7 +284,7 @@ impl Sweeper {
     /// sweep, a light one is dropped (a sweep is already running).
     pub fn request_sweep(&mut self, now: VTime, heavy: bool) {
         self.now = self.now.max(now);
-        if self.cfg.role == Role::Standby {
+        if self.cfg.role == Role::Standby || (self.standing_by() && !heavy) {
             return;
         }
         if heavy {
@@ -375,7 +383,9 @@ impl Sweeper {
         self.now = self.now.max(now);
         while let Some((gate, mut req)) = self.win.expired(now) {
             self.counters.timeouts += 1;
-            self.key_timed_out(&req);
+            if req.op != Op::SmInfoGet {
+                self.key_timed_out(&req);
+            }
             if req.lid_routed {
                 // One LID-routed try: the route may cross a link that just went away.
                 self.counters.dr_fallbacks += 1;
@@ -395,7 +405,9 @@ impl Sweeper {
         }
         if self.phase == Phase::Idle && self.next_light.is_some_and(|t| t <= now) {
             self.next_light = None;
-            if self.heavy_pending.is_some() {
+            if self.standing_by() && self.heavy_pending.is_none() {
+                self.start_poll();
+            } else if self.heavy_pending.is_some() {
                 self.start_pending_heavy();
             } else {
                 self.start_light();
@@ -418,7 +430,7 @@ impl Sweeper {
             return;
         }
         if smp.method == Method::TRAP {
-            if self.cfg.role == Role::Master {
+            if self.cfg.role == Role::Master && !self.standing_by() {
                 self.on_trap(smp);
             }
         } else if !smp.is_response() {
@@ -658,6 +670,12 @@ impl Sweeper {
                 Sweeper::mft_modifier(req),
             ),
             Op::ReadBack => self.readback_attr(req),
+            Op::SmInfoGet => (Method::GET, AttributeId::SM_INFO, 0),
+            Op::LftGet => (
+                Method::GET,
+                AttributeId::LINEAR_FORWARDING_TABLE,
+                u32::from(req.arg),
+            ),
         };
         let (mut smp, dlid) = if req.lid_routed {
             let lid = self.target_lid(req.node, req.port);
@@ -721,7 +739,12 @@ impl Sweeper {
                 Phase::Light => self.finish_light(),
                 Phase::Rekey | Phase::Reapply => self.pre_routing(self.phase),
                 Phase::Multicast => self.finish_mcast_pass(),
+                Phase::SmInfo => self.finish_sm_info(),
+                Phase::LftCheck => self.finish_lft_check(),
                 Phase::Idle => {
+                    if self.standing_by() {
+                        return;
+                    }
                     self.start_mcast_pass();
                     if self.phase == Phase::Idle {
                         return;

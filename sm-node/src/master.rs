@@ -85,6 +85,8 @@ pub struct MasterActor {
     sa: Option<crate::sa_service::SaService>,
     /// Where SA state changes are proposed (a Raft cluster's master).
     sa_proposer: Option<Recipient<crate::cluster::raft_actor::Propose>>,
+    /// The sweeper stood by for a foreign master since it last reached SUBNET UP.
+    stood_by: bool,
 }
 
 /// Where a finished read-back goes.
@@ -110,6 +112,7 @@ impl MasterActor {
             discovered_at: std::collections::BTreeMap::new(),
             sa: None,
             sa_proposer: None,
+            stood_by: false,
         }
     }
 
@@ -198,7 +201,18 @@ impl MasterActor {
                 counters.lid_routed,
                 counters.timeouts
             ),
+            Event::ForeignMaster { .. } => {
+                self.stood_by = true;
+                let c = self.sweeper.counters();
+                tracing::info!("{ev}; {} Sets sent so far", c.sets());
+            }
             _ => tracing::info!("{ev}"),
+        }
+        if matches!(ev, Event::SubnetUp { .. }) && std::mem::take(&mut self.stood_by) {
+            tracing::info!(
+                "entering MASTER state (priority {})",
+                self.sweeper.config().sm_priority
+            );
         }
         if let Some(kind) = MilestoneKind::from_event(&ev) {
             self.notify(kind);
@@ -331,7 +345,13 @@ impl Actor for MasterActor {
             .stop_reason
             .take()
             .unwrap_or_else(|| "shutdown".to_string());
-        tracing::info!("master stopped ({reason})");
+        let c = self.sweeper.counters();
+        tracing::info!(
+            "master stopped ({reason}); SMInfo state {:?}, {} SMPs sent, {} Sets",
+            self.sweeper.sm_state(),
+            c.total(),
+            c.sets()
+        );
         self.notify(MilestoneKind::Stopped { reason });
     }
 }
@@ -413,6 +433,10 @@ pub struct Status {
     pub counters: Counters,
     /// Ports in the guid2lid map.
     pub guid2lid_ports: usize,
+    /// SMInfo state this SM answers with (STANDBY while a foreign master outranks it).
+    pub sm_state: mad::SmState,
+    /// The foreign master it stands by for (port GUID, priority).
+    pub foreign_master: Option<(fabric::Guid, u8)>,
 }
 
 /// Reads the master's [`Status`].
@@ -430,6 +454,8 @@ impl Handler<GetStatus> for MasterActor {
             sweep: self.sweeper.sweep_number(),
             counters: *self.sweeper.counters(),
             guid2lid_ports: self.sweeper.guid2lid().len(),
+            sm_state: self.sweeper.sm_state(),
+            foreign_master: self.sweeper.foreign_master(),
         })
     }
 }

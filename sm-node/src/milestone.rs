@@ -132,7 +132,13 @@ impl MilestoneKind {
                 changed: *changed,
                 max_lid: *max_lid,
             },
-            Event::RoutingNeeded(_) | Event::PKeyReadback(_) => return None,
+            // Other SMs on the fabric: logged by the master (see `master`), no milestone.
+            Event::RoutingNeeded(_)
+            | Event::PKeyReadback(_)
+            | Event::OtherSms(_)
+            | Event::ForeignMaster { .. }
+            | Event::ForeignMasterGone { .. }
+            | Event::LftsChecked { .. } => return None,
             Event::RoutingDone {
                 engine, lft_blocks, ..
             } => MilestoneKind::RoutingDone {

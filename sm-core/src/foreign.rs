@@ -1,0 +1,416 @@
+//! Other SMs on the fabric: the IBA 14.4.1 priority rules (without handover).
+//!
+//! * After a heavy sweep's discovery (Gets only, nothing written yet) every discovered port
+//!   whose PortInfo.CapabilityMask has IsSM, other than this SM's own port and the ports of
+//!   its own cluster ([`crate::SweeperConfig::peer_sms`]), gets an SMInfo Get (directed
+//!   route, in the same window with the same resends as every other Get). What they answer
+//!   is kept ([`Sweeper::remote_sms`]) and reported ([`Event::OtherSms`]).
+//! * A remote SM answering MASTER that outranks this one ([`outranks`]: higher priority, or
+//!   equal priority and the smaller port GUID) ends the sweep before anything is written:
+//!   this SM's SMInfo state becomes STANDBY, [`Event::ForeignMaster`] tells the driver, no
+//!   Set, light sweep, multicast pass or trap handling follows, and every sweep interval one
+//!   SMInfo Get polls that master (IBA: a standby polls the master).
+//! * When the polled master answers anything but MASTER (or no longer outranks this SM),
+//!   or `foreign_poll_misses` polls in a row go unanswered, [`Event::ForeignMasterGone`] and
+//!   a heavy sweep as master follow (state DISCOVERING, then MASTER at SUBNET UP, as at
+//!   start). Its programming first reads back every LFT block it is about to write
+//!   (LinearForwardingTable Get) and writes only the blocks that differ
+//!   ([`Event::LftsChecked`]): tables the other master left are kept where they already say
+//!   the right thing.
+//! * A remote SM in DISCOVERING, STANDBY or NOT-ACTIVE, or a MASTER this SM outranks,
+//!   changes nothing: this SM carries on (the other one reads this SM's SMInfo and should
+//!   yield; OpenSM does).
+//! * A master's light sweeps ask the SMs its last heavy sweep found again (OpenSM's master
+//!   does too): one now MASTER that outranks it, or one that was MASTER or DISCOVERING
+//!   (it may have written) and has yielded since, means a heavy sweep.
+//!
+//! The rules are off for a Raft cluster's master (`gate_programming`), whose replicas are
+//! the other SMs it would find; [`crate::SweeperConfig::peer_sms`] names such peers for a
+//! driver that knows their port GUIDs.
+//!
+//! Not built: SMInfo Set HANDOVER/ACKNOWLEDGE (a master handing over to a higher-priority
+//! standby, or a graceful stop); this SM answers such Sets as it answers a Get. Foreign SMs
+//! next to a Raft cluster (the rules with `gate_programming` on).
+
+use crate::events::{Event, SweepReason};
+use crate::io::{Op, Req};
+use crate::state::NONE;
+use crate::sweeper::{Phase, Sweeper};
+use fabric::Guid;
+use mad::{LinearForwardingTable, PortInfo, SmInfo, SmState, SmpAttribute};
+use routing::NO_ROUTE;
+
+/// An SM found at another port of the fabric (from its SMInfo answer).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RemoteSm {
+    /// Port GUID the SM answered for (SMInfo.GUID).
+    pub port_guid: Guid,
+    /// SMInfo.Priority (0..=15).
+    pub priority: u8,
+    /// SMInfo.SMState (None: a value the IBA does not define).
+    pub state: Option<SmState>,
+    /// SMInfo.ActCount.
+    pub act_count: u32,
+}
+
+/// IBA 14.4.1 ranking: does the SM `(a_priority, a_guid)` outrank `(b_priority, b_guid)`?
+/// The higher priority wins; equal priorities go to the smaller port GUID. An SM does not
+/// outrank itself.
+pub fn outranks(a_priority: u8, a_guid: Guid, b_priority: u8, b_guid: Guid) -> bool {
+    a_priority > b_priority || (a_priority == b_priority && a_guid < b_guid)
+}
+
+/// The master this SM stands by for.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Followed {
+    node: u32,
+    port: u8,
+    guid: Guid,
+    priority: u8,
+}
+
+/// Foreign-SM bookkeeping of a sweeper.
+#[derive(Debug, Default)]
+pub(crate) struct ForeignState {
+    /// Answers of the last query (one heavy sweep's SMInfo Gets).
+    found: Vec<RemoteSm>,
+    /// Where each queried SM sits (node, port), in `found`'s order of answers.
+    found_at: Vec<(u32, u8)>,
+    /// Standing by for this master.
+    master: Option<Followed>,
+    /// The running SMInfo phase is a poll of `master` (not a post-discovery query).
+    polling: bool,
+    /// The poll's answer.
+    poll_answer: Option<SmInfo>,
+    /// Polls in a row without an answer.
+    missed: u8,
+    /// The next programming reads back the LFT blocks it would write first.
+    verify_lfts: bool,
+    /// LFT blocks (switch node, block) read back equal to what the routing wants.
+    lft_same: Vec<(u32, u16)>,
+    /// LFT blocks read back in the running check.
+    lft_read: usize,
+}
+
+impl Sweeper {
+    /// The SMs found at other ports by the last heavy sweep (their SMInfo answers).
+    pub fn remote_sms(&self) -> &[RemoteSm] {
+        &self.foreign.found
+    }
+
+    /// The foreign master this SM stands by for (its port GUID and priority), if any.
+    pub fn foreign_master(&self) -> Option<(Guid, u8)> {
+        self.foreign.master.map(|m| (m.guid, m.priority))
+    }
+
+    /// True while this SM stands by for a foreign master (sends nothing but polls and
+    /// SMInfo answers).
+    pub(crate) fn standing_by(&self) -> bool {
+        self.foreign.master.is_some()
+    }
+
+    /// Forgets everything about other SMs (the driver changed the role).
+    pub(crate) fn forget_foreign(&mut self) {
+        self.foreign = ForeignState::default();
+    }
+
+    /// Are the rules on? Off for a Raft cluster's master (`gate_programming`): every other
+    /// SM port it finds is one of its own replicas, which Raft fences, and a paused or
+    /// partitioned replica would hold up every sweep by a full round of SMInfo resends.
+    fn obeys_foreign_sms(&self) -> bool {
+        self.cfg.obey_foreign_sms && !self.cfg.gate_programming
+    }
+
+    /// This SM's (priority, port GUID) for the ranking.
+    fn own_rank(&self) -> (u8, Guid) {
+        let guid = self
+            .sm_port_guid()
+            .or(self.cfg.sm_port_guid)
+            .unwrap_or(Guid(0));
+        (self.cfg.sm_priority, guid)
+    }
+
+    /// Discovery finished: SMInfo Gets to every other SM port found, or straight on to
+    /// the pre-routing steps when there is none (or the rules are off).
+    pub(crate) fn after_discovery(&mut self) {
+        self.foreign.master = None;
+        self.foreign.polling = false;
+        self.foreign.found.clear();
+        self.foreign.found_at.clear();
+        if !self.obeys_foreign_sms() {
+            self.pre_routing(Phase::Discovering);
+            return;
+        }
+        let sweep = self.sweep;
+        let mut targets = Vec::new();
+        for (i, n) in self.nodes.iter().enumerate() {
+            if n.seen != sweep {
+                continue;
+            }
+            // A switch's SM sits behind port 0; a CA's at each port reached.
+            let range = if n.is_switch { 0..=0 } else { 1..=n.nports };
+            for p in range {
+                let port = &self.ports[n.port_index(p)];
+                if port.info_sweep != sweep
+                    || port.info.capability_mask & PortInfo::CAP_IS_SM == 0
+                    || (!n.is_switch && port.path_sweep != sweep)
+                    || (i as u32 == self.local && p == self.local_port)
+                    || self.cfg.peer_sms.contains(&port.guid)
+                {
+                    continue;
+                }
+                targets.push((i as u32, p));
+            }
+        }
+        if targets.is_empty() {
+            self.pre_routing(Phase::Discovering);
+            return;
+        }
+        self.phase = Phase::SmInfo;
+        for (node, p) in targets {
+            self.disc_min += 1;
+            self.push(Op::SmInfoGet, node, p, 0);
+        }
+    }
+
+    /// Light sweep of a master: the SMs the last heavy sweep found are asked again
+    /// (OpenSM's master does the same), so a MASTER that outranks this one and came up at
+    /// the same time is noticed within one sweep interval.
+    pub(crate) fn light_query_sms(&mut self) {
+        if !self.obeys_foreign_sms() {
+            return;
+        }
+        let targets = self.foreign.found_at.clone();
+        for (node, p) in targets {
+            self.push(Op::SmInfoGet, node, p, 0);
+        }
+    }
+
+    /// An SMInfo answer.
+    pub(crate) fn on_sm_info(&mut self, req: Req, info: SmInfo) {
+        if self.phase == Phase::Light {
+            let (prio, guid) = self.own_rank();
+            let active =
+                |s: Option<SmState>| matches!(s, Some(SmState::Master | SmState::Discovering));
+            let was = self
+                .foreign
+                .found
+                .iter()
+                .find(|r| r.port_guid == info.guid)
+                .map(|r| r.state);
+            if info.state() == Some(SmState::Master)
+                && outranks(info.priority, info.guid, prio, guid)
+            {
+                // The heavy sweep this starts stands by after its discovery.
+                self.light_changed = true;
+            } else if was.is_some_and(active) && !active(info.state()) {
+                // It was sweeping (and may have written: MasterSMLID, tables) and has
+                // yielded since: a heavy sweep puts back what this master wants.
+                self.light_changed = true;
+            }
+            return;
+        }
+        if self.foreign.polling {
+            self.foreign.poll_answer = Some(info);
+            return;
+        }
+        self.foreign.found.push(RemoteSm {
+            port_guid: info.guid,
+            priority: info.priority,
+            state: info.state(),
+            act_count: info.act_count,
+        });
+        self.foreign.found_at.push((req.node, req.port));
+    }
+
+    /// The SMInfo phase has nothing left in flight.
+    pub(crate) fn finish_sm_info(&mut self) {
+        if self.foreign.polling {
+            self.finish_poll();
+            return;
+        }
+        if !self.foreign.found.is_empty() {
+            self.events
+                .push_back(Event::OtherSms(self.foreign.found.clone()));
+        }
+        let (prio, guid) = self.own_rank();
+        let mut best: Option<(usize, &RemoteSm)> = None;
+        for (k, r) in self.foreign.found.iter().enumerate() {
+            if r.state != Some(SmState::Master) || !outranks(r.priority, r.port_guid, prio, guid) {
+                continue;
+            }
+            if best.is_none_or(|(_, b)| outranks(r.priority, r.port_guid, b.priority, b.port_guid))
+            {
+                best = Some((k, r));
+            }
+        }
+        let Some((k, r)) = best else {
+            self.pre_routing(Phase::Discovering);
+            return;
+        };
+        let (node, port) = self.foreign.found_at[k];
+        let f = Followed {
+            node,
+            port,
+            guid: r.port_guid,
+            priority: r.priority,
+        };
+        self.enter_standby(f);
+    }
+
+    /// Stands by for `f`: nothing of this sweep is written.
+    fn enter_standby(&mut self, f: Followed) {
+        self.foreign.master = Some(f);
+        self.foreign.missed = 0;
+        self.state = SmState::Standby;
+        self.subnet_up = false;
+        self.lid_ok = false;
+        self.phase = Phase::Idle;
+        self.heavy_pending = None;
+        self.first_sweep_done = true;
+        self.events.push_back(Event::ForeignMaster {
+            guid: f.guid,
+            priority: f.priority,
+        });
+        self.next_light = Some(self.now + self.cfg.sweep_interval);
+    }
+
+    /// A poll of the followed master is due.
+    pub(crate) fn start_poll(&mut self) {
+        let Some(f) = self.foreign.master else {
+            return;
+        };
+        self.phase = Phase::SmInfo;
+        self.foreign.polling = true;
+        self.foreign.poll_answer = None;
+        self.push(Op::SmInfoGet, f.node, f.port, 0);
+    }
+
+    /// A poll ended (answered, refused or given up).
+    fn finish_poll(&mut self) {
+        self.foreign.polling = false;
+        self.phase = Phase::Idle;
+        let Some(f) = self.foreign.master else {
+            self.schedule_next();
+            return;
+        };
+        let (prio, guid) = self.own_rank();
+        let answer = self.foreign.poll_answer.take();
+        let gone = match answer {
+            Some(a) => {
+                self.foreign.missed = 0;
+                let still = a.state() == Some(SmState::Master)
+                    && a.guid == f.guid
+                    && outranks(a.priority, a.guid, prio, guid);
+                (!still).then_some(a.state())
+            }
+            None => {
+                self.foreign.missed = self.foreign.missed.saturating_add(1);
+                (self.foreign.missed >= self.cfg.foreign_poll_misses.max(1)).then_some(None)
+            }
+        };
+        match gone {
+            None => self.next_light = Some(self.now + self.cfg.sweep_interval),
+            Some(state) => {
+                self.events.push_back(Event::ForeignMasterGone {
+                    guid: f.guid,
+                    state,
+                    missed_polls: self.foreign.missed,
+                });
+                self.foreign.master = None;
+                self.foreign.missed = 0;
+                self.foreign.verify_lfts = true;
+                self.state = SmState::Discovering;
+                self.start_heavy(SweepReason::MasterGone);
+            }
+        }
+    }
+
+    /// Routing planned `lft_todo`: after taking over from a foreign master, read those
+    /// blocks back first. Returns true when reads were queued (the check runs).
+    pub(crate) fn start_lft_check(&mut self) -> bool {
+        if !std::mem::take(&mut self.foreign.verify_lfts) || self.lft_todo.is_empty() {
+            return false;
+        }
+        self.foreign.lft_same.clear();
+        self.foreign.lft_read = self.lft_todo.len();
+        self.phase = Phase::LftCheck;
+        let todo = self.lft_todo.clone();
+        for (node, b) in todo {
+            self.push(Op::LftGet, node, 0, b);
+        }
+        true
+    }
+
+    /// A block read back: equal to what the routing wants?
+    pub(crate) fn on_lft_block(&mut self, req: Req, smp: &mad::Smp) {
+        let got = LinearForwardingTable::decode(&smp.data);
+        let n = &self.nodes[req.node as usize];
+        if n.sw == NONE {
+            return;
+        }
+        let s = &self.switches[n.sw as usize];
+        let Some(t) = self
+            .lfts
+            .as_ref()
+            .and_then(|l| l.switches.get(s.lft_idx as usize))
+        else {
+            return;
+        };
+        let lo = (usize::from(req.arg) * 64).min(t.ports.len());
+        let hi = (lo + 64).min(t.ports.len());
+        let same = (0..64).all(|k| {
+            let want = if lo + k < hi {
+                t.ports[lo + k]
+            } else {
+                NO_ROUTE
+            };
+            got.ports[k] == want
+        });
+        if same {
+            self.foreign.lft_same.push((req.node, req.arg));
+        }
+    }
+
+    /// The read-back ended: only blocks that differ (or could not be read) are written.
+    pub(crate) fn finish_lft_check(&mut self) {
+        let same = std::mem::take(&mut self.foreign.lft_same);
+        self.lft_todo.retain(|x| !same.contains(x));
+        self.events.push_back(Event::LftsChecked {
+            read: self.foreign.lft_read,
+            kept: same.len(),
+        });
+        if self.gate() {
+            return;
+        }
+        self.phase = Phase::Programming(0);
+        self.next_stage(0);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ranking_follows_priority_then_smaller_guid() {
+        // Higher priority wins whatever the GUIDs.
+        assert!(outranks(15, Guid(9), 0, Guid(1)));
+        assert!(!outranks(0, Guid(1), 15, Guid(9)));
+        // Equal priority: the smaller GUID wins.
+        assert!(outranks(5, Guid(1), 5, Guid(2)));
+        assert!(!outranks(5, Guid(2), 5, Guid(1)));
+        // Nobody outranks itself; the relation is antisymmetric.
+        assert!(!outranks(7, Guid(3), 7, Guid(3)));
+        for (a, b) in [(0u8, 15u8), (3, 3), (15, 15), (8, 2)] {
+            for (g, h) in [(1u64, 2u64), (2, 1), (5, 5)] {
+                let x = outranks(a, Guid(g), b, Guid(h));
+                let y = outranks(b, Guid(h), a, Guid(g));
+                assert!(!(x && y), "both outrank: {a}/{g} {b}/{h}");
+                if (a, g) != (b, h) {
+                    assert!(x || y, "neither outranks: {a}/{g} {b}/{h}");
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,451 @@
+//! Another SM on the fabric (IBA 14.4.1 priority rules): two independent sweepers attached
+//! at two CA ports of one fabric-sim fabric, virtual time, deterministic. Who wrote what is
+//! read from the simulator's accepted-Set log (by source port).
+
+mod common;
+
+use common::{ca_ports, topo};
+use fabric::{Guid, Lid, NodeId, Topology};
+use fabric_sim::{AttachId, Fault, SetRecord, SimConfig, SimFabric};
+use mad::{AttributeId, LinearForwardingTable, Method, SmState, Smp};
+use sm_core::{Event, Sweeper, SweeperConfig, VTime, route_inline};
+
+const SEC: VTime = 1_000_000_000;
+const MS: VTime = 1_000_000;
+const LFT: u16 = 0x19;
+const INTERVAL: VTime = 200 * MS;
+
+struct Sm {
+    at: AttachId,
+    sw: Sweeper,
+    alive: bool,
+    /// (virtual time, event) of every event but RoutingNeeded.
+    events: Vec<(VTime, Event)>,
+}
+
+struct Fabric {
+    fab: SimFabric,
+    now: VTime,
+    sms: Vec<Sm>,
+}
+
+fn cfg(priority: u8) -> SweeperConfig {
+    SweeperConfig {
+        sm_priority: priority,
+        sweep_interval: INTERVAL,
+        ..SweeperConfig::default()
+    }
+}
+
+impl Fabric {
+    fn new(t: &Topology) -> Fabric {
+        let fab = SimFabric::new(
+            t,
+            SimConfig {
+                seed: 11,
+                ..SimConfig::default()
+            },
+        )
+        .unwrap();
+        Fabric {
+            fab,
+            now: 0,
+            sms: Vec::new(),
+        }
+    }
+
+    fn add(&mut self, guid: Guid, cfg: SweeperConfig) -> usize {
+        let at = self.fab.attach(guid).unwrap();
+        // Its first heavy sweep is due at once (poll_timeout 0 <= now).
+        let sw = Sweeper::new(cfg).unwrap();
+        self.sms.push(Sm {
+            at,
+            sw,
+            alive: true,
+            events: Vec::new(),
+        });
+        self.sms.len() - 1
+    }
+
+    /// The SM process is gone: its attachment (and IsSM) too.
+    fn kill(&mut self, i: usize) {
+        self.sms[i].alive = false;
+        self.fab.detach(self.sms[i].at).unwrap();
+    }
+
+    fn step(&mut self) -> bool {
+        for sm in self.sms.iter_mut().filter(|s| s.alive) {
+            while let Some(tx) = sm.sw.poll_transmit_at(self.now) {
+                if tx.dlid.is_permissive() {
+                    self.fab.send(self.now, sm.at, &tx.smp).unwrap();
+                } else {
+                    self.fab
+                        .send_lid(self.now, sm.at, tx.dlid, &tx.smp)
+                        .unwrap();
+                }
+            }
+        }
+        let mut next = self.fab.next_event_time();
+        for sm in self.sms.iter_mut().filter(|s| s.alive) {
+            if let Some(t) = sm.sw.poll_timeout() {
+                next = Some(next.map_or(t, |n| n.min(t)));
+            }
+        }
+        let Some(next) = next else { return false };
+        self.now = self.now.max(next);
+        self.fab.run_until(self.now);
+        let now = self.now;
+        for sm in self.sms.iter_mut().filter(|s| s.alive) {
+            while let Some(r) = self.fab.poll_recv_full(sm.at) {
+                sm.sw.handle_mad(now, r.slid, r.smp);
+            }
+            if matches!(sm.sw.poll_timeout(), Some(t) if t <= now) {
+                sm.sw.handle_timeout(now);
+            }
+            while let Some(ev) = sm.sw.poll_event() {
+                match ev {
+                    Event::RoutingNeeded(job) => {
+                        let r = route_inline(&job);
+                        sm.sw.handle_routing_result(now, r);
+                    }
+                    other => {
+                        assert!(sm.events.len() < 100_000, "event storm");
+                        sm.events.push((now, other));
+                    }
+                }
+            }
+        }
+        true
+    }
+
+    fn run(&mut self, limit: VTime, mut pred: impl FnMut(&Fabric) -> bool) -> bool {
+        let end = self.now + limit;
+        while self.now <= end {
+            if pred(self) {
+                return true;
+            }
+            if !self.step() {
+                break;
+            }
+        }
+        pred(self)
+    }
+
+    fn advance(&mut self, d: VTime) {
+        let until = self.now + d;
+        self.run(d, |f| f.now >= until);
+    }
+
+    fn first(&self, i: usize, pred: impl Fn(&Event) -> bool) -> Option<VTime> {
+        self.sms[i]
+            .events
+            .iter()
+            .find(|(_, e)| pred(e))
+            .map(|(t, _)| *t)
+    }
+
+    fn wait_for(&mut self, i: usize, what: &str, pred: impl Fn(&Event) -> bool + Copy) -> VTime {
+        let ok = self.run(30 * SEC, |f| f.first(i, pred).is_some());
+        assert!(ok, "SM {i} never saw {what}; log:\n{}", self.log(i));
+        self.first(i, pred).unwrap()
+    }
+
+    fn log(&self, i: usize) -> String {
+        self.sms[i]
+            .events
+            .iter()
+            .map(|(t, e)| format!("{:>8} ms {e}", t / MS))
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
+    /// Accepted Sets sent from `guid`'s port.
+    fn sets_from(log: &[SetRecord], guid: Guid) -> Vec<&SetRecord> {
+        log.iter().filter(|r| r.source == Some(guid)).collect()
+    }
+}
+
+fn subnet_up(e: &Event) -> bool {
+    matches!(e, Event::SubnetUp { .. })
+}
+
+fn stands_by(e: &Event) -> bool {
+    matches!(e, Event::ForeignMaster { .. })
+}
+
+/// Two CA ports on different leaves of a 2-level fat tree.
+fn two_ports(t: &Topology) -> (Guid, Guid) {
+    let cas = ca_ports(t);
+    (cas[0].2, cas[cas.len() - 1].2)
+}
+
+fn check_routes(f: &Fabric, t: &Topology) {
+    for &(n, p, g) in &ca_ports(t) {
+        let lid = f.fab.port_info(n, p).unwrap().lid;
+        assert_ne!(lid.0, 0, "{g} has no LID");
+        for (sid, _) in t.switches() {
+            assert_ne!(f.fab.lft_entry(sid, lid).unwrap(), 0xFF, "no route to {g}");
+        }
+    }
+}
+
+/// (a) B outranks A. B masters first, then A starts: A stands by without a single Set and
+/// polls B. Then both start at the same instant: both may program their first sweep (each
+/// sees the other DISCOVERING), A notices B's MASTER at its next light sweep, stands by,
+/// and sends no Set after that.
+#[test]
+fn lower_priority_sm_stands_by_and_writes_nothing() {
+    let t = topo("ft2:4");
+    let (ga, gb) = two_ports(&t);
+
+    // B first.
+    let mut f = Fabric::new(&t);
+    let b = f.add(gb, cfg(10));
+    f.wait_for(b, "SUBNET UP", subnet_up);
+    f.fab.take_set_log();
+    let a = f.add(ga, cfg(0));
+    f.wait_for(a, "STANDBY", stands_by);
+    assert_eq!(f.sms[a].sw.foreign_master(), Some((gb, 10)));
+    assert_eq!(f.sms[a].sw.sm_state(), SmState::Standby);
+    // Ten more sweep intervals: A keeps standing by, B keeps mastering.
+    let polls_before = f.sms[a].sw.counters().sent[6][0];
+    f.advance(10 * INTERVAL);
+    let log = f.fab.take_set_log();
+    assert!(
+        Fabric::sets_from(&log, ga).is_empty(),
+        "A wrote while B was master: {:?}",
+        Fabric::sets_from(&log, ga)
+    );
+    assert_eq!(f.sms[a].sw.sm_state(), SmState::Standby);
+    assert!(!f.sms[a].sw.is_subnet_up());
+    let polls = f.sms[a].sw.counters().sent[6][0] - polls_before;
+    assert!(
+        (8..=12).contains(&polls),
+        "A polls B once per interval: {polls} SMInfo Gets in 10 intervals"
+    );
+    assert_eq!(f.sms[b].sw.sm_state(), SmState::Master);
+    // B's next heavy sweep (light sweeps ask only the SMs heavy sweeps found) sees A as
+    // STANDBY, and B carries on.
+    let now = f.now;
+    f.sms[b].sw.request_sweep(now, true);
+    let n = f.sms[b].events.len();
+    let ok = f.run(30 * SEC, |f| {
+        f.sms[b].events[n..]
+            .iter()
+            .any(|(_, e)| matches!(e, Event::HeavySweepComplete { .. }))
+    });
+    assert!(ok, "B's requested heavy sweep did not complete");
+    assert!(f.sms[b].events[n..].iter().any(|(_, e)| matches!(e,
+        Event::OtherSms(v) if v.iter().any(|r| r.port_guid == ga && r.state == Some(SmState::Standby))
+    )));
+    check_routes(&f, &t);
+
+    // Both at once.
+    let mut f = Fabric::new(&t);
+    let a = f.add(ga, cfg(0));
+    let b = f.add(gb, cfg(10));
+    let yielded = f.wait_for(a, "STANDBY", stands_by);
+    f.advance(10 * INTERVAL);
+    let log = f.fab.take_set_log();
+    let late: Vec<_> = Fabric::sets_from(&log, ga)
+        .into_iter()
+        .filter(|r| r.time > yielded)
+        .collect();
+    assert!(late.is_empty(), "A wrote after standing by: {late:?}");
+    assert_eq!(f.sms[a].sw.sm_state(), SmState::Standby);
+    assert_eq!(f.sms[b].sw.sm_state(), SmState::Master);
+    assert!(f.sms[b].sw.foreign_master().is_none());
+    // B's latest word is in force: every port names B's LID as master SM.
+    let b_lid = f.sms[b].sw.sm_lid();
+    for &(n, p, g) in &ca_ports(&t) {
+        assert_eq!(f.fab.port_info(n, p).unwrap().master_sm_lid, b_lid, "{g}");
+    }
+    check_routes(&f, &t);
+}
+
+/// (b) A outranks B: A keeps mastering and programs; B stands by and writes nothing after.
+#[test]
+fn higher_priority_sm_keeps_master() {
+    let t = topo("ft2:4");
+    let (ga, gb) = two_ports(&t);
+    let mut f = Fabric::new(&t);
+    let a = f.add(ga, cfg(12));
+    let b = f.add(gb, cfg(3));
+    f.wait_for(a, "SUBNET UP", subnet_up);
+    let yielded = f.wait_for(b, "STANDBY", stands_by);
+    f.advance(10 * INTERVAL);
+    assert_eq!(f.sms[a].sw.sm_state(), SmState::Master);
+    assert!(f.sms[a].sw.foreign_master().is_none());
+    assert_eq!(f.sms[b].sw.sm_state(), SmState::Standby);
+    assert_eq!(f.sms[b].sw.foreign_master(), Some((ga, 12)));
+    let log = f.fab.take_set_log();
+    assert!(
+        !Fabric::sets_from(&log, ga).is_empty(),
+        "A programmed the fabric"
+    );
+    let late: Vec<_> = Fabric::sets_from(&log, gb)
+        .into_iter()
+        .filter(|r| r.time > yielded)
+        .collect();
+    assert!(late.is_empty(), "B wrote after standing by: {late:?}");
+    let a_lid = f.sms[a].sw.sm_lid();
+    for &(n, p, g) in &ca_ports(&t) {
+        assert_eq!(f.fab.port_info(n, p).unwrap().master_sm_lid, a_lid, "{g}");
+    }
+    check_routes(&f, &t);
+    // A is not confused by B: no ForeignMaster event on A at all.
+    assert!(f.first(a, stands_by).is_none());
+}
+
+/// (c) The master disappears: the standby notices within its poll bound, sweeps as master,
+/// programs, and rewrites no LFT block that already holds what it wants.
+#[test]
+fn standby_takes_over_when_master_goes_and_keeps_right_lft_blocks() {
+    let t = topo("ft2:4");
+    let (ga, gb) = two_ports(&t);
+    let mut f = Fabric::new(&t);
+    let b = f.add(gb, cfg(10));
+    f.wait_for(b, "SUBNET UP", subnet_up);
+    let a = f.add(ga, cfg(0));
+    f.wait_for(a, "STANDBY", stands_by);
+    f.advance(3 * INTERVAL);
+
+    // Someone scribbles over LFT block 0 of the first CA's leaf switch (a rogue
+    // directed-route Set from another CA port): the one block A must rewrite.
+    let cas = ca_ports(&t);
+    let mut smp = Smp::directed(
+        Method::SET,
+        0x77,
+        AttributeId::LINEAR_FORWARDING_TABLE,
+        0,
+        &[cas[0].1],
+    )
+    .unwrap();
+    smp.set_attr(&LinearForwardingTable { ports: [0xFF; 64] });
+    let now = f.now;
+    f.fab
+        .inject(
+            now,
+            Fault::Rogue {
+                port_guid: cas[1].2,
+                dlid: Lid::PERMISSIVE,
+                smp: Box::new(smp),
+            },
+        )
+        .unwrap();
+    f.advance(INTERVAL);
+
+    // The LFTs B left, block by block.
+    let switches: Vec<NodeId> = t.switches().map(|(id, _)| id).collect();
+    let before: Vec<Vec<u8>> = switches.iter().map(|&s| f.fab.lft(s).unwrap()).collect();
+    f.fab.take_set_log();
+    let killed = f.now;
+    f.kill(b);
+    let gone = f.wait_for(a, "master gone", |e| {
+        matches!(e, Event::ForeignMasterGone { .. })
+    });
+    // Bound: foreign_poll_misses (3) polls, one per interval, each given up after its
+    // resends (timeout 20 ms x 9), plus the interval already running.
+    let cfg = SweeperConfig::default();
+    let bound = 4 * INTERVAL + 3 * (u64::from(cfg.retries) + 1) * cfg.timeout;
+    assert!(
+        gone - killed <= bound,
+        "noticed after {} ms (bound {} ms)",
+        (gone - killed) / MS,
+        bound / MS
+    );
+    let up = f.wait_for(a, "SUBNET UP", subnet_up);
+    assert!(up > gone);
+    assert_eq!(f.sms[a].sw.sm_state(), SmState::Master);
+    assert!(f.sms[a].sw.foreign_master().is_none());
+    check_routes(&f, &t);
+    let a_lid = f.sms[a].sw.sm_lid();
+    for &(n, p, g) in &ca_ports(&t) {
+        assert_eq!(f.fab.port_info(n, p).unwrap().master_sm_lid, a_lid, "{g}");
+    }
+
+    // Every LFT block A wrote differed from what B had left there.
+    let log = f.fab.take_set_log();
+    let lft_sets: Vec<_> = Fabric::sets_from(&log, ga)
+        .into_iter()
+        .filter(|r| r.attr == LFT)
+        .collect();
+    for r in &lft_sets {
+        let k = switches.iter().position(|&s| s == r.node).unwrap();
+        let lo = r.attr_mod as usize * 64;
+        let old = &before[k][lo.min(before[k].len())..(lo + 64).min(before[k].len())];
+        let new = f.fab.lft(r.node).unwrap();
+        let new = &new[lo.min(new.len())..(lo + 64).min(new.len())];
+        assert_ne!(old, new, "A rewrote a right LFT block: {r:?}");
+    }
+    let (read, kept) = f.sms[a]
+        .events
+        .iter()
+        .find_map(|(_, e)| match e {
+            Event::LftsChecked { read, kept } => Some((*read, *kept)),
+            _ => None,
+        })
+        .expect("an LFT check after the foreign master");
+    assert_eq!(read - kept, lft_sets.len(), "writes = blocks found wrong");
+    assert_eq!(lft_sets.len(), 1, "only the scribbled block: {lft_sets:?}");
+    assert_eq!(lft_sets[0].attr_mod, 0);
+    // Quiet afterwards: light sweeps find nothing to do (the LinearFDBTop B left is what
+    // A records), so no heavy sweep and no Set follows.
+    let heavies = |f: &Fabric| {
+        f.sms[a]
+            .events
+            .iter()
+            .filter(|(_, e)| matches!(e, Event::HeavySweepStarted { .. }))
+            .count()
+    };
+    let n = heavies(&f);
+    f.advance(5 * INTERVAL);
+    assert_eq!(heavies(&f), n, "{}", f.log(a));
+    assert!(Fabric::sets_from(&f.fab.take_set_log(), ga).is_empty());
+    println!(
+        "takeover: noticed after {} ms, {read} LFT blocks read back, {kept} kept, {} written",
+        (gone - killed) / MS,
+        lft_sets.len()
+    );
+}
+
+/// A foreign SM that stays DISCOVERING, or one of the SM's own cluster, changes nothing.
+#[test]
+fn peers_and_lower_sms_change_nothing() {
+    let t = topo("ft2:4");
+    let (ga, gb) = two_ports(&t);
+    let mut f = Fabric::new(&t);
+    // B outranks A but is listed as A's cluster peer: A never asks it.
+    let a = f.add(
+        ga,
+        SweeperConfig {
+            peer_sms: vec![gb],
+            ..cfg(0)
+        },
+    );
+    let b = f.add(gb, cfg(10));
+    f.wait_for(a, "SUBNET UP", subnet_up);
+    f.wait_for(b, "SUBNET UP", subnet_up);
+    f.advance(5 * INTERVAL);
+    assert!(f.first(a, stands_by).is_none(), "{}", f.log(a));
+    assert!(
+        !f.sms[a]
+            .events
+            .iter()
+            .any(|(_, e)| matches!(e, Event::OtherSms(_)))
+    );
+    // The rules off: the same.
+    let mut f = Fabric::new(&t);
+    let a = f.add(
+        ga,
+        SweeperConfig {
+            obey_foreign_sms: false,
+            ..cfg(0)
+        },
+    );
+    let _b = f.add(gb, cfg(10));
+    f.wait_for(a, "SUBNET UP", subnet_up);
+    f.advance(5 * INTERVAL);
+    assert!(f.first(a, stands_by).is_none());
+    assert_eq!(f.sms[a].sw.sm_state(), SmState::Master);
+}
