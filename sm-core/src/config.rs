@@ -19,7 +19,8 @@ pub const MS: VTime = 1_000_000;
 pub struct SweeperConfig {
     /// SMInfo.Priority of this SM (0..=15).
     pub sm_priority: u8,
-    /// SMInfo.SM_Key.
+    /// SMInfo.SM_Key (default 1, OpenSM's default `sm_key`: OpenSM ignores an SM whose
+    /// SMInfo answer does not show its own key, ERR 2F18, and would not yield to it).
     pub sm_key: u64,
     /// Subnet prefix written to every port (default fe80::/64).
     pub subnet_prefix: u64,
@@ -124,7 +125,7 @@ impl Default for SweeperConfig {
     fn default() -> SweeperConfig {
         SweeperConfig {
             sm_priority: 0,
-            sm_key: 0,
+            sm_key: 1,
             subnet_prefix: 0xfe80_0000_0000_0000,
             m_key: 0,
             m_key_protect_bits: 0,

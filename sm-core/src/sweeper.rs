@@ -474,7 +474,9 @@ impl Sweeper {
     }
 
     /// Requests addressed to the SM's port: SMInfo Get/Set is answered with this SM's
-    /// priority, GUID, state (and SM_Key only to requesters that presented it).
+    /// priority, GUID, state, and SM_Key only to authenticated requesters: the SMP carries
+    /// this SM's M_Key (any SMP does while M_Key is 0, as in OpenSM, which ignores an SM
+    /// whose answer lacks its key) or the SMInfo presented the SM_Key.
     fn on_request(&mut self, slid: Lid, smp: Smp) {
         if smp.attr_id != AttributeId::SM_INFO
             || (smp.method != Method::GET && smp.method != Method::SET)
@@ -488,9 +490,11 @@ impl Sweeper {
         let mut r = smp.make_response();
         let info = SmInfo {
             guid,
-            sm_key: if smp
-                .attr::<SmInfo>()
-                .is_ok_and(|i| i.sm_key == self.cfg.sm_key)
+            sm_key: if self.cfg.m_key == 0
+                || smp.m_key == self.cfg.m_key
+                || smp
+                    .attr::<SmInfo>()
+                    .is_ok_and(|i| i.sm_key == self.cfg.sm_key)
             {
                 self.cfg.sm_key
             } else {

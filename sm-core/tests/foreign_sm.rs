@@ -7,7 +7,7 @@ mod common;
 use common::{ca_ports, topo};
 use fabric::{Guid, Lid, NodeId, Topology};
 use fabric_sim::{AttachId, Fault, SetRecord, SimConfig, SimFabric};
-use mad::{AttributeId, LinearForwardingTable, Method, SmState, Smp};
+use mad::{AttributeId, LinearForwardingTable, Method, SmInfo, SmState, Smp};
 use sm_core::{Event, Sweeper, SweeperConfig, VTime, route_inline};
 
 const SEC: VTime = 1_000_000_000;
@@ -448,4 +448,38 @@ fn peers_and_lower_sms_change_nothing() {
     f.advance(5 * INTERVAL);
     assert!(f.first(a, stands_by).is_none());
     assert_eq!(f.sms[a].sw.sm_state(), SmState::Master);
+}
+
+/// The SM_Key goes into an SMInfo answer only for an authenticated requester (its SMP
+/// carries this SM's M_Key, any SMP while the M_Key is 0, or it presented the SM_Key):
+/// OpenSM ignores an SM whose answer lacks its own key (default 1).
+#[test]
+fn sm_key_goes_only_to_authenticated_requesters() {
+    for (m_key, smp_m_key, presented, want) in [
+        (0, 0, 0, 1),
+        (0xAB, 0, 0, 0),
+        (0xAB, 0xAB, 0, 1),
+        (0xAB, 0, 1, 1),
+    ] {
+        let mut sw = Sweeper::new(SweeperConfig {
+            m_key,
+            ..SweeperConfig::default()
+        })
+        .unwrap();
+        assert_eq!(sw.config().sm_key, 1, "OpenSM's default SM_Key");
+        let mut q = Smp::lid_get(7, AttributeId::SM_INFO, 0);
+        q.m_key = smp_m_key;
+        q.set_attr(&SmInfo {
+            sm_key: presented,
+            ..SmInfo::default()
+        });
+        sw.handle_mad(0, Lid(3), q);
+        let tx = sw.poll_transmit().expect("an SMInfo answer");
+        assert_eq!(tx.dlid, Lid(3));
+        let a: SmInfo = tx.smp.attr().unwrap();
+        assert_eq!(
+            a.sm_key, want,
+            "M_Key {m_key:#x}, SMP M_Key {smp_m_key:#x}, presented {presented}"
+        );
+    }
 }

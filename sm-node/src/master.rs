@@ -206,6 +206,10 @@ impl MasterActor {
                 let c = self.sweeper.counters();
                 tracing::info!("{ev}; {} Sets sent so far", c.sets());
             }
+            Event::ForeignMasterGone { .. } => {
+                let c = self.sweeper.counters();
+                tracing::info!("{ev}; {} Sets sent so far", c.sets());
+            }
             _ => tracing::info!("{ev}"),
         }
         if matches!(ev, Event::SubnetUp { .. }) && std::mem::take(&mut self.stood_by) {
