@@ -252,6 +252,8 @@ fn sminfo_of_its_own_port_is_answered() {
     let cfg = SweeperConfig {
         sm_priority: 7,
         sm_key: 0x1234,
+        // With an M_Key in force, a requester must carry it to be shown the SM_Key.
+        m_key: 0x55,
         ..SweeperConfig::default()
     };
     let mut h = Harness::new(&t, cfg, 25);
@@ -275,7 +277,10 @@ fn sminfo_of_its_own_port_is_answered() {
     assert_eq!(i.guid, cas[0].2);
     assert_eq!(i.priority, 7);
     assert_eq!(i.state(), Some(SmState::Master));
-    assert_eq!(i.sm_key, 0, "SM_Key only for requesters that present it");
+    assert_eq!(
+        i.sm_key, 0,
+        "SM_Key only for requesters that carry the M_Key or present it"
+    );
 }
 
 #[test]
