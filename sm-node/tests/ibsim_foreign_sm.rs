@@ -1,0 +1,326 @@
+//! Another SM on the fabric, proven against OpenSM on ibsim (IBA 14.4.1 priority rules):
+//!
+//! * OpenSM (`-p 15`) masters net.2sw2path4hca at Hca1; our `sm-node` (priority 0) starts
+//!   at Hca2: our log says STANDBY with OpenSM's port GUID, `sminfo` names OpenSM as
+//!   master, and our SM sent no Set. Then OpenSM is stopped: our SM notices within its
+//!   poll bound, sweeps as master, writes only the LFT blocks that differ from what
+//!   OpenSM left (read back first), and `sminfo` names ours.
+//! * The reverse: ours (`--priority 15`) masters first, OpenSM (`-p 0`) starts at Hca2:
+//!   OpenSM's log says it entered STANDBY and `sminfo` names ours.
+//!
+//! OpenSM runs with its default SM_Key (1) and its log on stdout. Every process runs with
+//! a deadline and is stopped by PID on every path (drop guards; ibsim last). Skipped, with
+//! the reason printed, when ibsim, OpenSM or the diags are missing.
+
+mod ibsim_common;
+
+use ibsim_common::*;
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+use umad::testing::{Ibsim, NET_2SW2PATH4HCA};
+
+/// Any single wait for a log line.
+const WAIT: Duration = Duration::from_secs(90);
+
+/// A child process whose log lines (stdout or stderr) are read by a thread, kept in a
+/// file and handed over a channel; killed by PID when dropped.
+struct Watched {
+    child: Child,
+    name: String,
+    rx: mpsc::Receiver<String>,
+    log: Vec<String>,
+    path: PathBuf,
+}
+
+impl Watched {
+    /// Spawns `cmd`, reading its stderr (`stderr` true) or stdout line by line.
+    fn spawn(mut cmd: Command, name: &str, dir: &Path, stderr: bool) -> Watched {
+        if stderr {
+            cmd.stdout(Stdio::null()).stderr(Stdio::piped());
+        } else {
+            cmd.stdout(Stdio::piped()).stderr(Stdio::null());
+        }
+        let mut child = cmd.spawn().unwrap_or_else(|e| panic!("spawn {name}: {e}"));
+        let out: Box<dyn std::io::Read + Send> = if stderr {
+            Box::new(child.stderr.take().expect("piped stderr"))
+        } else {
+            Box::new(child.stdout.take().expect("piped stdout"))
+        };
+        let path = dir.join(format!("{name}.log"));
+        let (tx, rx) = mpsc::channel();
+        let p = path.clone();
+        std::thread::spawn(move || {
+            let mut file = std::fs::File::create(&p).ok();
+            for line in BufReader::new(out).lines() {
+                let Ok(line) = line else { break };
+                let line = strip_ansi(&line);
+                if let Some(f) = file.as_mut() {
+                    let _ = writeln!(f, "{line}");
+                }
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        Watched {
+            child,
+            name: name.to_string(),
+            rx,
+            log: Vec::new(),
+            path,
+        }
+    }
+
+    /// Reads lines until one matches `pred` (returned) or `WAIT` passes (panics with the
+    /// log so far).
+    fn wait_for(&mut self, what: &str, pred: impl Fn(&str) -> bool) -> String {
+        if let Some(l) = self.log.iter().find(|l| pred(l)) {
+            return l.clone();
+        }
+        let deadline = Instant::now() + WAIT;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.rx.recv_timeout(left) {
+                Ok(line) => {
+                    self.log.push(line.clone());
+                    if pred(&line) {
+                        return line;
+                    }
+                }
+                Err(e) => panic!(
+                    "{}: no {what} ({e:?}); log so far ({}):\n{}",
+                    self.name,
+                    self.path.display(),
+                    self.log.join("\n")
+                ),
+            }
+        }
+    }
+
+    /// Lines read so far plus whatever is already waiting.
+    fn drain(&mut self) -> &[String] {
+        while let Ok(l) = self.rx.try_recv() {
+            self.log.push(l);
+        }
+        &self.log
+    }
+
+    fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// SIGTERM by PID, then waits (SIGKILL after `WAIT`); returns the whole log.
+    fn terminate(mut self) -> Vec<String> {
+        let _ = Command::new("kill")
+            .args(["-TERM", &self.pid().to_string()])
+            .status();
+        let _ = umad::testing::wait_deadline(&mut self.child, WAIT);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        // The reader thread ends at EOF; take what it read.
+        while let Ok(l) = self
+            .rx
+            .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+        {
+            self.log.push(l);
+        }
+        std::mem::take(&mut self.log)
+    }
+}
+
+impl Drop for Watched {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn skip() -> Option<String> {
+    if let Some(r) = skip_reason() {
+        return Some(r);
+    }
+    if umad::testing::find_program("opensm").is_none() {
+        return Some("opensm is not installed (apt-get install opensm)".into());
+    }
+    None
+}
+
+/// OpenSM at `host`, sweeping every 2 s, log on stdout (flushed per line).
+fn start_opensm(sim: &Ibsim, host: &str, priority: u8) -> Watched {
+    let dir = sim.dir().join(format!("opensm-{host}"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let conf = dir.join("opensm.conf");
+    std::fs::write(&conf, "force_log_flush TRUE\n").unwrap();
+    let mut c = sim.client("opensm", Some(host));
+    c.env("OSM_TMP_DIR", &dir)
+        .env("OSM_CACHE_DIR", &dir)
+        .arg("-F")
+        .arg(&conf)
+        .args(["-f", "stdout", "-s", "2", "-p", &priority.to_string()]);
+    Watched::spawn(c, &format!("opensm-{host}"), sim.dir(), false)
+}
+
+/// Our SM at `host`, light sweeps (and standby polls) every second.
+fn start_ours(sim: &Ibsim, host: &str, priority: u8) -> Watched {
+    let mut c = sim.client(env!("CARGO_BIN_EXE_sm-node"), Some(host));
+    c.args([
+        "--fabric",
+        "umad:/dev/infiniband/umad0:1",
+        "--sweep-interval",
+        "1",
+        "--priority",
+        &priority.to_string(),
+    ]);
+    Watched::spawn(c, &format!("sm-node-{host}"), sim.dir(), true)
+}
+
+/// `sminfo` at `host`: (GUID, priority, state name).
+fn sminfo(sim: &Ibsim, host: &str) -> (u64, u8, String) {
+    let (_, guid, prio, state) = parse_sminfo(&tool(sim, host, "sminfo", &[]));
+    (guid, prio, state)
+}
+
+/// The hex number after `key` in `line`.
+fn hex_after(line: &str, key: &str) -> u64 {
+    let rest = line
+        .split_once(key)
+        .unwrap_or_else(|| panic!("no {key:?} in {line:?}"))
+        .1;
+    let h = rest
+        .trim_start()
+        .trim_start_matches("0x")
+        .split(|c: char| !c.is_ascii_hexdigit())
+        .next()
+        .unwrap_or_default();
+    u64::from_str_radix(h, 16).unwrap_or_else(|e| panic!("{key:?} in {line:?}: {e}"))
+}
+
+/// The decimal number before `suffix` in `line`.
+fn num_before(line: &str, suffix: &str) -> u64 {
+    let head = line
+        .split_once(suffix)
+        .unwrap_or_else(|| panic!("no {suffix:?} in {line:?}"))
+        .0;
+    head.split_whitespace()
+        .last()
+        .and_then(|w| w.parse().ok())
+        .unwrap_or_else(|| panic!("no number before {suffix:?} in {line:?}"))
+}
+
+#[test]
+fn opensm_masters_ours_stands_by_then_takes_over() {
+    if let Some(r) = skip() {
+        println!("skipped: {r}");
+        return;
+    }
+    let sim = Ibsim::start(Path::new(NET_2SW2PATH4HCA), &[]).expect("ibsim");
+    let mut osm = start_opensm(&sim, "Hca1", 15);
+    osm.wait_for("SUBNET UP", |l| l.contains("SUBNET UP"));
+    let mut ours = start_ours(&sim, "Hca2", 0);
+    let standby = ours.wait_for("STANDBY", |l| l.contains("entering STANDBY state"));
+    let osm_guid = hex_after(&standby, "master ");
+    assert!(standby.contains("priority 15"), "{standby}");
+    assert_eq!(num_before(&standby, " Sets sent so far"), 0, "{standby}");
+    let (guid, prio, state) = sminfo(&sim, "Hca3");
+    assert_eq!(
+        (guid, prio, state.as_str()),
+        (osm_guid, 15, "SMINFO_MASTER"),
+        "sminfo names OpenSM"
+    );
+
+    // OpenSM goes away (SIGTERM by PID): ours notices after its unanswered polls.
+    let osm_log = osm.terminate();
+    let stopped = Instant::now();
+    let gone = ours.wait_for("master gone", |l| {
+        l.contains("did not answer") || l.contains("now reports")
+    });
+    let noticed = stopped.elapsed();
+    assert_eq!(
+        num_before(&gone, " Sets sent so far"),
+        0,
+        "no Set while OpenSM was master: {gone}"
+    );
+    ours.wait_for("entering MASTER state", |l| {
+        l.contains("entering MASTER state (priority 0)")
+    });
+    let check = ours.wait_for("LFT CHECK", |l| l.contains("LFT CHECK COMPLETE"));
+    let read = num_before(&check, " blocks read back");
+    let kept = num_before(&check, " already right");
+    let prog = ours
+        .drain()
+        .iter()
+        .rev()
+        .find(|l| l.contains("PROGRAMMING COMPLETE"))
+        .cloned()
+        .expect("PROGRAMMING COMPLETE after the LFT check");
+    let written = num_before(&prog, " LFT blocks,");
+    assert_eq!(written, read - kept, "only blocks found wrong are written");
+    let port = ours
+        .drain()
+        .iter()
+        .find(|l| l.contains("entering MASTER state (priority 0, port "))
+        .cloned()
+        .expect("start line with our port");
+    let our_guid = hex_after(&port, "port ");
+    let (guid, prio, state) = sminfo(&sim, "Hca3");
+    assert_eq!(
+        (guid, prio, state.as_str()),
+        (our_guid, 0, "SMINFO_MASTER"),
+        "sminfo names ours after the takeover"
+    );
+    println!("{standby}\n{gone}\n{check}\n{prog}");
+    println!(
+        "takeover noticed {:.1} s after OpenSM exited; OpenSM logged {} lines",
+        noticed.as_secs_f64(),
+        osm_log.len()
+    );
+    drop(ours);
+    sim.stop();
+}
+
+#[test]
+fn ours_masters_opensm_stands_by() {
+    if let Some(r) = skip() {
+        println!("skipped: {r}");
+        return;
+    }
+    let sim = Ibsim::start(Path::new(NET_2SW2PATH4HCA), &[]).expect("ibsim");
+    let mut ours = start_ours(&sim, "Hca1", 15);
+    ours.wait_for("SUBNET UP", |l| l.contains("SUBNET UP after"));
+    let port = ours
+        .drain()
+        .iter()
+        .find(|l| l.contains("entering MASTER state (priority 15, port "))
+        .cloned()
+        .expect("start line with our port");
+    let our_guid = hex_after(&port, "port ");
+    let mut osm = start_opensm(&sim, "Hca2", 0);
+    let line = osm.wait_for("OpenSM STANDBY or MASTER", |l| {
+        l.contains("Entering STANDBY state") || l.contains("Entering MASTER state")
+    });
+    assert!(
+        line.contains("Entering STANDBY state"),
+        "OpenSM (priority 0) did not yield to our MASTER (priority 15): {line}\n{}",
+        osm.drain().join("\n")
+    );
+    let (guid, prio, state) = sminfo(&sim, "Hca3");
+    assert_eq!(
+        (guid, prio, state.as_str()),
+        (our_guid, 15, "SMINFO_MASTER"),
+        "sminfo names ours"
+    );
+    // Ours saw OpenSM through the trap 144 its IsSM raised, and carries on.
+    let seen = ours.wait_for("OpenSM in our SMInfo scan", |l| {
+        l.contains("SMInfo of") && l.contains("priority 0 state")
+    });
+    assert!(
+        !ours.drain().iter().any(|l| l.contains("entering STANDBY")),
+        "ours must not yield to a lower-priority SM"
+    );
+    println!("{line}\n{seen}");
+    drop(osm);
+    drop(ours);
+    sim.stop();
+}
