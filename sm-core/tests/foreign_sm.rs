@@ -483,3 +483,54 @@ fn sm_key_goes_only_to_authenticated_requesters() {
         );
     }
 }
+
+/// The followed master stops reporting MASTER (it stepped down: answers STANDBY), or hangs
+/// (attached but silent: every poll times out): either way the standby sweeps as master.
+#[test]
+fn standby_takes_over_from_a_master_that_steps_down_or_hangs() {
+    let t = topo("ft2:4");
+    let (ga, gb) = two_ports(&t);
+    for hang in [false, true] {
+        let mut f = Fabric::new(&t);
+        let b = f.add(gb, cfg(10));
+        f.wait_for(b, "SUBNET UP", subnet_up);
+        let a = f.add(ga, cfg(0));
+        f.wait_for(a, "STANDBY", stands_by);
+        if hang {
+            // Still attached (IsSM set), never answers again: like SIGSTOP.
+            f.sms[b].alive = false;
+        } else {
+            f.sms[b].sw.step_down();
+        }
+        let gone = f.wait_for(a, "master gone", |e| {
+            matches!(e, Event::ForeignMasterGone { .. })
+        });
+        let ev = &f.sms[a].events.iter().find(|(t, _)| *t == gone).unwrap().1;
+        match (hang, ev) {
+            (
+                false,
+                Event::ForeignMasterGone {
+                    state,
+                    missed_polls,
+                    ..
+                },
+            ) => {
+                assert_eq!(*state, Some(SmState::Standby));
+                assert_eq!(*missed_polls, 0);
+            }
+            (true, Event::ForeignMasterGone { missed_polls, .. }) => {
+                assert_eq!(*missed_polls, SweeperConfig::default().foreign_poll_misses);
+            }
+            _ => unreachable!(),
+        }
+        f.wait_for(a, "SUBNET UP", subnet_up);
+        assert_eq!(f.sms[a].sw.sm_state(), SmState::Master);
+        check_routes(&f, &t);
+        // The LFTs B left were right: none rewritten.
+        let log = f.fab.take_set_log();
+        assert!(
+            !Fabric::sets_from(&log, ga).iter().any(|r| r.attr == LFT),
+            "hang {hang}: A rewrote LFT blocks B left right"
+        );
+    }
+}
