@@ -15,6 +15,10 @@ use mad::{
     NodeInfo, PKeyTable, PortInfo, SlToVlTable, Smp, SmpAttribute, SwitchInfo, VlArbitrationTable,
 };
 
+/// M_KeyLeasePeriod an SMA that ignores writes to it reports (see
+/// `SimConfig::ignore_m_key_lease_period_sets`).
+const IGNORED_LEASE_PERIOD: u16 = 16;
+
 const UNSUP: u16 = MadStatus::METHOD_ATTR_UNSUPPORTED.0;
 const INVALID: u16 = MadStatus::INVALID_FIELD.0;
 
@@ -542,7 +546,11 @@ impl SimFabric {
             i.gid_prefix = new.gid_prefix;
             i.lid = new.lid;
             i.master_sm_lid = new.master_sm_lid;
-            i.m_key_lease_period = new.m_key_lease_period;
+            if self.cfg.ignore_m_key_lease_period_sets {
+                i.m_key_lease_period = IGNORED_LEASE_PERIOD;
+            } else {
+                i.m_key_lease_period = new.m_key_lease_period;
+            }
             i.m_key_protect_bits = new.m_key_protect_bits;
             if !is_switch {
                 i.lmc = new.lmc;

@@ -630,7 +630,11 @@ impl Sweeper {
             pi.gid_prefix = self.cfg.subnet_prefix;
             pi.m_key = self.cfg.m_key;
             pi.m_key_protect_bits = self.cfg.m_key_protect_bits;
-            pi.m_key_lease_period = self.cfg.m_key_lease_period;
+            pi.m_key_lease_period = if p.lease_not_held {
+                p.info.m_key_lease_period
+            } else {
+                self.cfg.m_key_lease_period
+            };
             let rereg_cap =
                 p.info.capability_mask & PortInfo::CAP_IS_CLIENT_REREGISTRATION_SUPPORTED != 0;
             // ClientReregister where the port is new to this SM or its LID changes, with the
@@ -706,7 +710,15 @@ impl Sweeper {
                 let pi = n.port_index(req.port);
                 let is_switch = n.is_switch;
                 let sw = n.sw;
+                let lease = self.cfg.m_key_lease_period;
                 let p = &mut self.ports[pi];
+                if (!is_switch || req.port == 0)
+                    && p.lid.0 != 0
+                    && info.m_key_lease_period != lease
+                    && !p.lease_not_held
+                {
+                    p.lease_not_held = true;
+                }
                 p.info = info;
                 p.programmed = true;
                 if req.arg >= 3 && is_switch {

@@ -60,6 +60,9 @@ pub(crate) struct Port {
     pub fresh: bool,
     /// This sweeper has written the port's PortInfo at least once.
     pub programmed: bool,
+    /// The SMA does not hold M_KeyLeasePeriod (a Set's answer kept another value; ibsim
+    /// does this): the value it holds is written back instead of rewritten every sweep.
+    pub lease_not_held: bool,
     /// Management ports: index of the candidate M_Key believed in force.
     pub key_idx: u8,
 }

@@ -92,6 +92,33 @@ fn quiet_heavy_sweeps_on_torus_and_random_send_no_set() {
 }
 
 #[test]
+fn a_field_the_sma_does_not_hold_is_not_rewritten_every_sweep() {
+    // ibsim's SMA keeps no M_KeyLeasePeriod: a Set's answer reports another value than the
+    // one written. The SM writes the held value back rather than the same Set each sweep.
+    let t = topo("ft2:8");
+    let fab = fabric_sim::SimFabric::new(
+        &t,
+        fabric_sim::SimConfig {
+            seed: 5,
+            ignore_m_key_lease_period_sets: true,
+            ..fabric_sim::SimConfig::default()
+        },
+    )
+    .unwrap();
+    let mut h = Harness::with_fabric(fab, &t, SweeperConfig::default());
+    h.subnet_up();
+    h.heavy_done();
+    h.fab.take_set_log();
+    for _ in 0..2 {
+        h.sw.request_sweep(h.now, true);
+        assert!(h.heavy_done());
+    }
+    let log = h.fab.take_set_log();
+    assert!(log.is_empty(), "quiet heavy sweeps wrote {log:?}");
+    h.check_programmed(&t);
+}
+
+#[test]
 fn guid2lid_keeps_every_lid_across_a_restart() {
     let t = topo("random:12:seed=3:radix=8:links=4:hosts=3");
     let mut h = Harness::new(&t, SweeperConfig::default(), 12);
