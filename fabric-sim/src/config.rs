@@ -30,9 +30,10 @@ pub struct SimConfig {
     /// 0xBFFF, no MFT entry valid: the case in which an SM that leaves it alone breaks
     /// multicast. Off (the default, as ibsim): the field is stored and 0 forwards every MLID.
     pub multicast_fdb_top_supported: bool,
-    /// A PortInfo Set never stores M_KeyLeasePeriod: the port reports 16 (s) after it,
-    /// whatever was written, as ibsim's SMA does (it keeps no such field).
-    pub ignore_m_key_lease_period_sets: bool,
+    /// PortInfo Sets behave as ibsim's SMA: M_KeyLeasePeriod is not stored (the port
+    /// reports 16 after any Set) and neither are a switch port's partition enforcement
+    /// bits (they stay off, so the switch does not enforce).
+    pub ibsim_port_info_sets: bool,
     /// NodeInfo.PartitionCap of CAs (P_KeyTable entries per CA port).
     pub ca_partition_cap: u16,
     /// SwitchInfo.PartitionEnforcementCap (P_KeyTable entries per switch port).
@@ -61,7 +62,7 @@ impl Default for SimConfig {
             linear_fdb_cap: 49152,
             multicast_fdb_cap: 1024,
             multicast_fdb_top_supported: false,
-            ignore_m_key_lease_period_sets: false,
+            ibsim_port_info_sets: false,
             ca_partition_cap: 128,
             switch_partition_cap: 32,
             trap_repeat_ns: 0,

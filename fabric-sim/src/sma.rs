@@ -16,7 +16,7 @@ use mad::{
 };
 
 /// M_KeyLeasePeriod an SMA that ignores writes to it reports (see
-/// `SimConfig::ignore_m_key_lease_period_sets`).
+/// `SimConfig::ibsim_port_info_sets`).
 const IGNORED_LEASE_PERIOD: u16 = 16;
 
 const UNSUP: u16 = MadStatus::METHOD_ATTR_UNSUPPORTED.0;
@@ -546,7 +546,7 @@ impl SimFabric {
             i.gid_prefix = new.gid_prefix;
             i.lid = new.lid;
             i.master_sm_lid = new.master_sm_lid;
-            if self.cfg.ignore_m_key_lease_period_sets {
+            if self.cfg.ibsim_port_info_sets {
                 i.m_key_lease_period = IGNORED_LEASE_PERIOD;
             } else {
                 i.m_key_lease_period = new.m_key_lease_period;
@@ -584,9 +584,11 @@ impl SimFabric {
             i.vl_stall_count = new.vl_stall_count;
             i.init_type = new.init_type;
         }
-        if sw_external {
+        if sw_external && !self.cfg.ibsim_port_info_sets {
             i.partition_enforcement_inbound = new.partition_enforcement_inbound;
             i.partition_enforcement_outbound = new.partition_enforcement_outbound;
+        }
+        if sw_external {
             i.filter_raw_inbound = new.filter_raw_inbound;
             i.filter_raw_outbound = new.filter_raw_outbound;
         }

@@ -191,6 +191,21 @@ pub enum Event {
         /// Blocks found right (not written).
         kept: usize,
     },
+    /// A port's SMA answered a PortInfo Set without taking a field the SM wrote (ibsim keeps
+    /// no M_KeyLeasePeriod and no partition enforcement bits): the SM stops rewriting it
+    /// every sweep and says so once per port and field.
+    FieldNotHeld {
+        /// Node GUID.
+        node: fabric::Guid,
+        /// Port number.
+        port: u8,
+        /// The PortInfo component.
+        field: &'static str,
+        /// The value written.
+        wrote: u32,
+        /// The value the port reports.
+        holds: u32,
+    },
     /// A trap arrived (and was repressed).
     Trap {
         /// Trap number (generic notices).
@@ -328,6 +343,16 @@ impl fmt::Display for Event {
             } => write!(
                 f,
                 "master {guid} did not answer {missed_polls} SMInfo polls: entering DISCOVERING state"
+            ),
+            Event::FieldNotHeld {
+                node,
+                port,
+                field,
+                wrote,
+                holds,
+            } => write!(
+                f,
+                "node {node} port {port} does not hold PortInfo.{field} (wrote {wrote}, it reports {holds}); not rewritten each sweep"
             ),
             Event::LftsChecked { read, kept } => write!(
                 f,

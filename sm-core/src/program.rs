@@ -539,6 +539,7 @@ impl Sweeper {
                         let need = if stage == 3 {
                             st == INIT
                                 || (is_switch
+                                    && !port.enforce_not_held
                                     && (port.info.partition_enforcement_inbound != port.enforce_in
                                         || port.info.partition_enforcement_outbound
                                             != port.enforce_out))
@@ -711,15 +712,50 @@ impl Sweeper {
                 let is_switch = n.is_switch;
                 let sw = n.sw;
                 let lease = self.cfg.m_key_lease_period;
+                let node_guid = n.guid;
                 let p = &mut self.ports[pi];
+                let mut not_held = Vec::new();
                 if (!is_switch || req.port == 0)
                     && p.lid.0 != 0
                     && info.m_key_lease_period != lease
                     && !p.lease_not_held
                 {
                     p.lease_not_held = true;
+                    not_held.push((
+                        "M_KeyLeasePeriod",
+                        u32::from(lease),
+                        u32::from(info.m_key_lease_period),
+                    ));
+                }
+                let enforce = |i: bool, o: bool| u32::from(i) << 1 | u32::from(o);
+                if is_switch
+                    && req.port != 0
+                    && req.op == Op::PortInfoSet
+                    && req.arg == 3
+                    && !p.enforce_not_held
+                    && (info.partition_enforcement_inbound != p.enforce_in
+                        || info.partition_enforcement_outbound != p.enforce_out)
+                {
+                    p.enforce_not_held = true;
+                    not_held.push((
+                        "PartitionEnforcement(Inbound,Outbound)",
+                        enforce(p.enforce_in, p.enforce_out),
+                        enforce(
+                            info.partition_enforcement_inbound,
+                            info.partition_enforcement_outbound,
+                        ),
+                    ));
                 }
                 p.info = info;
+                for (field, wrote, holds) in not_held {
+                    self.events.push_back(Event::FieldNotHeld {
+                        node: node_guid,
+                        port: req.port,
+                        field,
+                        wrote,
+                        holds,
+                    });
+                }
                 p.programmed = true;
                 if req.arg >= 3 && is_switch {
                     self.switches[sw as usize].ports_changed = true;

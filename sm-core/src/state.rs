@@ -63,6 +63,9 @@ pub(crate) struct Port {
     /// The SMA does not hold M_KeyLeasePeriod (a Set's answer kept another value; ibsim
     /// does this): the value it holds is written back instead of rewritten every sweep.
     pub lease_not_held: bool,
+    /// The switch port does not hold the partition enforcement bits written (ibsim does
+    /// not): no Set is queued for them alone any more (the audit reports the port).
+    pub enforce_not_held: bool,
     /// Management ports: index of the candidate M_Key believed in force.
     pub key_idx: u8,
 }

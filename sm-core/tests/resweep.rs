@@ -92,22 +92,38 @@ fn quiet_heavy_sweeps_on_torus_and_random_send_no_set() {
 }
 
 #[test]
-fn a_field_the_sma_does_not_hold_is_not_rewritten_every_sweep() {
-    // ibsim's SMA keeps no M_KeyLeasePeriod: a Set's answer reports another value than the
-    // one written. The SM writes the held value back rather than the same Set each sweep.
+fn fields_the_sma_does_not_hold_are_reported_once_not_rewritten_every_sweep() {
+    // ibsim's SMA keeps no M_KeyLeasePeriod and no partition enforcement bits: a Set's
+    // answer reports other values than the ones written. The SM says so once per port and
+    // field, and writes the held values back rather than the same Sets every sweep.
     let t = topo("ft2:8");
+    let conf = "Default=0x7fff, ipoib : ALL=full ;\n";
     let fab = fabric_sim::SimFabric::new(
         &t,
         fabric_sim::SimConfig {
             seed: 5,
-            ignore_m_key_lease_period_sets: true,
+            ibsim_port_info_sets: true,
             ..fabric_sim::SimConfig::default()
         },
     )
     .unwrap();
-    let mut h = Harness::with_fabric(fab, &t, SweeperConfig::default());
+    let cfg = SweeperConfig {
+        partitions_conf: Some(conf.to_string()),
+        ..SweeperConfig::default()
+    };
+    let mut h = Harness::with_fabric(fab, &t, cfg);
     h.subnet_up();
     h.heavy_done();
+    let not_held = |h: &Harness, field: &str| {
+        h.events
+            .iter()
+            .filter(|e| matches!(e, Event::FieldNotHeld { field: f, .. } if f.starts_with(field)))
+            .count()
+    };
+    let end_ports = ca_ports(&t).len() + t.switches().count();
+    assert_eq!(not_held(&h, "M_KeyLeasePeriod"), end_ports);
+    // Switch ports facing CAs are the ones with enforcement on.
+    assert_eq!(not_held(&h, "PartitionEnforcement"), ca_ports(&t).len());
     h.fab.take_set_log();
     for _ in 0..2 {
         h.sw.request_sweep(h.now, true);
@@ -115,6 +131,11 @@ fn a_field_the_sma_does_not_hold_is_not_rewritten_every_sweep() {
     }
     let log = h.fab.take_set_log();
     assert!(log.is_empty(), "quiet heavy sweeps wrote {log:?}");
+    assert_eq!(
+        not_held(&h, ""),
+        end_ports + ca_ports(&t).len(),
+        "said once"
+    );
     h.check_programmed(&t);
 }
 

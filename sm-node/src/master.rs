@@ -210,6 +210,7 @@ impl MasterActor {
                 let c = self.sweeper.counters();
                 tracing::info!("{ev}; {} Sets sent so far", c.sets());
             }
+            Event::FieldNotHeld { .. } => tracing::warn!("E_NODE_SMA_FIELD: {ev}"),
             _ => tracing::info!("{ev}"),
         }
         if matches!(ev, Event::SubnetUp { .. }) && std::mem::take(&mut self.stood_by) {

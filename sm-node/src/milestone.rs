@@ -138,7 +138,8 @@ impl MilestoneKind {
             | Event::OtherSms(_)
             | Event::ForeignMaster { .. }
             | Event::ForeignMasterGone { .. }
-            | Event::LftsChecked { .. } => return None,
+            | Event::LftsChecked { .. }
+            | Event::FieldNotHeld { .. } => return None,
             Event::RoutingDone {
                 engine, lft_blocks, ..
             } => MilestoneKind::RoutingDone {
