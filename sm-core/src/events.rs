@@ -183,6 +183,61 @@ pub enum Event {
         /// Polls in a row it left unanswered.
         missed_polls: u8,
     },
+    /// This master sent SubnSet(SMInfo) HANDOVER to a STANDBY SM that outranks it and
+    /// programs nothing until that SM takes over (see `foreign::handover`).
+    HandoverSent {
+        /// Port GUID of the SM handed over to.
+        guid: fabric::Guid,
+        /// Its priority.
+        priority: u8,
+    },
+    /// The SM this master handed over to took over: it sent ACKNOWLEDGE (`acknowledged`),
+    /// or a poll found it MASTER (OpenSM 3.3.23 sends no ACKNOWLEDGE). This SM stands by
+    /// for it ([`Event::ForeignMaster`] follows).
+    HandoverTaken {
+        /// Port GUID of the new master.
+        guid: fabric::Guid,
+        /// True when its ACKNOWLEDGE arrived.
+        acknowledged: bool,
+    },
+    /// The SM this master handed over to neither acknowledged nor reported MASTER within
+    /// `polls` polls (or refused the Set): this SM stays MASTER, sweeps again, and hands
+    /// over to it no more while it reports STANDBY.
+    HandoverFailed {
+        /// Port GUID of the SM handed over to.
+        guid: fabric::Guid,
+        /// Polls made after the HANDOVER.
+        polls: u8,
+    },
+    /// A SubnSet(SMInfo) HANDOVER from the master `guid` was taken: this SM is MASTER,
+    /// answered ACKNOWLEDGE (`acknowledged` false: the sender's port is not known to this
+    /// SM yet, so none was sent) and sweeps with the LFT read-back of a takeover.
+    HandoverReceived {
+        /// Port GUID of the SM that handed over.
+        guid: fabric::Guid,
+        /// True when an ACKNOWLEDGE was sent to it.
+        acknowledged: bool,
+    },
+    /// A SubnSet(SMInfo) DISABLE, STANDBY or DISCOVER from the master `guid` was acted on:
+    /// this SM's SMInfo state is now `state`.
+    SmInfoSetApplied {
+        /// Port GUID of the sender.
+        guid: fabric::Guid,
+        /// The attribute modifier ([`mad::SmInfo::MOD_DISABLE`] ...).
+        modifier: u32,
+        /// The state entered.
+        state: mad::SmState,
+    },
+    /// A SubnSet(SMInfo) with a handover modifier was refused (answered with status
+    /// "invalid attribute value", nothing changed).
+    SmInfoSetRefused {
+        /// Port GUID the Set names as its sender.
+        guid: fabric::Guid,
+        /// The attribute modifier.
+        modifier: u32,
+        /// Why.
+        reason: &'static str,
+    },
     /// After a foreign master: LFT blocks the routing wanted written were read back first;
     /// `kept` of them already held the wanted entries and are not written.
     LftsChecked {
@@ -228,6 +283,10 @@ pub enum SweepReason {
     Trap(u16),
     /// The foreign master this SM stood by for went away.
     MasterGone,
+    /// The master handed over to this SM (SubnSet(SMInfo) HANDOVER).
+    Handover,
+    /// The SM this master handed over to did not take over.
+    HandoverFailed,
 }
 
 impl fmt::Display for Event {
@@ -354,6 +413,50 @@ impl fmt::Display for Event {
                 f,
                 "node {node} port {port} does not hold PortInfo.{field} (wrote {wrote}, it reports {holds}); not rewritten each sweep"
             ),
+            Event::HandoverSent { guid, priority } => write!(
+                f,
+                "HANDOVER sent to {guid} (priority {priority}): no Set until it takes over"
+            ),
+            Event::HandoverTaken {
+                guid,
+                acknowledged: true,
+            } => write!(f, "ACKNOWLEDGE received from {guid}: handover done"),
+            Event::HandoverTaken { guid, .. } => write!(
+                f,
+                "{guid} reports MASTER after our HANDOVER (no ACKNOWLEDGE): handover done"
+            ),
+            Event::HandoverFailed { guid, polls } => write!(
+                f,
+                "HANDOVER to {guid} not taken after {polls} SMInfo polls: staying MASTER"
+            ),
+            Event::HandoverReceived { guid, acknowledged } => write!(
+                f,
+                "received HANDOVER from {guid}: entering MASTER state, {}",
+                if *acknowledged {
+                    "ACKNOWLEDGE sent"
+                } else {
+                    "no ACKNOWLEDGE (its port is not discovered yet)"
+                }
+            ),
+            Event::SmInfoSetApplied {
+                guid,
+                modifier,
+                state,
+            } => write!(
+                f,
+                "received {} from {guid}: entering {} state",
+                modifier_name(*modifier),
+                state_name(Some(*state))
+            ),
+            Event::SmInfoSetRefused {
+                guid,
+                modifier,
+                reason,
+            } => write!(
+                f,
+                "SMInfo Set {} from {guid} refused: {reason}",
+                modifier_name(*modifier)
+            ),
             Event::LftsChecked { read, kept } => write!(
                 f,
                 "LFT CHECK COMPLETE: {read} blocks read back, {kept} already right (not rewritten)"
@@ -377,5 +480,16 @@ fn state_name(s: Option<mad::SmState>) -> &'static str {
         Some(mad::SmState::Standby) => "STANDBY",
         Some(mad::SmState::Master) => "MASTER",
         None => "unknown",
+    }
+}
+
+fn modifier_name(m: u32) -> &'static str {
+    match m {
+        mad::SmInfo::MOD_HANDOVER => "HANDOVER",
+        mad::SmInfo::MOD_ACKNOWLEDGE => "ACKNOWLEDGE",
+        mad::SmInfo::MOD_DISABLE => "DISABLE",
+        mad::SmInfo::MOD_STANDBY => "STANDBY",
+        mad::SmInfo::MOD_DISCOVER => "DISCOVER",
+        _ => "(unknown modifier)",
     }
 }

@@ -1,36 +1,47 @@
-//! Other SMs on the fabric: the IBA 14.4.1 priority rules (without handover).
+//! Other SMs on the fabric: the IBA 14.4.1 priority rules, with SMInfo HANDOVER /
+//! ACKNOWLEDGE (see [`handover`]).
 //!
 //! * After a heavy sweep's discovery (Gets only, nothing written yet) every discovered port
 //!   whose PortInfo.CapabilityMask has IsSM, other than this SM's own port and the ports of
 //!   its own cluster ([`crate::SweeperConfig::peer_sms`]), gets an SMInfo Get (directed
 //!   route, in the same window with the same resends as every other Get). What they answer
 //!   is kept ([`Sweeper::remote_sms`]) and reported ([`Event::OtherSms`]).
-//! * A remote SM answering MASTER that outranks this one ([`outranks`]: higher priority, or
-//!   equal priority and the smaller port GUID) ends the sweep before anything is written:
-//!   this SM's SMInfo state becomes STANDBY, [`Event::ForeignMaster`] tells the driver, no
-//!   Set, light sweep, multicast pass or trap handling follows, and every sweep interval one
-//!   SMInfo Get polls that master (IBA: a standby polls the master).
-//! * When the polled master answers anything but MASTER (or no longer outranks this SM),
-//!   or `foreign_poll_misses` polls in a row go unanswered, [`Event::ForeignMasterGone`] and
+//! * A remote SM answering MASTER ends the sweep before anything is written when this SM
+//!   is DISCOVERING (its first sweep, or a takeover sweep), whatever the priorities (IBA
+//!   14.4: a discovering SM that finds a master becomes STANDBY; OpenSM does), or when it is
+//!   MASTER and the other outranks it ([`outranks`]: higher priority, or equal priority and
+//!   the smaller port GUID). This SM's SMInfo state becomes STANDBY, [`Event::ForeignMaster`]
+//!   tells the driver, no Set, light sweep, multicast pass or trap handling follows, and
+//!   every sweep interval one SMInfo Get polls that master (IBA: a standby polls the
+//!   master). When this SM outranks that master it expects a HANDOVER from it and tells it
+//!   so with a trap 144 (as OpenSM's standby does), at once and every
+//!   [`NOTIFY_EVERY_POLLS`] polls.
+//! * When the polled master answers anything but MASTER, or `foreign_poll_misses` polls in
+//!   a row go unanswered, [`Event::ForeignMasterGone`] and
 //!   a heavy sweep as master follow (state DISCOVERING, then MASTER at SUBNET UP, as at
 //!   start). Its programming first reads back every LFT block it is about to write
 //!   (LinearForwardingTable Get) and writes only the blocks that differ
 //!   ([`Event::LftsChecked`]): tables the other master left are kept where they already say
 //!   the right thing.
-//! * A remote SM in DISCOVERING, STANDBY or NOT-ACTIVE, or a MASTER this SM outranks,
-//!   changes nothing: this SM carries on (the other one reads this SM's SMInfo and should
-//!   yield; OpenSM does).
+//! * A remote SM in DISCOVERING or NOT-ACTIVE, or a MASTER found by this SM's sweep as
+//!   master that it outranks, changes nothing: this SM carries on (the other one reads this
+//!   SM's SMInfo and should hand over; OpenSM does).
+//! * A master that finds a STANDBY SM outranking it hands over to it (see [`handover`]).
 //! * A master's light sweeps ask the SMs its last heavy sweep found again (OpenSM's master
-//!   does too): one now MASTER that outranks it, or one that was MASTER or DISCOVERING
-//!   (it may have written) and has yielded since, means a heavy sweep.
+//!   does too): one now MASTER that outranks it, one now STANDBY that outranks it (a
+//!   handover is due), or one that was MASTER or DISCOVERING (it may have written) and has
+//!   yielded since, means a heavy sweep.
 //!
 //! The rules are off for a Raft cluster's master (`gate_programming`), whose replicas are
 //! the other SMs it would find; [`crate::SweeperConfig::peer_sms`] names such peers for a
 //! driver that knows their port GUIDs.
 //!
-//! Not built: SMInfo Set HANDOVER/ACKNOWLEDGE (a master handing over to a higher-priority
-//! standby, or a graceful stop); this SM answers such Sets as it answers a Get. Foreign SMs
-//! next to a Raft cluster (the rules with `gate_programming` on).
+//! Not built: a graceful stop that hands over to a standby; foreign SMs next to a Raft
+//! cluster (the rules with `gate_programming` on: SMInfo Sets are then answered like a Get).
+
+mod handover;
+
+pub(crate) use handover::SetVerdict;
 
 use crate::events::{Event, SweepReason};
 use crate::io::{Op, Req};
@@ -52,6 +63,10 @@ pub struct RemoteSm {
     /// SMInfo.ActCount.
     pub act_count: u32,
 }
+
+/// While standing by for a master this SM outranks, a trap 144 reminds that master every
+/// this many polls (after the first at standby).
+pub const NOTIFY_EVERY_POLLS: u32 = 5;
 
 /// IBA 14.4.1 ranking: does the SM `(a_priority, a_guid)` outrank `(b_priority, b_guid)`?
 /// The higher priority wins; equal priorities go to the smaller port GUID. An SM does not
@@ -90,6 +105,22 @@ pub(crate) struct ForeignState {
     lft_same: Vec<(u32, u16)>,
     /// LFT blocks read back in the running check.
     lft_read: usize,
+    /// A HANDOVER sent by this master, waiting for the other SM to take over.
+    handing: Option<handover::Handing>,
+    /// A SubnSet(SMInfo) that arrived while a poll was in flight, acted on when it ends.
+    pending: Option<handover::SetAction>,
+    /// SMs that did not take a HANDOVER: not handed over to again while they report
+    /// STANDBY.
+    refused: Vec<Guid>,
+    /// The SM that handed over to this one: its MASTER answer in the next heavy sweep is
+    /// ignored (it becomes STANDBY when the ACKNOWLEDGE reaches it).
+    handed_by: Option<Guid>,
+    /// NOT-ACTIVE after a DISABLE: nothing sent until a STANDBY Set.
+    disabled: bool,
+    /// Polls of the followed master since standing by.
+    polls_made: u32,
+    /// SMPs sent outside the window (traps 144, ACKNOWLEDGEs), for their tids.
+    trap_tid: u32,
 }
 
 impl Sweeper {
@@ -103,10 +134,11 @@ impl Sweeper {
         self.foreign.master.map(|m| (m.guid, m.priority))
     }
 
-    /// True while this SM stands by for a foreign master (sends nothing but polls and
-    /// SMInfo answers).
+    /// True while this SM stands by for a foreign master, waits for the SM it handed
+    /// over to, or is NOT-ACTIVE (sends nothing but polls, SMInfo answers and handover
+    /// messages).
     pub(crate) fn standing_by(&self) -> bool {
-        self.foreign.master.is_some()
+        self.foreign.master.is_some() || self.foreign.handing.is_some() || self.foreign.disabled
     }
 
     /// Forgets everything about other SMs (the driver changed the role).
@@ -134,6 +166,8 @@ impl Sweeper {
     /// the pre-routing steps when there is none (or the rules are off).
     pub(crate) fn after_discovery(&mut self) {
         self.foreign.master = None;
+        self.foreign.handing = None;
+        self.foreign.pending = None;
         self.foreign.polling = false;
         self.foreign.found.clear();
         self.foreign.found_at.clear();
@@ -198,10 +232,19 @@ impl Sweeper {
                 .iter()
                 .find(|r| r.port_guid == info.guid)
                 .map(|r| r.state);
-            if info.state() == Some(SmState::Master)
-                && outranks(info.priority, info.guid, prio, guid)
-            {
+            let higher = outranks(info.priority, info.guid, prio, guid);
+            if info.state() != Some(SmState::Standby) {
+                self.foreign.refused.retain(|g| *g != info.guid);
+            }
+            if info.state() == Some(SmState::Master) && higher {
                 // The heavy sweep this starts stands by after its discovery.
+                self.light_changed = true;
+            } else if info.state() == Some(SmState::Standby)
+                && higher
+                && self.state == SmState::Master
+                && !self.foreign.refused.contains(&info.guid)
+            {
+                // A handover is due: the heavy sweep this starts sends it.
                 self.light_changed = true;
             } else if was.is_some_and(active) && !active(info.state()) {
                 // It was sweeping (and may have written: MasterSMLID, tables) and has
@@ -213,6 +256,9 @@ impl Sweeper {
         if self.foreign.polling {
             self.foreign.poll_answer = Some(info);
             return;
+        }
+        if info.state() != Some(SmState::Standby) {
+            self.foreign.refused.retain(|g| *g != info.guid);
         }
         self.foreign.found.push(RemoteSm {
             port_guid: info.guid,
@@ -234,9 +280,22 @@ impl Sweeper {
                 .push_back(Event::OtherSms(self.foreign.found.clone()));
         }
         let (prio, guid) = self.own_rank();
+        // The SM that just handed over may still answer MASTER (until the ACKNOWLEDGE
+        // reaches it): it counts as the STANDBY it becomes.
+        if let Some(h) = self.foreign.handed_by.take()
+            && let Some(r) = self.foreign.found.iter_mut().find(|r| r.port_guid == h)
+            && r.state == Some(SmState::Master)
+        {
+            r.state = Some(SmState::Standby);
+        }
+        // DISCOVERING: any MASTER makes this SM stand by (IBA 14.4; OpenSM does). MASTER:
+        // only one that outranks it; a lower one is expected to hand over.
+        let master = self.state == SmState::Master;
         let mut best: Option<(usize, &RemoteSm)> = None;
         for (k, r) in self.foreign.found.iter().enumerate() {
-            if r.state != Some(SmState::Master) || !outranks(r.priority, r.port_guid, prio, guid) {
+            if r.state != Some(SmState::Master)
+                || (master && !outranks(r.priority, r.port_guid, prio, guid))
+            {
                 continue;
             }
             if best.is_none_or(|(_, b)| outranks(r.priority, r.port_guid, b.priority, b.port_guid))
@@ -245,6 +304,10 @@ impl Sweeper {
             }
         }
         let Some((k, r)) = best else {
+            if master && let Some(f) = self.handover_target() {
+                self.send_handover(f);
+                return;
+            }
             self.pre_routing(Phase::Discovering);
             return;
         };
@@ -256,12 +319,18 @@ impl Sweeper {
             priority: r.priority,
         };
         self.enter_standby(f);
+        if outranks(prio, guid, f.priority, f.guid) {
+            // It should hand over to this SM: tell it this SM is here (OpenSM's standby
+            // sends the same trap).
+            self.notify_master(f);
+        }
     }
 
     /// Stands by for `f`: nothing of this sweep is written.
     fn enter_standby(&mut self, f: Followed) {
         self.foreign.master = Some(f);
         self.foreign.missed = 0;
+        self.foreign.polls_made = 0;
         self.state = SmState::Standby;
         self.subnet_up = false;
         self.lid_ok = false;
@@ -277,7 +346,7 @@ impl Sweeper {
 
     /// A poll of the followed master is due.
     pub(crate) fn start_poll(&mut self) {
-        let Some(f) = self.foreign.master else {
+        let Some(f) = self.foreign.master.or(self.foreign.handing.map(|h| h.to)) else {
             return;
         };
         self.phase = Phase::SmInfo;
@@ -290,18 +359,31 @@ impl Sweeper {
     fn finish_poll(&mut self) {
         self.foreign.polling = false;
         self.phase = Phase::Idle;
+        let answer = self.foreign.poll_answer.take();
+        if let Some(a) = self.foreign.pending.take() {
+            self.act_on_set(a);
+            return;
+        }
+        if self.foreign.handing.is_some() {
+            self.finish_handover_poll(answer);
+            return;
+        }
         let Some(f) = self.foreign.master else {
             self.schedule_next();
             return;
         };
         let (prio, guid) = self.own_rank();
-        let answer = self.foreign.poll_answer.take();
         let gone = match answer {
             Some(a) => {
                 self.foreign.missed = 0;
-                let still = a.state() == Some(SmState::Master)
-                    && a.guid == f.guid
-                    && outranks(a.priority, a.guid, prio, guid);
+                let still = a.state() == Some(SmState::Master) && a.guid == f.guid;
+                self.foreign.polls_made += 1;
+                if still
+                    && outranks(prio, guid, a.priority, a.guid)
+                    && self.foreign.polls_made.is_multiple_of(NOTIFY_EVERY_POLLS)
+                {
+                    self.notify_master(f);
+                }
                 (!still).then_some(a.state())
             }
             None => {

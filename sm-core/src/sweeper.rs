@@ -476,11 +476,20 @@ impl Sweeper {
     /// Requests addressed to the SM's port: SMInfo Get/Set is answered with this SM's
     /// priority, GUID, state, and SM_Key only to authenticated requesters: the SMP carries
     /// this SM's M_Key (any SMP does while M_Key is 0, as in OpenSM, which ignores an SM
-    /// whose answer lacks its key) or the SMInfo presented the SM_Key.
+    /// whose answer lacks its key) or the SMInfo presented the SM_Key. A Set with a
+    /// handover modifier is checked, answered and acted on as `foreign::handover` says.
     fn on_request(&mut self, slid: Lid, smp: Smp) {
         if smp.attr_id != AttributeId::SM_INFO
             || (smp.method != Method::GET && smp.method != Method::SET)
         {
+            return;
+        }
+        let verdict = if smp.method == Method::SET {
+            self.check_sm_info_set(&smp)
+        } else {
+            crate::foreign::SetVerdict::AsGet
+        };
+        if matches!(verdict, crate::foreign::SetVerdict::Ignore) {
             return;
         }
         let guid = self
@@ -505,6 +514,7 @@ impl Sweeper {
             sm_state: self.state.to_wire(),
         };
         r.set_attr(&info);
+        r.status = verdict.status();
         let dlid = if r.is_directed() {
             Lid::PERMISSIVE
         } else {
@@ -512,6 +522,7 @@ impl Sweeper {
         };
         self.counters.record(r.attr_id, r.method, r.is_directed());
         self.out.push_back(Transmit { dlid, smp: r });
+        self.apply_sm_info_set(verdict);
     }
 
     fn on_trap(&mut self, smp: Smp) {
@@ -648,7 +659,7 @@ impl Sweeper {
     }
 
     /// Builds the SMP of a request.
-    fn build(&mut self, req: &Req, tid: u64) -> Option<Transmit> {
+    pub(crate) fn build(&mut self, req: &Req, tid: u64) -> Option<Transmit> {
         let (method, attr, attr_mod) = match req.op {
             Op::Probe => (Method::GET, AttributeId::NODE_INFO, 0),
             Op::NodeDesc => (Method::GET, AttributeId::NODE_DESCRIPTION, 0),
@@ -674,7 +685,9 @@ impl Sweeper {
                 Sweeper::mft_modifier(req),
             ),
             Op::ReadBack => self.readback_attr(req),
-            Op::SmInfoGet => (Method::GET, AttributeId::SM_INFO, 0),
+            // `arg` 0: Get; otherwise a Set with that modifier (HANDOVER, ACKNOWLEDGE).
+            Op::SmInfoGet if req.arg == 0 => (Method::GET, AttributeId::SM_INFO, 0),
+            Op::SmInfoGet => (Method::SET, AttributeId::SM_INFO, u32::from(req.arg)),
             Op::LftGet => (
                 Method::GET,
                 AttributeId::LINEAR_FORWARDING_TABLE,
@@ -699,7 +712,9 @@ impl Sweeper {
             )
         };
         smp.m_key = self.key_for(req).0;
-        if method == Method::SET {
+        if req.op == Op::SmInfoGet && method == Method::SET {
+            self.fill_sm_info_set(req, &mut smp.data);
+        } else if method == Method::SET {
             self.fill_set(req, &mut smp.data)?;
         }
         Some(Transmit { dlid, smp })
