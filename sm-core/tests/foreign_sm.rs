@@ -832,7 +832,14 @@ fn sm_info_set_checks() {
         obey_foreign_sms: false,
         ..SweeperConfig::default()
     };
-    let cases: Vec<(&str, SweeperConfig, Smp, Option<u16>, Option<&str>)> = vec![
+    type Case = (
+        &'static str,
+        SweeperConfig,
+        Smp,
+        Option<u16>,
+        Option<&'static str>,
+    );
+    let cases: Vec<Case> = vec![
         (
             "HANDOVER from a MASTER while DISCOVERING: taken",
             on.clone(),
