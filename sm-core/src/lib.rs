@@ -58,9 +58,10 @@
 //! (see the `mcast` module).
 //!
 //! Other SMs on the fabric (OpenSM, a switch's SM) are found through SMInfo after each
-//! discovery and obeyed as IBA 14.4.1 says: a MASTER that outranks this SM makes it stand
-//! by (SMInfo STANDBY, no Set) and poll that master until it goes away (see the `foreign`
-//! module).
+//! discovery and obeyed as IBA 14.4 says: a MASTER that outranks this SM (any MASTER, while
+//! it is DISCOVERING) makes it stand by (SMInfo STANDBY, no Set) and poll that master until
+//! it goes away or hands over (SubnSet(SMInfo) HANDOVER, answered with ACKNOWLEDGE); a
+//! master hands over to a STANDBY SM that outranks it (see the `foreign` module).
 //!
 //! Directed route is used for discovery, LID changes and table writes (routes may be in
 //! flux); once a sweep has brought every port ACTIVE, port bring-up, PortStateChange

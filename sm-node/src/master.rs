@@ -206,10 +206,21 @@ impl MasterActor {
                 let c = self.sweeper.counters();
                 tracing::info!("{ev}; {} Sets sent so far", c.sets());
             }
-            Event::ForeignMasterGone { .. } => {
+            Event::ForeignMasterGone { .. }
+            | Event::HandoverSent { .. }
+            | Event::HandoverTaken { .. }
+            | Event::HandoverFailed { .. }
+            | Event::SmInfoSetApplied { .. } => {
                 let c = self.sweeper.counters();
                 tracing::info!("{ev}; {} Sets sent so far", c.sets());
             }
+            Event::HandoverReceived { .. } => {
+                // "entering MASTER state" follows at SUBNET UP, as after a takeover.
+                self.stood_by = true;
+                let c = self.sweeper.counters();
+                tracing::info!("{ev}; {} Sets sent so far", c.sets());
+            }
+            Event::SmInfoSetRefused { .. } => tracing::warn!("E_NODE_SMINFO_SET: {ev}"),
             Event::FieldNotHeld { .. } => tracing::warn!("E_NODE_SMA_FIELD: {ev}"),
             _ => tracing::info!("{ev}"),
         }

@@ -139,6 +139,12 @@ impl MilestoneKind {
             | Event::ForeignMaster { .. }
             | Event::ForeignMasterGone { .. }
             | Event::LftsChecked { .. }
+            | Event::HandoverSent { .. }
+            | Event::HandoverTaken { .. }
+            | Event::HandoverFailed { .. }
+            | Event::HandoverReceived { .. }
+            | Event::SmInfoSetApplied { .. }
+            | Event::SmInfoSetRefused { .. }
             | Event::FieldNotHeld { .. } => return None,
             Event::RoutingDone {
                 engine, lft_blocks, ..
