@@ -166,7 +166,10 @@ impl Sweeper {
     /// the pre-routing steps when there is none (or the rules are off).
     pub(crate) fn after_discovery(&mut self) {
         self.foreign.master = None;
-        self.foreign.handing = None;
+        if self.foreign.handing.take().is_some() {
+            // A sweep ran while handing over: this SM sweeps as one coming out of STANDBY.
+            self.state = SmState::Discovering;
+        }
         self.foreign.pending = None;
         self.foreign.polling = false;
         self.foreign.found.clear();

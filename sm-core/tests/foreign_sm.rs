@@ -696,8 +696,9 @@ fn lower_sm_stands_by_and_no_handover_follows() {
 
 /// Handover (c): a HANDOVER whose SM_Key is not the receiver's is refused. A (priority 0,
 /// SM_Key 2) masters, B (priority 15, SM_Key 1) stands by; A's HANDOVER is answered with
-/// an error status and changes nothing at B; A notices at its next poll, stays MASTER,
-/// sweeps again and does not hand over to B again.
+/// an error status and changes nothing at B; A takes the error as the end of the
+/// handover, returns to MASTER at once (before B's next poll), sweeps again and does not
+/// hand over to B again.
 #[test]
 fn handover_with_a_wrong_sm_key_is_refused() {
     let t = topo("ft2:4");
@@ -724,10 +725,16 @@ fn handover_with_a_wrong_sm_key_is_refused() {
     f.wait_for(
         a,
         "handover failed",
-        |e| matches!(e, Event::HandoverFailed { guid, .. } if *guid == gb),
+        |e| matches!(e, Event::HandoverFailed { guid, polls: 0 } if *guid == gb),
     );
     f.advance(12 * INTERVAL);
-    assert_eq!(f.sms[a].sw.sm_state(), SmState::Master);
+    assert_eq!(
+        f.sms[a].sw.sm_state(),
+        SmState::Master,
+        "{}\n----\n{}",
+        f.log(a),
+        f.log(b)
+    );
     assert!(f.sms[a].sw.is_subnet_up());
     assert!(f.sms[a].sw.foreign_master().is_none());
     assert_eq!(f.sms[b].sw.sm_state(), SmState::Standby);
@@ -738,6 +745,11 @@ fn handover_with_a_wrong_sm_key_is_refused() {
     );
     assert_eq!(count(&f, a, |e| matches!(e, Event::HandoverSent { .. })), 1);
     assert!(f.first(b, subnet_up).is_none(), "B programmed");
+    assert_eq!(
+        count(&f, b, |e| matches!(e, Event::ForeignMasterGone { .. })),
+        0,
+        "B took A's STANDBY while handing over for a master stepping down"
+    );
     check_routes(&f, &t);
 }
 

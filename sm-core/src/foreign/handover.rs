@@ -6,13 +6,15 @@
 //! STANDBY SM that outranks it sends that SM a SubnSet(SMInfo) with AttributeModifier
 //! HANDOVER (1), its own SMInfo (state MASTER, its SM_Key) as payload, and stops: nothing
 //! of the sweep is written, no light sweep, trap or multicast pass follows
-//! ([`Event::HandoverSent`]). Every sweep interval an SMInfo Get polls that SM. The handover
+//! ([`Event::HandoverSent`]), and its SMInfo answers say STANDBY (as OpenSM's do once it
+//! sent HANDOVER: the new master, finding no other MASTER, programs at once instead of
+//! waiting for a handover from this one). Every sweep interval an SMInfo Get polls that SM. The handover
 //! is done when that SM's ACKNOWLEDGE (2) arrives, or a poll finds it MASTER (OpenSM takes
 //! over without sending ACKNOWLEDGE): [`Event::HandoverTaken`], then this SM stands by for
-//! it ([`Event::ForeignMaster`]). When the Set is refused or given up, or
+//! it ([`Event::ForeignMaster`]). When the Set is refused or given up (at once), or
 //! `foreign_poll_misses` polls find it anything but MASTER, the handover failed
-//! ([`Event::HandoverFailed`]): this SM stays MASTER, sweeps again, and hands over to that
-//! SM no more while it reports STANDBY. (OpenSM's master goes STANDBY as soon as the
+//! ([`Event::HandoverFailed`]): this SM returns to MASTER, sweeps again (SUBNET UP once
+//! more), and hands over to that SM no more while it reports STANDBY. (OpenSM's master goes STANDBY as soon as the
 //! HANDOVER is sent; waiting for the other SM keeps the fabric with one master if it never
 //! takes over.)
 //!
@@ -331,6 +333,9 @@ impl Sweeper {
             set_failed: false,
         });
         self.push(Op::SmInfoGet, f.node, f.port, SmInfo::MOD_HANDOVER as u16);
+        self.state = SmState::Standby;
+        self.subnet_up = false;
+        self.lid_ok = false;
         self.phase = Phase::Idle;
         self.heavy_pending = None;
         self.first_sweep_done = true;
@@ -353,16 +358,24 @@ impl Sweeper {
         h.polls = h.polls.saturating_add(1);
         self.foreign.handing = Some(h);
         if h.set_failed || h.polls >= self.cfg.foreign_poll_misses.max(1) {
-            self.foreign.handing = None;
-            self.foreign.refused.push(h.to.guid);
-            self.events.push_back(Event::HandoverFailed {
-                guid: h.to.guid,
-                polls: h.polls,
-            });
-            self.start_heavy(SweepReason::HandoverFailed);
+            self.handover_failed();
         } else {
             self.next_light = Some(self.now + self.cfg.sweep_interval);
         }
+    }
+
+    /// The SM handed over to did not take over: MASTER again, a heavy sweep.
+    fn handover_failed(&mut self) {
+        let Some(h) = self.foreign.handing.take() else {
+            return;
+        };
+        self.foreign.refused.push(h.to.guid);
+        self.state = SmState::Master;
+        self.events.push_back(Event::HandoverFailed {
+            guid: h.to.guid,
+            polls: h.polls,
+        });
+        self.start_heavy(SweepReason::HandoverFailed);
     }
 
     /// The SM handed over to took over: stand by for it.
@@ -377,7 +390,10 @@ impl Sweeper {
         self.enter_standby(h.to);
     }
 
-    /// A handover message (Set, `req.arg` = modifier) was refused or given up.
+    /// A handover message (Set, `req.arg` = modifier) was refused or given up. A refused
+    /// or unanswered HANDOVER ends the wait at once (at the end of a poll in flight):
+    /// this SM answers STANDBY meanwhile, and its standby would take that for a master
+    /// stepping down.
     pub(crate) fn sm_info_set_failed(&mut self, req: Req) {
         if u32::from(req.arg) != SmInfo::MOD_HANDOVER {
             return;
@@ -386,6 +402,9 @@ impl Sweeper {
             && (h.to.node, h.to.port) == (req.node, req.port)
         {
             h.set_failed = true;
+            if !self.foreign.polling && self.phase == Phase::Idle {
+                self.handover_failed();
+            }
         }
     }
 
