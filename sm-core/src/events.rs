@@ -218,6 +218,12 @@ pub enum Event {
         /// True when an ACKNOWLEDGE was sent to it.
         acknowledged: bool,
     },
+    /// The ACKNOWLEDGE owed to `guid` for its HANDOVER (its port was not known then) was
+    /// sent once this SM's discovery found that port.
+    AcknowledgeSent {
+        /// Port GUID of the SM that handed over.
+        guid: fabric::Guid,
+    },
     /// A SubnSet(SMInfo) DISABLE, STANDBY or DISCOVER from the master `guid` was acted on:
     /// this SM's SMInfo state is now `state`.
     SmInfoSetApplied {
@@ -435,9 +441,12 @@ impl fmt::Display for Event {
                 if *acknowledged {
                     "ACKNOWLEDGE sent"
                 } else {
-                    "no ACKNOWLEDGE (its port is not discovered yet)"
+                    "ACKNOWLEDGE once its port is discovered"
                 }
             ),
+            Event::AcknowledgeSent { guid } => {
+                write!(f, "ACKNOWLEDGE sent to {guid} (its port is now discovered)")
+            }
             Event::SmInfoSetApplied {
                 guid,
                 modifier,

@@ -115,6 +115,8 @@ pub(crate) struct ForeignState {
     /// The SM that handed over to this one: its MASTER answer in the next heavy sweep is
     /// ignored (it becomes STANDBY when the ACKNOWLEDGE reaches it).
     handed_by: Option<Guid>,
+    /// A HANDOVER taken before its sender's port was discovered: ACKNOWLEDGE owed.
+    ack_owed: Option<Guid>,
     /// NOT-ACTIVE after a DISABLE: nothing sent until a STANDBY Set.
     disabled: bool,
     /// Polls of the followed master since standing by.
@@ -204,6 +206,7 @@ impl Sweeper {
             return;
         }
         self.phase = Phase::SmInfo;
+        self.send_owed_ack();
         for (node, p) in targets {
             self.disc_min += 1;
             self.push(Op::SmInfoGet, node, p, 0);

@@ -143,6 +143,7 @@ impl MilestoneKind {
             | Event::HandoverTaken { .. }
             | Event::HandoverFailed { .. }
             | Event::HandoverReceived { .. }
+            | Event::AcknowledgeSent { .. }
             | Event::SmInfoSetApplied { .. }
             | Event::SmInfoSetRefused { .. }
             | Event::FieldNotHeld { .. } => return None,

@@ -28,7 +28,8 @@
 //! * HANDOVER from the master this SM stands by for, or from any MASTER while this SM is
 //!   DISCOVERING or MASTER (OpenSM takes it in those states too): this SM's state becomes
 //!   MASTER, it sends ACKNOWLEDGE to the sender (payload state STANDBY: OpenSM's legality
-//!   check wants that of an ACKNOWLEDGE) when it knows the sender's port, and runs a heavy
+//!   check wants that of an ACKNOWLEDGE; when the sender's port is not discovered yet,
+//!   after the discovery that finds it: [`Event::AcknowledgeSent`]), and runs a heavy
 //!   sweep whose programming reads back every LFT block first and writes only those that
 //!   differ ([`Event::HandoverReceived`]).
 //! * ACKNOWLEDGE from the SM this master handed over to: the handover is done. From anyone
@@ -291,6 +292,9 @@ impl Sweeper {
                 None => false,
             }
         });
+        if !sent {
+            self.foreign.ack_owed = Some(guid);
+        }
         self.events.push_back(Event::HandoverReceived {
             guid,
             acknowledged: sent,
@@ -298,6 +302,18 @@ impl Sweeper {
         self.heavy_pending.get_or_insert(SweepReason::Handover);
         if self.phase == Phase::Idle {
             self.start_pending_heavy();
+        }
+    }
+
+    /// Discovery found the ports: the ACKNOWLEDGE owed for a HANDOVER whose sender's port
+    /// was not known goes out with the SMInfo Gets.
+    pub(super) fn send_owed_ack(&mut self) {
+        let Some(guid) = self.foreign.ack_owed.take() else {
+            return;
+        };
+        if let Some((node, port)) = self.locate(guid) {
+            self.push(Op::SmInfoGet, node, port, SmInfo::MOD_ACKNOWLEDGE as u16);
+            self.events.push_back(Event::AcknowledgeSent { guid });
         }
     }
 
