@@ -945,3 +945,76 @@ fn sm_info_set_checks() {
         }
     }
 }
+
+/// DISABLE, STANDBY and DISCOVER from the followed master (SubnSet(SMInfo) as A would send
+/// them, handed to B's sweeper): DISABLE makes B NOT-ACTIVE (no poll, nothing sent);
+/// STANDBY makes it STANDBY polling A again; DISCOVER makes it sweep (DISCOVERING, then
+/// it finds A's MASTER and stands by again without writing).
+#[test]
+fn disable_standby_discover_from_the_master() {
+    let t = topo("ft2:4");
+    let (ga, gb) = two_ports(&t);
+    let mut f = Fabric::new(&t);
+    let a = f.add(ga, cfg(10));
+    f.wait_for(a, "SUBNET UP", subnet_up);
+    let b = f.add(gb, cfg(0));
+    f.wait_for(b, "STANDBY", stands_by);
+    f.fab.take_set_log();
+    let from_a = |modifier: u32| {
+        let mut q = Smp::lid_get(0x55, AttributeId::SM_INFO, modifier);
+        q.method = Method::SET;
+        q.set_attr(&SmInfo {
+            guid: ga,
+            sm_key: 1,
+            act_count: 1,
+            priority: 10,
+            sm_state: SmState::Master.to_wire(),
+        });
+        q
+    };
+    let applied = |f: &Fabric, m: u32| {
+        count(
+            f,
+            b,
+            |e| matches!(e, Event::SmInfoSetApplied { modifier, .. } if *modifier == m),
+        )
+    };
+    let a_lid = f.sms[a].sw.sm_lid();
+    // DISABLE: NOT-ACTIVE, and B sends nothing at all for 10 intervals.
+    let now = f.now;
+    f.sms[b]
+        .sw
+        .handle_mad(now, a_lid, from_a(SmInfo::MOD_DISABLE));
+    f.advance(INTERVAL / 10);
+    assert_eq!(applied(&f, SmInfo::MOD_DISABLE), 1, "{}", f.log(b));
+    assert_eq!(f.sms[b].sw.sm_state(), SmState::NotActive);
+    let sent = f.sms[b].sw.counters().total();
+    f.advance(10 * INTERVAL);
+    assert_eq!(
+        f.sms[b].sw.counters().total(),
+        sent,
+        "NOT-ACTIVE B sent SMPs"
+    );
+    // STANDBY: polls A again.
+    let now = f.now;
+    f.sms[b]
+        .sw
+        .handle_mad(now, a_lid, from_a(SmInfo::MOD_STANDBY));
+    f.advance(3 * INTERVAL);
+    assert_eq!(applied(&f, SmInfo::MOD_STANDBY), 1, "{}", f.log(b));
+    assert_eq!(f.sms[b].sw.sm_state(), SmState::Standby);
+    assert_eq!(f.sms[b].sw.foreign_master(), Some((ga, 10)));
+    assert!(f.sms[b].sw.counters().total() > sent + 1, "B polls A again");
+    // DISCOVER: a heavy sweep, which finds A's MASTER: STANDBY again.
+    let standbys = count(&f, b, stands_by);
+    let now = f.now;
+    f.sms[b]
+        .sw
+        .handle_mad(now, a_lid, from_a(SmInfo::MOD_DISCOVER));
+    f.advance(3 * INTERVAL);
+    assert_eq!(applied(&f, SmInfo::MOD_DISCOVER), 1, "{}", f.log(b));
+    assert_eq!(count(&f, b, stands_by), standbys + 1, "{}", f.log(b));
+    assert_eq!(f.sms[b].sw.sm_state(), SmState::Standby);
+    assert!(Fabric::sets_from(&f.fab.take_set_log(), gb).is_empty());
+    assert_eq!(f.sms[a].sw.sm_state(), SmState::Master);
+}
