@@ -98,10 +98,12 @@ pub struct SweeperConfig {
     /// (PortInfo Set carrying the key in force, before any other Set); until a port is
     /// rotated its SMPs carry the key it holds.
     pub m_key_prev: Vec<u64>,
-    /// Obey other SMs on the fabric (IBA 14.4.1; see the `foreign` module): after each
-    /// discovery read the SMInfo of every other port with IsSM, and stand by while a
-    /// MASTER that outranks this SM answers. Default true; no effect on a Raft cluster's
-    /// master (`gate_programming`), whose other SMs are its own replicas.
+    /// Obey other SMs on the fabric (IBA 14.4; see the `foreign` module): after each
+    /// discovery read the SMInfo of every other port with IsSM, stand by for a MASTER
+    /// (any, while DISCOVERING; one that outranks this SM, while MASTER), hand over to a
+    /// STANDBY that outranks this master, and act on SubnSet(SMInfo) HANDOVER,
+    /// ACKNOWLEDGE, DISABLE, STANDBY and DISCOVER. Default true; no effect on a Raft
+    /// cluster's master (`gate_programming`), whose other SMs are its own replicas.
     pub obey_foreign_sms: bool,
     /// Port GUIDs of SMs of this SM's own cluster (replicas fenced by Raft): never queried
     /// or obeyed as foreign SMs.
