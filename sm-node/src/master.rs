@@ -215,8 +215,9 @@ impl MasterActor {
                 tracing::info!("{ev}; {} Sets sent so far", c.sets());
             }
             Event::HandoverReceived { .. } => {
-                // "entering MASTER state" follows at SUBNET UP, as after a takeover.
-                self.stood_by = true;
+                // "entering MASTER state" follows at SUBNET UP, as after a takeover (a
+                // master already up that takes a HANDOVER stays up: no SUBNET UP follows).
+                self.stood_by = !self.sweeper.is_subnet_up();
                 let c = self.sweeper.counters();
                 tracing::info!("{ev}; {} Sets sent so far", c.sets());
             }
