@@ -1,0 +1,451 @@
+//! SMInfo HANDOVER / ACKNOWLEDGE and the other SubnSet(SMInfo) modifiers (IBA 14.4) between
+//! two sweepers (or a sweeper and a scripted SM port) on one fabric-sim fabric, virtual
+//! time, deterministic.
+
+mod common;
+mod foreign_common;
+
+use common::{ca_ports, topo};
+use fabric::{Guid, Lid};
+use foreign_common::*;
+use mad::{AttributeId, Method, SmInfo, SmState, Smp};
+use sm_core::{Event, Sweeper, SweeperConfig};
+
+/// Handover (a): A masters at priority 0, B starts at priority 15. B, DISCOVERING, finds
+/// A's MASTER and stands by although it outranks A (IBA 14.4), telling A with a trap 144;
+/// A's heavy sweep finds B STANDBY and outranking, sends HANDOVER and writes nothing more;
+/// B answers, ACKNOWLEDGEs and sweeps as master reading LFT blocks back (A's are right:
+/// none rewritten); A stands by for B and sends no Set after the handover.
+#[test]
+fn master_hands_over_to_a_higher_standby() {
+    let t = topo("ft2:4");
+    let (ga, gb) = two_ports(&t);
+    let mut f = Fabric::new(&t);
+    let a = f.add(ga, cfg(0));
+    f.wait_for(a, "SUBNET UP", subnet_up);
+    f.advance(2 * INTERVAL);
+    f.fab.take_set_log();
+    let b_start = f.now;
+    let b = f.add(gb, cfg(15));
+    let b_standby = f.wait_for(b, "STANDBY", stands_by);
+    assert_eq!(
+        f.first(b, subnet_up),
+        None,
+        "B programmed before standing by"
+    );
+    let sent = f.wait_for(
+        a,
+        "HANDOVER sent",
+        |e| matches!(e, Event::HandoverSent { guid, priority: 15 } if *guid == gb),
+    );
+    assert!(sent > b_standby);
+    let got = f.wait_for(
+        b,
+        "HANDOVER received",
+        |e| matches!(e, Event::HandoverReceived { guid, acknowledged: true } if *guid == ga),
+    );
+    let taken = f.wait_for(
+        a,
+        "handover taken",
+        |e| matches!(e, Event::HandoverTaken { guid, acknowledged: true } if *guid == gb),
+    );
+    assert!(got >= sent && taken >= got);
+    let up = f.wait_for(b, "SUBNET UP", subnet_up);
+    assert!(up > got);
+    f.advance(10 * INTERVAL);
+    assert_eq!(f.sms[b].sw.sm_state(), SmState::Master);
+    assert!(f.sms[b].sw.foreign_master().is_none());
+    assert_eq!(f.sms[a].sw.sm_state(), SmState::Standby);
+    assert_eq!(f.sms[a].sw.foreign_master(), Some((gb, 15)));
+    // A sent no Set after the handover (A's HANDOVER itself is an SMInfo Set to B's SM,
+    // not to an SMA: the simulator's log holds SMA Sets only), and none after B appeared.
+    let log = f.fab.take_set_log();
+    let from_a = Fabric::sets_from(&log, ga);
+    assert!(from_a.is_empty(), "A wrote after B appeared: {from_a:?}");
+    // B read the LFT blocks back and rewrote none (A left them right).
+    assert!(
+        !Fabric::sets_from(&log, gb).iter().any(|r| r.attr == LFT),
+        "B rewrote LFT blocks"
+    );
+    let (read, kept) = f.sms[b]
+        .events
+        .iter()
+        .find_map(|(_, e)| match e {
+            Event::LftsChecked { read, kept } => Some((*read, *kept)),
+            _ => None,
+        })
+        .expect("B's LFT check");
+    assert!(read > 0);
+    assert_eq!(read, kept);
+    let b_lid = f.sms[b].sw.sm_lid();
+    for &(n, p, g) in &ca_ports(&t) {
+        assert_eq!(f.fab.port_info(n, p).unwrap().master_sm_lid, b_lid, "{g}");
+    }
+    check_routes(&f, &t);
+    // Exactly one handover, no refusal, no second round.
+    assert_eq!(count(&f, a, |e| matches!(e, Event::HandoverSent { .. })), 1);
+    assert_eq!(
+        count(&f, b, |e| matches!(e, Event::SmInfoSetRefused { .. })),
+        0
+    );
+    assert_eq!(
+        count(&f, a, |e| matches!(e, Event::SmInfoSetRefused { .. })),
+        0
+    );
+    println!(
+        "handover (virtual time): B stood by {} us after it started, A sent HANDOVER {} us later, B up {} us after it; B read back {read} LFT blocks, rewrote 0",
+        (b_standby - b_start) / 1000,
+        (sent - b_standby) / 1000,
+        (up - got) / 1000
+    );
+}
+
+/// Handover (b): the reverse start order. B (15) masters, A (0) starts and stands by for
+/// it; nothing else happens: no HANDOVER either way, A sends no Set, B stays MASTER
+/// through its next heavy sweep.
+#[test]
+fn lower_sm_stands_by_and_no_handover_follows() {
+    let t = topo("ft2:4");
+    let (ga, gb) = two_ports(&t);
+    let mut f = Fabric::new(&t);
+    let b = f.add(gb, cfg(15));
+    f.wait_for(b, "SUBNET UP", subnet_up);
+    f.fab.take_set_log();
+    let a = f.add(ga, cfg(0));
+    f.wait_for(a, "STANDBY", stands_by);
+    f.advance(5 * INTERVAL);
+    let now = f.now;
+    f.sms[b].sw.request_sweep(now, true);
+    f.advance(10 * INTERVAL);
+    for i in [a, b] {
+        assert_eq!(count(&f, i, handover_event), 0, "{}", f.log(i));
+    }
+    assert_eq!(f.sms[a].sw.sm_state(), SmState::Standby);
+    assert_eq!(f.sms[b].sw.sm_state(), SmState::Master);
+    assert!(Fabric::sets_from(&f.fab.take_set_log(), ga).is_empty());
+}
+
+/// Handover (c): a HANDOVER whose SM_Key is not the receiver's is refused. A (priority 0,
+/// SM_Key 2) masters, B (priority 15, SM_Key 1) stands by; A's HANDOVER is answered with
+/// an error status and changes nothing at B; A takes the error as the end of the
+/// handover, returns to MASTER at once (before B's next poll), sweeps again and does not
+/// hand over to B again.
+#[test]
+fn handover_with_a_wrong_sm_key_is_refused() {
+    let t = topo("ft2:4");
+    let (ga, gb) = two_ports(&t);
+    let mut f = Fabric::new(&t);
+    let a = f.add(
+        ga,
+        SweeperConfig {
+            sm_key: 2,
+            ..cfg(0)
+        },
+    );
+    f.wait_for(a, "SUBNET UP", subnet_up);
+    let b = f.add(gb, cfg(15));
+    f.wait_for(b, "STANDBY", stands_by);
+    f.wait_for(a, "HANDOVER sent", |e| {
+        matches!(e, Event::HandoverSent { .. })
+    });
+    f.wait_for(
+        b,
+        "refusal",
+        |e| matches!(e, Event::SmInfoSetRefused { guid, modifier: 1, .. } if *guid == ga),
+    );
+    f.wait_for(
+        a,
+        "handover failed",
+        |e| matches!(e, Event::HandoverFailed { guid, polls: 0 } if *guid == gb),
+    );
+    f.advance(12 * INTERVAL);
+    assert_eq!(
+        f.sms[a].sw.sm_state(),
+        SmState::Master,
+        "{}\n----\n{}",
+        f.log(a),
+        f.log(b)
+    );
+    assert!(f.sms[a].sw.is_subnet_up());
+    assert!(f.sms[a].sw.foreign_master().is_none());
+    assert_eq!(f.sms[b].sw.sm_state(), SmState::Standby);
+    assert_eq!(f.sms[b].sw.foreign_master(), Some((ga, 0)));
+    assert_eq!(
+        count(&f, b, |e| matches!(e, Event::HandoverReceived { .. })),
+        0
+    );
+    assert_eq!(count(&f, a, |e| matches!(e, Event::HandoverSent { .. })), 1);
+    assert!(f.first(b, subnet_up).is_none(), "B programmed");
+    assert_eq!(
+        count(&f, b, |e| matches!(e, Event::ForeignMasterGone { .. })),
+        0,
+        "B took A's STANDBY while handing over for a master stepping down"
+    );
+    check_routes(&f, &t);
+}
+
+/// Handover (d): no ACKNOWLEDGE. A masters; an SM at another port answers STANDBY,
+/// priority 15, to everything (it takes the HANDOVER Set but never takes over). A sends
+/// one HANDOVER (modifier 1, its own SMInfo: state MASTER, SM_Key 1), writes nothing while
+/// it waits, polls it `foreign_poll_misses` times, says the handover failed, and sweeps
+/// on as MASTER without handing over to it again.
+#[test]
+fn no_acknowledge_master_stays_master() {
+    let t = topo("ft2:4");
+    let (ga, gb) = two_ports(&t);
+    let mut f = Fabric::new(&t);
+    let a = f.add(ga, cfg(0));
+    f.wait_for(a, "SUBNET UP", subnet_up);
+    let at = f.fab.attach(gb).unwrap();
+    f.stubs.push(Stub {
+        at,
+        info: SmInfo {
+            guid: gb,
+            sm_key: 1,
+            act_count: 0,
+            priority: 15,
+            sm_state: SmState::Standby.to_wire(),
+        },
+        sets: Vec::new(),
+    });
+    let now = f.now;
+    f.sms[a].sw.request_sweep(now, true);
+    let sent = f.wait_for(a, "HANDOVER sent", |e| {
+        matches!(e, Event::HandoverSent { .. })
+    });
+    f.fab.take_set_log();
+    let failed = f.wait_for(
+        a,
+        "handover failed",
+        |e| matches!(e, Event::HandoverFailed { guid, polls: 3 } if *guid == gb),
+    );
+    let waited = f.fab.take_set_log();
+    assert!(
+        Fabric::sets_from(&waited, ga).is_empty(),
+        "A wrote while waiting for the handover: {waited:?}"
+    );
+    let misses = u64::from(SweeperConfig::default().foreign_poll_misses);
+    assert!(failed - sent >= misses * INTERVAL && failed - sent <= (misses + 1) * INTERVAL);
+    f.advance(10 * INTERVAL);
+    assert_eq!(f.sms[a].sw.sm_state(), SmState::Master);
+    assert!(f.sms[a].sw.foreign_master().is_none());
+    assert_eq!(count(&f, a, |e| matches!(e, Event::HandoverSent { .. })), 1);
+    assert_eq!(
+        count(&f, a, |e| matches!(e, Event::HandoverTaken { .. })),
+        0
+    );
+    // The one HANDOVER the stub got.
+    let sets = &f.stubs[0].sets;
+    assert_eq!(sets.len(), 1, "{sets:?}");
+    let (_, q) = &sets[0];
+    assert_eq!(q.attr_mod, SmInfo::MOD_HANDOVER);
+    let p: SmInfo = q.attr().unwrap();
+    assert_eq!(
+        (p.guid, p.priority, p.state(), p.sm_key),
+        (ga, 0, Some(SmState::Master), 1)
+    );
+    check_routes(&f, &t);
+}
+
+/// The checks on a SubnSet(SMInfo) reaching this SM's port, on a sweeper that has not
+/// swept (DISCOVERING, standing by for nobody): status of the answer and the event.
+#[test]
+fn sm_info_set_checks() {
+    const REFUSED: u16 = 0x1C;
+    let set = |modifier: u32, state: SmState, sm_key: u64, m_key: u64| {
+        let mut q = Smp::lid_get(9, AttributeId::SM_INFO, modifier);
+        q.method = Method::SET;
+        q.m_key = m_key;
+        q.set_attr(&SmInfo {
+            guid: Guid(0x77),
+            sm_key,
+            act_count: 1,
+            priority: 3,
+            sm_state: state.to_wire(),
+        });
+        q
+    };
+    // (config, request, answer status or None: no answer, what the event says)
+    let on = SweeperConfig::default();
+    let keyed = SweeperConfig {
+        m_key: 0xAB,
+        ..SweeperConfig::default()
+    };
+    let off = SweeperConfig {
+        obey_foreign_sms: false,
+        ..SweeperConfig::default()
+    };
+    type Case = (
+        &'static str,
+        SweeperConfig,
+        Smp,
+        Option<u16>,
+        Option<&'static str>,
+    );
+    let cases: Vec<Case> = vec![
+        (
+            "HANDOVER from a MASTER while DISCOVERING: taken",
+            on.clone(),
+            set(1, SmState::Master, 1, 0),
+            Some(0),
+            Some("received HANDOVER from"),
+        ),
+        (
+            "HANDOVER from a STANDBY",
+            on.clone(),
+            set(1, SmState::Standby, 1, 0),
+            Some(REFUSED),
+            Some("the sender is not MASTER"),
+        ),
+        (
+            "HANDOVER with a wrong SM_Key",
+            on.clone(),
+            set(1, SmState::Master, 5, 0),
+            Some(REFUSED),
+            Some("its SM_Key is not ours"),
+        ),
+        (
+            "ACKNOWLEDGE from a MASTER",
+            on.clone(),
+            set(2, SmState::Master, 1, 0),
+            Some(REFUSED),
+            Some("an ACKNOWLEDGE comes from a STANDBY SM"),
+        ),
+        (
+            "ACKNOWLEDGE nobody waits for: like a Get",
+            on.clone(),
+            set(2, SmState::Standby, 1, 0),
+            Some(0),
+            None,
+        ),
+        (
+            "DISCOVER from a master this SM does not follow",
+            on.clone(),
+            set(5, SmState::Master, 1, 0),
+            Some(REFUSED),
+            Some("not from the master this SM stands by for"),
+        ),
+        (
+            "STANDBY while not NOT-ACTIVE",
+            on.clone(),
+            set(4, SmState::Master, 1, 0),
+            Some(REFUSED),
+            Some("only when NOT-ACTIVE"),
+        ),
+        (
+            "M_Key set, Set without it: no answer",
+            keyed.clone(),
+            set(1, SmState::Master, 1, 0),
+            None,
+            None,
+        ),
+        (
+            "M_Key set, Set with it: taken",
+            keyed,
+            set(1, SmState::Master, 1, 0xAB),
+            Some(0),
+            Some("received HANDOVER from"),
+        ),
+        (
+            "rules off: like a Get",
+            off,
+            set(1, SmState::Master, 1, 0),
+            Some(0),
+            None,
+        ),
+    ];
+    for (what, cfg, q, status, event) in cases {
+        let mut sw = Sweeper::new(cfg).unwrap();
+        sw.handle_mad(0, Lid(3), q);
+        let answer = std::iter::from_fn(|| sw.poll_transmit())
+            .find(|t| t.smp.attr_id == AttributeId::SM_INFO && t.smp.is_response());
+        assert_eq!(answer.as_ref().map(|t| t.smp.status), status, "{what}");
+        if let Some(t) = &answer {
+            assert_eq!(t.dlid, Lid(3), "{what}");
+        }
+        let said: Vec<String> = std::iter::from_fn(|| sw.poll_event())
+            .filter(handover_event)
+            .map(|e| e.to_string())
+            .collect();
+        match event {
+            Some(text) => assert!(
+                said.len() == 1 && said[0].contains(text),
+                "{what}: {said:?}"
+            ),
+            None => assert!(said.is_empty(), "{what}: {said:?}"),
+        }
+    }
+}
+
+/// DISABLE, STANDBY and DISCOVER from the followed master (SubnSet(SMInfo) as A would send
+/// them, handed to B's sweeper): DISABLE makes B NOT-ACTIVE (no poll, nothing sent);
+/// STANDBY makes it STANDBY polling A again; DISCOVER makes it sweep (DISCOVERING, then
+/// it finds A's MASTER and stands by again without writing).
+#[test]
+fn disable_standby_discover_from_the_master() {
+    let t = topo("ft2:4");
+    let (ga, gb) = two_ports(&t);
+    let mut f = Fabric::new(&t);
+    let a = f.add(ga, cfg(10));
+    f.wait_for(a, "SUBNET UP", subnet_up);
+    let b = f.add(gb, cfg(0));
+    f.wait_for(b, "STANDBY", stands_by);
+    f.fab.take_set_log();
+    let from_a = |modifier: u32| {
+        let mut q = Smp::lid_get(0x55, AttributeId::SM_INFO, modifier);
+        q.method = Method::SET;
+        q.set_attr(&SmInfo {
+            guid: ga,
+            sm_key: 1,
+            act_count: 1,
+            priority: 10,
+            sm_state: SmState::Master.to_wire(),
+        });
+        q
+    };
+    let applied = |f: &Fabric, m: u32| {
+        count(
+            f,
+            b,
+            |e| matches!(e, Event::SmInfoSetApplied { modifier, .. } if *modifier == m),
+        )
+    };
+    let a_lid = f.sms[a].sw.sm_lid();
+    // DISABLE: NOT-ACTIVE, and B sends nothing at all for 10 intervals.
+    let now = f.now;
+    f.sms[b]
+        .sw
+        .handle_mad(now, a_lid, from_a(SmInfo::MOD_DISABLE));
+    f.advance(INTERVAL / 10);
+    assert_eq!(applied(&f, SmInfo::MOD_DISABLE), 1, "{}", f.log(b));
+    assert_eq!(f.sms[b].sw.sm_state(), SmState::NotActive);
+    let sent = f.sms[b].sw.counters().total();
+    f.advance(10 * INTERVAL);
+    assert_eq!(
+        f.sms[b].sw.counters().total(),
+        sent,
+        "NOT-ACTIVE B sent SMPs"
+    );
+    // STANDBY: polls A again.
+    let now = f.now;
+    f.sms[b]
+        .sw
+        .handle_mad(now, a_lid, from_a(SmInfo::MOD_STANDBY));
+    f.advance(3 * INTERVAL);
+    assert_eq!(applied(&f, SmInfo::MOD_STANDBY), 1, "{}", f.log(b));
+    assert_eq!(f.sms[b].sw.sm_state(), SmState::Standby);
+    assert_eq!(f.sms[b].sw.foreign_master(), Some((ga, 10)));
+    assert!(f.sms[b].sw.counters().total() > sent + 1, "B polls A again");
+    // DISCOVER: a heavy sweep, which finds A's MASTER: STANDBY again.
+    let standbys = count(&f, b, stands_by);
+    let now = f.now;
+    f.sms[b]
+        .sw
+        .handle_mad(now, a_lid, from_a(SmInfo::MOD_DISCOVER));
+    f.advance(3 * INTERVAL);
+    assert_eq!(applied(&f, SmInfo::MOD_DISCOVER), 1, "{}", f.log(b));
+    assert_eq!(count(&f, b, stands_by), standbys + 1, "{}", f.log(b));
+    assert_eq!(f.sms[b].sw.sm_state(), SmState::Standby);
+    assert!(Fabric::sets_from(&f.fab.take_set_log(), gb).is_empty());
+    assert_eq!(f.sms[a].sw.sm_state(), SmState::Master);
+}
