@@ -68,6 +68,9 @@ pub struct RemoteSm {
 /// this many polls (after the first at standby).
 pub const NOTIFY_EVERY_POLLS: u32 = 5;
 
+/// SMInfo queries after a HANDOVER in which the SM that handed over may still answer MASTER.
+const HANDED_QUERIES: u8 = 3;
+
 /// IBA 14.4.1 ranking: does the SM `(a_priority, a_guid)` outrank `(b_priority, b_guid)`?
 /// The higher priority wins; equal priorities go to the smaller port GUID. An SM does not
 /// outrank itself.
@@ -112,9 +115,11 @@ pub(crate) struct ForeignState {
     /// SMs that did not take a HANDOVER: not handed over to again while they report
     /// STANDBY.
     refused: Vec<Guid>,
-    /// The SM that handed over to this one: its MASTER answer in the next heavy sweep is
-    /// ignored (it becomes STANDBY when the ACKNOWLEDGE reaches it).
+    /// The SM that handed over to this one: its MASTER answers in the next queries are
+    /// ignored (it becomes STANDBY when the ACKNOWLEDGE reaches it; see HANDED_QUERIES).
     handed_by: Option<Guid>,
+    /// SMInfo queries since the HANDOVER in which `handed_by` still answered MASTER.
+    handed_queries: u8,
     /// A HANDOVER taken before its sender's port was discovered: ACKNOWLEDGE owed.
     ack_owed: Option<Guid>,
     /// NOT-ACTIVE after a DISABLE: nothing sent until a STANDBY Set.
@@ -286,13 +291,23 @@ impl Sweeper {
                 .push_back(Event::OtherSms(self.foreign.found.clone()));
         }
         let (prio, guid) = self.own_rank();
-        // The SM that just handed over may still answer MASTER (until the ACKNOWLEDGE
-        // reaches it): it counts as the STANDBY it becomes.
-        if let Some(h) = self.foreign.handed_by.take()
-            && let Some(r) = self.foreign.found.iter_mut().find(|r| r.port_guid == h)
-            && r.state == Some(SmState::Master)
-        {
-            r.state = Some(SmState::Standby);
+        // The SM that just handed over may still answer MASTER for a while (a query sent
+        // before the HANDOVER arrived, or before the ACKNOWLEDGE reached it): it counts as
+        // the STANDBY it becomes for up to HANDED_QUERIES queries, then a MASTER is one.
+        if let Some(h) = self.foreign.handed_by {
+            match self.foreign.found.iter_mut().find(|r| r.port_guid == h) {
+                Some(r)
+                    if r.state == Some(SmState::Master)
+                        && self.foreign.handed_queries < HANDED_QUERIES =>
+                {
+                    r.state = Some(SmState::Standby);
+                    self.foreign.handed_queries += 1;
+                }
+                _ => {
+                    self.foreign.handed_by = None;
+                    self.foreign.handed_queries = 0;
+                }
+            }
         }
         // DISCOVERING: any MASTER makes this SM stand by (IBA 14.4; OpenSM does). MASTER:
         // only one that outranks it; a lower one is expected to hand over.

@@ -449,3 +449,41 @@ fn disable_standby_discover_from_the_master() {
     assert!(Fabric::sets_from(&f.fab.take_set_log(), gb).is_empty());
     assert_eq!(f.sms[a].sw.sm_state(), SmState::Master);
 }
+
+/// A HANDOVER that reaches B while its first discovery runs, from a master that goes on
+/// answering MASTER for a while (OpenSM may answer a query sent before the HANDOVER, or
+/// before the ACKNOWLEDGE reached it): B takes it and masters; it neither stands by for the
+/// SM that handed over nor waits for it.
+#[test]
+fn handover_taken_mid_discovery_from_a_master_still_answering_master() {
+    let t = topo("ft2:4");
+    let (ga, gb) = two_ports(&t);
+    let mut f = Fabric::new(&t);
+    let at = f.fab.attach(ga).unwrap();
+    let info = SmInfo {
+        guid: ga,
+        sm_key: 1,
+        act_count: 1,
+        priority: 0,
+        sm_state: SmState::Master.to_wire(),
+    };
+    f.stubs.push(Stub {
+        at,
+        info,
+        sets: Vec::new(),
+    });
+    let b = f.add(gb, cfg(15));
+    let mut q = Smp::lid_get(0x55, AttributeId::SM_INFO, SmInfo::MOD_HANDOVER);
+    q.method = Method::SET;
+    q.set_attr(&info);
+    let now = f.now;
+    f.sms[b].sw.handle_mad(now, fabric::Lid(0), q);
+    f.wait_for(b, "SUBNET UP", subnet_up);
+    assert_eq!(count(&f, b, stands_by), 0, "{}", f.log(b));
+    assert_eq!(
+        count(&f, b, |e| matches!(e, Event::HandoverReceived { .. })),
+        1
+    );
+    assert_eq!(f.sms[b].sw.sm_state(), SmState::Master);
+    check_routes(&f, &t);
+}

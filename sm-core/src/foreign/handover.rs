@@ -267,6 +267,7 @@ impl Sweeper {
     /// that reads LFT blocks back before writing them.
     fn taken_over(&mut self, guid: Guid, at: Option<(u32, u8)>) {
         self.foreign.handed_by = Some(guid);
+        self.foreign.handed_queries = 0;
         self.foreign.verify_lfts = true;
         self.state = SmState::Master;
         // Sent at once, once (the heavy sweep that follows forgets every path; OpenSM sends

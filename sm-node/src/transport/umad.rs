@@ -22,6 +22,9 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
+/// MADs kept for the first attachment at most (see `Shared::early`).
+const EARLY_MAX: usize = 1024;
+
 /// MADs handed to the master in one batch at most.
 const MAX_BATCH: usize = 256;
 
@@ -48,6 +51,10 @@ struct Shared {
     local: ::umad::LocalPort,
     /// Where received MADs go: the current attachment's channel, with its generation.
     sink: Arc<Mutex<Option<(u64, InboundTx)>>>,
+    /// MADs read before the first attachment (the port is opened, the SM role claimed and
+    /// the local port read before the master exists): kept for it. `None` once taken.
+    /// Locked only while `sink` is held.
+    early: Arc<Mutex<Option<Vec<Inbound>>>>,
     /// Where received SA MADs (class 0x03) go: the current attachment's GMP channel.
     gmp_sink: GmpSink,
     reader: ReaderThread,
@@ -125,6 +132,8 @@ fn open_shared(device: &str, smp_timeout_ms: u64) -> Result<Arc<Shared>, Transpo
     let port = Arc::new(port);
     let sink: Arc<Mutex<Option<(u64, InboundTx)>>> = Arc::new(Mutex::new(None));
     let to = Arc::clone(&sink);
+    let early: Arc<Mutex<Option<Vec<Inbound>>>> = Arc::new(Mutex::new(Some(Vec::new())));
+    let early_to = Arc::clone(&early);
     let gmp_sink: GmpSink = Arc::new(Mutex::new(None));
     let gto = Arc::clone(&gmp_sink);
     let tid_high = Arc::new(AtomicU32::new(0));
@@ -143,13 +152,24 @@ fn open_shared(device: &str, smp_timeout_ms: u64) -> Result<Arc<Shared>, Transpo
             }
             let inbound = to_inbound(b, high.load(Ordering::Relaxed));
             let mut g = lock(&to);
-            if !inbound.is_empty()
-                && let Some((_, tx)) = g.as_ref()
-                && tx.send(inbound).is_err()
-            {
-                *g = None;
+            if !inbound.is_empty() {
+                match g.as_ref() {
+                    Some((_, tx)) => {
+                        if tx.send(inbound).is_err() {
+                            *g = None;
+                        }
+                    }
+                    None => {
+                        // Before the first attachment (a trap or another SM's SMInfo Get
+                        // right after we claimed the SM role): kept for the master. Later,
+                        // with nobody attached (between a standby and a master), dropped.
+                        if let Some(buf) = lock(&early_to).as_mut() {
+                            let room = EARLY_MAX.saturating_sub(buf.len());
+                            buf.extend(inbound.into_iter().take(room));
+                        }
+                    }
+                }
             }
-            // Nobody attached (between a standby and a master): MADs are dropped.
             true
         }
         Err(e) => {
@@ -165,6 +185,7 @@ fn open_shared(device: &str, smp_timeout_ms: u64) -> Result<Arc<Shared>, Transpo
         port,
         local,
         sink,
+        early,
         gmp_sink,
         reader,
         attaches: AtomicU64::new(0),
@@ -212,7 +233,19 @@ pub fn attach(
     );
     tracing::info!("attached: {label}, attachment {generation}");
     let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
-    *lock(&shared.sink) = Some((generation, tx));
+    {
+        let mut g = lock(&shared.sink);
+        if let Some(buf) = lock(&shared.early).take()
+            && !buf.is_empty()
+        {
+            tracing::info!(
+                "{} MADs read before the master attached handed to it",
+                buf.len()
+            );
+            let _ = tx.send(buf);
+        }
+        *g = Some((generation, tx));
+    }
     let (gtx, grx) = tokio::sync::mpsc::unbounded_channel();
     *lock(&shared.gmp_sink) = Some(gtx);
     shared.tid_high.store(0, Ordering::Relaxed);
