@@ -217,29 +217,20 @@ impl Sweeper {
             return false;
         }
         let sweep = self.sweep;
-        let mut todo = Vec::new();
-        for (i, n) in self.nodes.iter().enumerate() {
-            if n.seen != sweep {
-                continue;
-            }
-            let range = if n.is_switch { 0..=0 } else { 1..=n.nports };
-            for p in range {
-                let port = &self.ports[n.port_index(p)];
-                if port.info_sweep != sweep || port.info.lid.0 == 0 {
-                    continue;
-                }
-                if !n.is_switch && port.path_sweep != sweep {
-                    continue;
-                }
+        let todo: Vec<(u32, u8)> = self
+            .end_ports_seen()
+            .filter(|&(_, _, n, port)| {
                 let i2 = &port.info;
-                if i2.m_key != self.cfg.m_key
-                    || i2.m_key_protect_bits != self.cfg.m_key_protect_bits
-                    || i2.m_key_lease_period != self.cfg.m_key_lease_period
-                {
-                    todo.push((i as u32, p));
-                }
-            }
-        }
+                port.info_sweep == sweep
+                    && i2.lid.0 != 0
+                    && (n.is_switch || port.path_sweep == sweep)
+                    && (i2.m_key != self.cfg.m_key
+                        || i2.m_key_protect_bits != self.cfg.m_key_protect_bits
+                        || (i2.m_key_lease_period != self.cfg.m_key_lease_period
+                            && !port.lease_not_held))
+            })
+            .map(|(i, p, _, _)| (i, p))
+            .collect();
         if todo.is_empty() {
             return false;
         }

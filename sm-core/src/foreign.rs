@@ -186,26 +186,18 @@ impl Sweeper {
             return;
         }
         let sweep = self.sweep;
-        let mut targets = Vec::new();
-        for (i, n) in self.nodes.iter().enumerate() {
-            if n.seen != sweep {
-                continue;
-            }
-            // A switch's SM sits behind port 0; a CA's at each port reached.
-            let range = if n.is_switch { 0..=0 } else { 1..=n.nports };
-            for p in range {
-                let port = &self.ports[n.port_index(p)];
-                if port.info_sweep != sweep
-                    || port.info.capability_mask & PortInfo::CAP_IS_SM == 0
-                    || (!n.is_switch && port.path_sweep != sweep)
-                    || (i as u32 == self.local && p == self.local_port)
-                    || self.cfg.peer_sms.contains(&port.guid)
-                {
-                    continue;
-                }
-                targets.push((i as u32, p));
-            }
-        }
+        // A switch's SM sits behind port 0; a CA's at each port reached.
+        let targets: Vec<(u32, u8)> = self
+            .end_ports_seen()
+            .filter(|&(i, p, n, port)| {
+                port.info_sweep == sweep
+                    && port.info.capability_mask & PortInfo::CAP_IS_SM != 0
+                    && (n.is_switch || port.path_sweep == sweep)
+                    && !(i == self.local && p == self.local_port)
+                    && !self.cfg.peer_sms.contains(&port.guid)
+            })
+            .map(|(i, p, _, _)| (i, p))
+            .collect();
         if targets.is_empty() {
             self.pre_routing(Phase::Discovering);
             return;
@@ -352,16 +344,22 @@ impl Sweeper {
         self.foreign.master = Some(f);
         self.foreign.missed = 0;
         self.foreign.polls_made = 0;
+        self.stop_writing();
+        self.events.push_back(Event::ForeignMaster {
+            guid: f.guid,
+            priority: f.priority,
+        });
+    }
+
+    /// SMInfo STANDBY, the sweep under way dropped before anything is written, the next
+    /// look (a poll) one interval from now.
+    pub(super) fn stop_writing(&mut self) {
         self.state = SmState::Standby;
         self.subnet_up = false;
         self.lid_ok = false;
         self.phase = Phase::Idle;
         self.heavy_pending = None;
         self.first_sweep_done = true;
-        self.events.push_back(Event::ForeignMaster {
-            guid: f.guid,
-            priority: f.priority,
-        });
         self.next_light = Some(self.now + self.cfg.sweep_interval);
     }
 

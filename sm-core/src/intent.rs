@@ -253,31 +253,24 @@ impl Sweeper {
     fn planned_port_changes(&self) -> Vec<PortChange> {
         let sweep = self.sweep;
         let mut v = Vec::new();
-        for (i, n) in self.nodes.iter().enumerate() {
-            if n.seen != sweep {
+        for (i, p, n, port) in self.end_ports_seen() {
+            if port.lid.0 == 0 || (!n.is_switch && port.remote_sweep != sweep) {
                 continue;
             }
-            let range = if n.is_switch { 0..=0 } else { 1..=n.nports };
-            for p in range {
-                let port = &self.ports[n.port_index(p)];
-                if port.lid.0 == 0 || (!n.is_switch && port.remote_sweep != sweep) {
-                    continue;
-                }
-                let want = self.desired(i as u32, p, 1);
-                if crate::program::fields_differ(&port.info, &want) {
-                    v.push(PortChange {
-                        node: n.guid,
-                        port: p,
-                        port_guid: port.guid,
-                        lid: want.lid,
-                        lmc: want.lmc,
-                        master_sm_lid: want.master_sm_lid,
-                        m_key: want.m_key,
-                        m_key_protect_bits: want.m_key_protect_bits,
-                        m_key_lease_period: want.m_key_lease_period,
-                        subnet_prefix: want.gid_prefix,
-                    });
-                }
+            let want = self.desired(i, p, 1);
+            if crate::program::fields_differ(&port.info, &want) {
+                v.push(PortChange {
+                    node: n.guid,
+                    port: p,
+                    port_guid: port.guid,
+                    lid: want.lid,
+                    lmc: want.lmc,
+                    master_sm_lid: want.master_sm_lid,
+                    m_key: want.m_key,
+                    m_key_protect_bits: want.m_key_protect_bits,
+                    m_key_lease_period: want.m_key_lease_period,
+                    subnet_prefix: want.gid_prefix,
+                });
             }
         }
         v

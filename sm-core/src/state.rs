@@ -97,3 +97,20 @@ impl Node {
         self.first_port as usize + p as usize
     }
 }
+
+impl crate::sweeper::Sweeper {
+    /// The end ports of the nodes this sweep reached, with their node index: a switch's
+    /// port 0, every port of a CA or router (the ports that carry a LID and PortInfo's
+    /// management fields).
+    pub(crate) fn end_ports_seen(&self) -> impl Iterator<Item = (u32, u8, &Node, &Port)> + '_ {
+        let sweep = self.sweep;
+        self.nodes
+            .iter()
+            .enumerate()
+            .filter(move |(_, n)| n.seen == sweep)
+            .flat_map(move |(i, n)| {
+                let range = if n.is_switch { 0..=0 } else { 1..=n.nports };
+                range.map(move |p| (i as u32, p, n, &self.ports[n.port_index(p)]))
+            })
+    }
+}

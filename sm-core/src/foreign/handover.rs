@@ -350,13 +350,7 @@ impl Sweeper {
             set_failed: false,
         });
         self.push(Op::SmInfoGet, f.node, f.port, SmInfo::MOD_HANDOVER as u16);
-        self.state = SmState::Standby;
-        self.subnet_up = false;
-        self.lid_ok = false;
-        self.phase = Phase::Idle;
-        self.heavy_pending = None;
-        self.first_sweep_done = true;
-        self.next_light = Some(self.now + self.cfg.sweep_interval);
+        self.stop_writing();
         self.events.push_back(Event::HandoverSent {
             guid: f.guid,
             priority: f.priority,
