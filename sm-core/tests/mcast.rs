@@ -389,6 +389,27 @@ fn expected_top(t: &sm_core::MftTables, sw: Guid) -> u16 {
 
 const SWITCH_INFO: u16 = 0x12;
 
+/// Every switch holds the MulticastFDBTop of the tables the sweeper knows, and the Sets
+/// since the log was last taken hold one SwitchInfo Set for each switch whose top is not
+/// 0xBFFF and none for the others. Returns how many switches got a top above 0xBFFF.
+fn check_tops_written(h: &mut Harness, t: &Topology) -> usize {
+    let log = h.fab.take_set_log();
+    let known = h.sw.mft_tables().clone();
+    let mut raised = 0;
+    for (id, n) in t.switches() {
+        let want = expected_top(&known, n.node_guid);
+        let top = h.fab.multicast_fdb_top(id).unwrap();
+        assert_eq!(top, want, "{}", n.node_guid);
+        let si = log
+            .iter()
+            .filter(|r| r.attr == SWITCH_INFO && r.node == id)
+            .count();
+        assert_eq!(si, usize::from(want != 0xBFFF), "{}", n.node_guid);
+        raised += usize::from(want != 0xBFFF);
+    }
+    raised
+}
+
 /// ft2:8 at SUBNET UP on a simulator whose switches honour MulticastFDBTop.
 fn up_honouring_mft_top(seed: u64) -> (Topology, Harness) {
     let t = topo("ft2:8");
@@ -419,25 +440,7 @@ fn switches_that_honour_multicast_fdb_top_get_it_written() {
     h.fab.take_set_log();
     h.sw.set_multicast(h.now, gs.clone());
     settle(&mut h);
-    let log = h.fab.take_set_log();
-    let known = h.sw.mft_tables().clone();
-    let mut raised = 0;
-    for (id, n) in t.switches() {
-        let want = expected_top(&known, n.node_guid);
-        assert_eq!(
-            h.fab.multicast_fdb_top(id).unwrap(),
-            want,
-            "{}",
-            n.node_guid
-        );
-        let si_sets = log
-            .iter()
-            .filter(|r| r.attr == SWITCH_INFO && r.node == id)
-            .count();
-        assert_eq!(si_sets, usize::from(want != 0xBFFF), "{}", n.node_guid);
-        raised += usize::from(want != 0xBFFF);
-    }
-    assert!(raised > 0);
+    assert!(check_tops_written(&mut h, &t) > 0);
     check_delivery(&mut h, &t, &gs);
     // A quiet heavy sweep rewrites neither blocks nor tops.
     h.sw.request_sweep(h.now, true);
@@ -509,21 +512,6 @@ fn groups_handed_over_during_a_heavy_sweep_get_their_top_in_its_switch_info_set(
     assert_ne!(h.sw.phase(), Phase::Idle);
     assert!(h.heavy_done());
     settle(&mut h);
-    let log = h.fab.take_set_log();
-    let known = h.sw.mft_tables().clone();
-    for (id, n) in t.switches() {
-        let want = expected_top(&known, n.node_guid);
-        assert_eq!(
-            h.fab.multicast_fdb_top(id).unwrap(),
-            want,
-            "{}",
-            n.node_guid
-        );
-        let si = log
-            .iter()
-            .filter(|r| r.attr == SWITCH_INFO && r.node == id)
-            .count();
-        assert_eq!(si, usize::from(want != 0xBFFF), "{}", n.node_guid);
-    }
+    check_tops_written(&mut h, &t);
     check_delivery(&mut h, &t, &gs);
 }
