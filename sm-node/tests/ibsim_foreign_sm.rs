@@ -108,6 +108,15 @@ impl Watched {
         &self.log
     }
 
+    /// The first line read so far containing `pat` (panics with `what` when none).
+    fn seen(&mut self, pat: &str, what: &str) -> String {
+        self.drain()
+            .iter()
+            .find(|l| l.contains(pat))
+            .cloned()
+            .unwrap_or_else(|| panic!("{what}"))
+    }
+
     fn pid(&self) -> u32 {
         self.child.id()
     }
@@ -191,6 +200,17 @@ fn sminfo(sim: &Ibsim, host: &str) -> (u64, u8, String) {
     (guid, prio, state)
 }
 
+/// `sminfo` at Hca3 (reading the SM its port's MasterSMLID names) says MASTER `guid` at
+/// `priority`.
+fn assert_sminfo_master(sim: &Ibsim, guid: u64, priority: u8, why: &str) {
+    let (g, p, state) = sminfo(sim, "Hca3");
+    assert_eq!(
+        (g, p, state.as_str()),
+        (guid, priority, "SMINFO_MASTER"),
+        "{why}"
+    );
+}
+
 /// The hex number after `key` in `line`.
 fn hex_after(line: &str, key: &str) -> u64 {
     let rest = line
@@ -232,12 +252,7 @@ fn opensm_masters_ours_stands_by_then_takes_over() {
     let osm_guid = hex_after(&standby, "master ");
     assert!(standby.contains("priority 15"), "{standby}");
     assert_eq!(num_before(&standby, " Sets sent so far"), 0, "{standby}");
-    let (guid, prio, state) = sminfo(&sim, "Hca3");
-    assert_eq!(
-        (guid, prio, state.as_str()),
-        (osm_guid, 15, "SMINFO_MASTER"),
-        "sminfo names OpenSM"
-    );
+    assert_sminfo_master(&sim, osm_guid, 15, "sminfo names OpenSM");
 
     // OpenSM goes away (SIGTERM by PID): ours notices after its unanswered polls.
     let osm_log = osm.terminate();
@@ -266,19 +281,12 @@ fn opensm_masters_ours_stands_by_then_takes_over() {
         .expect("PROGRAMMING COMPLETE after the LFT check");
     let written = num_before(&prog, " LFT blocks,");
     assert_eq!(written, read - kept, "only blocks found wrong are written");
-    let port = ours
-        .drain()
-        .iter()
-        .find(|l| l.contains("entering MASTER state (priority 0, port "))
-        .cloned()
-        .expect("start line with our port");
-    let our_guid = hex_after(&port, "port ");
-    let (guid, prio, state) = sminfo(&sim, "Hca3");
-    assert_eq!(
-        (guid, prio, state.as_str()),
-        (our_guid, 0, "SMINFO_MASTER"),
-        "sminfo names ours after the takeover"
+    let port = ours.seen(
+        "entering MASTER state (priority 0, port ",
+        "start line with our port",
     );
+    let our_guid = hex_after(&port, "port ");
+    assert_sminfo_master(&sim, our_guid, 0, "sminfo names ours after the takeover");
     println!("{standby}\n{gone}\n{check}\n{prog}");
     println!(
         "takeover noticed {:.1} s after OpenSM exited; OpenSM logged {} lines",
@@ -298,12 +306,10 @@ fn ours_masters_opensm_stands_by() {
     let sim = Ibsim::start(Path::new(NET_2SW2PATH4HCA), &[]).expect("ibsim");
     let mut ours = start_ours(&sim, "Hca1", 15);
     ours.wait_for("SUBNET UP", |l| l.contains("SUBNET UP after"));
-    let port = ours
-        .drain()
-        .iter()
-        .find(|l| l.contains("entering MASTER state (priority 15, port "))
-        .cloned()
-        .expect("start line with our port");
+    let port = ours.seen(
+        "entering MASTER state (priority 15, port ",
+        "start line with our port",
+    );
     let our_guid = hex_after(&port, "port ");
     let mut osm = start_opensm(&sim, "Hca2", 0);
     let line = osm.wait_for("OpenSM STANDBY or MASTER", |l| {
@@ -314,12 +320,7 @@ fn ours_masters_opensm_stands_by() {
         "OpenSM (priority 0) did not yield to our MASTER (priority 15): {line}\n{}",
         osm.drain().join("\n")
     );
-    let (guid, prio, state) = sminfo(&sim, "Hca3");
-    assert_eq!(
-        (guid, prio, state.as_str()),
-        (our_guid, 15, "SMINFO_MASTER"),
-        "sminfo names ours"
-    );
+    assert_sminfo_master(&sim, our_guid, 15, "sminfo names ours");
     // Ours saw OpenSM through the trap 144 its IsSM raised, and carries on.
     let seen = ours.wait_for("OpenSM in our SMInfo scan", |l| {
         l.contains("SMInfo of") && l.contains("priority 0 state")
@@ -475,25 +476,18 @@ fn opensm_hands_over_to_higher_ours() {
         l.contains("entering MASTER state (priority 15)")
     });
     let took = started.elapsed();
-    let check = ours
-        .drain()
-        .iter()
-        .find(|l| l.contains("LFT CHECK COMPLETE"))
-        .cloned()
-        .expect("the LFT read-back of the takeover");
+    let check = ours.seen("LFT CHECK COMPLETE", "the LFT read-back of the takeover");
     let osm_standby = osm.wait_for("OpenSM STANDBY", |l| l.contains("Entering STANDBY state"));
-    let port = ours
-        .drain()
-        .iter()
-        .find(|l| l.contains("entering MASTER state (priority 15, port "))
-        .cloned()
-        .expect("start line with our port");
+    let port = ours.seen(
+        "entering MASTER state (priority 15, port ",
+        "start line with our port",
+    );
     let our_guid = hex_after(&port, "port ");
-    let (guid, prio, state) = sminfo(&sim, "Hca3");
-    assert_eq!(
-        (guid, prio, state.as_str()),
-        (our_guid, 15, "SMINFO_MASTER"),
-        "sminfo names ours after OpenSM's handover"
+    assert_sminfo_master(
+        &sim,
+        our_guid,
+        15,
+        "sminfo names ours after OpenSM's handover",
     );
     let osm_log = osm.terminate();
     let errs = smi_errors(&osm_log);
