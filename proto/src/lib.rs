@@ -41,6 +41,21 @@ pub mod quorum {
         /// Version 1.
         pub mod v1 {
             include!(concat!(env!("OUT_DIR"), "/quorum.admin.v1.rs"));
+
+            impl Role {
+                /// The name operators read (`leader`, `pre-candidate`, `-` when unknown) of
+                /// a wire value; values this build does not know read as `-`.
+                pub fn label(wire: i32) -> &'static str {
+                    match Role::try_from(wire).unwrap_or(Role::Unspecified) {
+                        Role::Leader => "leader",
+                        Role::Follower => "follower",
+                        Role::Candidate => "candidate",
+                        Role::PreCandidate => "pre-candidate",
+                        Role::Unreachable => "unreachable",
+                        Role::Unspecified => "-",
+                    }
+                }
+            }
         }
     }
 }

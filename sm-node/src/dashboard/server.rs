@@ -13,7 +13,8 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use proto::admin::sm_admin_server::SmAdmin;
 use proto::admin::{
-    AuditRequest, ClusterStatusRequest, ListNodesRequest, ListTenantsRequest, Role, SmInfoRequest,
+    AuditRequest, ClusterStatusRequest, ListNodesReply, ListNodesRequest, ListTenantsRequest, Role,
+    SmInfoReply, SmInfoRequest,
 };
 use std::sync::{Arc, Mutex};
 use tokio::sync::broadcast;
@@ -131,15 +132,22 @@ async fn app_js(State(d): D, h: HeaderMap) -> Response {
         .into_response()
 }
 
-fn role_name(r: i32) -> &'static str {
-    match Role::try_from(r).unwrap_or(Role::Unspecified) {
-        Role::Leader => "leader",
-        Role::Follower => "follower",
-        Role::Candidate => "candidate",
-        Role::PreCandidate => "pre-candidate",
-        Role::Unreachable => "unreachable",
-        Role::Unspecified => "-",
-    }
+/// The fabric's nodes as the admin API lists them (an error answer as the response).
+async fn list_nodes(d: &Dash, t: Option<&str>) -> Result<ListNodesReply, Response> {
+    d.svc
+        .list_nodes(access::request(ListNodesRequest::default(), t))
+        .await
+        .map(|r| r.into_inner())
+        .map_err(status_err)
+}
+
+/// The master's SMInfo, when one answers.
+async fn sm_info(d: &Dash, t: Option<&str>) -> Option<SmInfoReply> {
+    d.svc
+        .sm_info(access::request(SmInfoRequest::default(), t))
+        .await
+        .ok()
+        .map(|r| r.into_inner())
 }
 
 async fn status(State(d): D, h: HeaderMap) -> Response {
@@ -156,19 +164,10 @@ async fn status(State(d): D, h: HeaderMap) -> Response {
         Ok(r) => r.into_inner(),
         Err(e) => return status_err(e),
     };
-    let sm = d
-        .svc
-        .sm_info(access::request(SmInfoRequest::default(), t))
-        .await
-        .ok()
-        .map(|r| r.into_inner());
-    let nodes = match d
-        .svc
-        .list_nodes(access::request(ListNodesRequest::default(), t))
-        .await
-    {
-        Ok(r) => r.into_inner(),
-        Err(e) => return status_err(e),
+    let sm = sm_info(&d, t).await;
+    let nodes = match list_nodes(&d, t).await {
+        Ok(n) => n,
+        Err(r) => return r,
     };
     let switches = nodes
         .nodes
@@ -188,7 +187,7 @@ async fn status(State(d): D, h: HeaderMap) -> Response {
         "intent_pending": st.intent_pending,
         "replicas": st.replicas.iter().map(|r| serde_json::json!({
             "id": r.id, "admin_address": r.admin_address, "priority": r.priority,
-            "role": role_name(r.role), "match_index": r.match_index, "lag": r.lag,
+            "role": Role::label(r.role), "match_index": r.match_index, "lag": r.lag,
             "voter": r.voter,
         })).collect::<Vec<_>>(),
         "sm": sm.map(|s| serde_json::json!({
@@ -211,20 +210,11 @@ async fn fabric_svg(State(d): D, h: HeaderMap) -> Response {
         Err(r) => return r.into_response(),
     };
     let t = tok.as_deref();
-    let nodes = match d
-        .svc
-        .list_nodes(access::request(ListNodesRequest::default(), t))
-        .await
-    {
-        Ok(r) => r.into_inner(),
-        Err(e) => return status_err(e),
+    let nodes = match list_nodes(&d, t).await {
+        Ok(n) => n,
+        Err(r) => return r,
     };
-    let sm = d
-        .svc
-        .sm_info(access::request(SmInfoRequest::default(), t))
-        .await
-        .ok()
-        .map(|r| r.into_inner());
+    let sm = sm_info(&d, t).await;
     let key = (nodes.applied_index, sm.as_ref().map_or(0, |s| s.sm_guid));
     if let Ok(c) = d.fabric_cache.lock()
         && let Some((k, text)) = c.as_ref()

@@ -6,17 +6,6 @@ use clap::{Args, Subcommand};
 use proto::admin::*;
 use std::process::ExitCode;
 
-fn role_name(r: i32) -> &'static str {
-    match Role::try_from(r).unwrap_or(Role::Unspecified) {
-        Role::Leader => "leader",
-        Role::Follower => "follower",
-        Role::Candidate => "candidate",
-        Role::PreCandidate => "pre-candidate",
-        Role::Unreachable => "unreachable",
-        Role::Unspecified => "-",
-    }
-}
-
 fn json<T: serde::Serialize>(v: &T) -> anyhow::Result<ExitCode> {
     println!("{}", serde_json::to_string_pretty(v)?);
     Ok(ExitCode::SUCCESS)
@@ -106,7 +95,7 @@ pub fn cluster(o: ReadOpts) -> anyhow::Result<ExitCode> {
                 .iter()
                 .map(|r| {
                     serde_json::json!({
-                "id": r.id, "address": r.admin_address, "role": role_name(r.role),
+                "id": r.id, "address": r.admin_address, "role": Role::label(r.role),
                 "match_index": r.match_index, "lag": r.lag, "priority": r.priority,
                 "port_guid": format!("{:#018x}", r.port_guid), "voter": r.voter})
                 })
@@ -154,7 +143,7 @@ pub fn cluster(o: ReadOpts) -> anyhow::Result<ExitCode> {
                 "{:>3}  {:<21} {:<12} {:>8} {:>5}  {}",
                 r.id,
                 r.admin_address,
-                role_name(r.role),
+                Role::label(r.role),
                 r.match_index,
                 r.lag,
                 if r.voter { "yes" } else { "no" }

@@ -6,32 +6,25 @@ use crate::master::PortInfoAsRead;
 use mad::PortInfo;
 use proto::admin::{GetPortReply, PortInfoField};
 
-fn width(mask: u8) -> String {
-    const NAMES: [(u8, &str); 5] = [(1, "1X"), (2, "4X"), (4, "8X"), (8, "12X"), (16, "2X")];
-    let v: Vec<&str> = NAMES
+/// The names of the bits set in `mask`, joined with " or " as `smpquery` prints them;
+/// None when no named bit is set.
+fn bit_names(mask: u8, names: &[(u8, &str)]) -> Option<String> {
+    let v: Vec<&str> = names
         .iter()
         .filter(|(b, _)| mask & b != 0)
         .map(|(_, n)| *n)
         .collect();
-    if v.is_empty() {
-        format!("undefined ({mask})")
-    } else {
-        v.join(" or ")
-    }
+    (!v.is_empty()).then(|| v.join(" or "))
+}
+
+fn width(mask: u8) -> String {
+    const NAMES: [(u8, &str); 5] = [(1, "1X"), (2, "4X"), (4, "8X"), (8, "12X"), (16, "2X")];
+    bit_names(mask, &NAMES).unwrap_or_else(|| format!("undefined ({mask})"))
 }
 
 fn speed(mask: u8) -> String {
     const NAMES: [(u8, &str); 3] = [(1, "2.5 Gbps"), (2, "5.0 Gbps"), (4, "10.0 Gbps")];
-    let v: Vec<&str> = NAMES
-        .iter()
-        .filter(|(b, _)| mask & b != 0)
-        .map(|(_, n)| *n)
-        .collect();
-    if v.is_empty() {
-        format!("undefined ({mask})")
-    } else {
-        v.join(" or ")
-    }
+    bit_names(mask, &NAMES).unwrap_or_else(|| format!("undefined ({mask})"))
 }
 
 fn speed_ext(v: u8) -> String {
@@ -44,16 +37,7 @@ fn speed_ext(v: u8) -> String {
     if v == 0 {
         return "No Extended Speed".into();
     }
-    let n: Vec<&str> = NAMES
-        .iter()
-        .filter(|(b, _)| v & b != 0)
-        .map(|(_, n)| *n)
-        .collect();
-    if n.is_empty() {
-        v.to_string()
-    } else {
-        n.join(" or ")
-    }
+    bit_names(v, &NAMES).unwrap_or_else(|| v.to_string())
 }
 
 /// PortInfo.PortState as `smpquery` names it.
