@@ -56,7 +56,7 @@ impl Sweeper {
             Op::LightSwitchInfo => self.on_light_switch_info(req, SwitchInfo::decode(&smp.data)),
             Op::ReadBack => self.on_readback_reply(req, smp),
             // The answer to a handover Set: nothing to do (the wait polls).
-            Op::SmInfoGet if req.arg != 0 => {}
+            Op::SmInfoSet => {}
             Op::SmInfoGet => {
                 if let Ok(i) = smp.attr::<mad::SmInfo>() {
                     self.on_sm_info(req, i);
@@ -83,7 +83,7 @@ impl Sweeper {
             Op::ReadBack => self.on_readback_failed(req),
             // Another SM that does not answer (or a block not read back) stops nothing: the
             // SM is taken to be absent, the block is written.
-            Op::SmInfoGet if req.arg != 0 => self.sm_info_set_failed(req),
+            Op::SmInfoSet => self.sm_info_set_failed(req),
             Op::SmInfoGet | Op::LftGet => {}
             Op::LftSet
             | Op::PKeySet

@@ -41,6 +41,9 @@ pub(crate) enum Op {
     ReadBack,
     /// SMInfo Get of another SM at `port` of `node` (see `foreign`).
     SmInfoGet,
+    /// SMInfo Set to another SM with modifier `arg` (HANDOVER, ACKNOWLEDGE; see
+    /// `foreign::handover`).
+    SmInfoSet,
     /// LinearForwardingTable block `arg` Get before writing it (see `foreign`).
     LftGet,
 }

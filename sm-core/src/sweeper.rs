@@ -383,7 +383,7 @@ impl Sweeper {
         self.now = self.now.max(now);
         while let Some((gate, mut req)) = self.win.expired(now) {
             self.counters.timeouts += 1;
-            if req.op != Op::SmInfoGet {
+            if !matches!(req.op, Op::SmInfoGet | Op::SmInfoSet) {
                 self.key_timed_out(&req);
             }
             if req.lid_routed {
@@ -685,9 +685,8 @@ impl Sweeper {
                 Sweeper::mft_modifier(req),
             ),
             Op::ReadBack => self.readback_attr(req),
-            // `arg` 0: Get; otherwise a Set with that modifier (HANDOVER, ACKNOWLEDGE).
-            Op::SmInfoGet if req.arg == 0 => (Method::GET, AttributeId::SM_INFO, 0),
-            Op::SmInfoGet => (Method::SET, AttributeId::SM_INFO, u32::from(req.arg)),
+            Op::SmInfoGet => (Method::GET, AttributeId::SM_INFO, 0),
+            Op::SmInfoSet => (Method::SET, AttributeId::SM_INFO, u32::from(req.arg)),
             Op::LftGet => (
                 Method::GET,
                 AttributeId::LINEAR_FORWARDING_TABLE,
@@ -712,7 +711,7 @@ impl Sweeper {
             )
         };
         smp.m_key = self.key_for(req).0;
-        if req.op == Op::SmInfoGet && method == Method::SET {
+        if req.op == Op::SmInfoSet {
             self.fill_sm_info_set(req, &mut smp.data);
         } else if method == Method::SET {
             self.fill_set(req, &mut smp.data)?;

@@ -274,7 +274,7 @@ impl Sweeper {
         // no ACKNOWLEDGE at all): its answer is counted as stale.
         let sent = at.is_some_and(|(node, port)| {
             let req = Req {
-                op: Op::SmInfoGet,
+                op: Op::SmInfoSet,
                 node,
                 port,
                 arg: SmInfo::MOD_ACKNOWLEDGE as u16,
@@ -313,7 +313,7 @@ impl Sweeper {
             return;
         };
         if let Some((node, port)) = self.locate(guid) {
-            self.push(Op::SmInfoGet, node, port, SmInfo::MOD_ACKNOWLEDGE as u16);
+            self.push(Op::SmInfoSet, node, port, SmInfo::MOD_ACKNOWLEDGE as u16);
             self.events.push_back(Event::AcknowledgeSent { guid });
         }
     }
@@ -349,7 +349,7 @@ impl Sweeper {
             polls: 0,
             set_failed: false,
         });
-        self.push(Op::SmInfoGet, f.node, f.port, SmInfo::MOD_HANDOVER as u16);
+        self.push(Op::SmInfoSet, f.node, f.port, SmInfo::MOD_HANDOVER as u16);
         self.stop_writing();
         self.events.push_back(Event::HandoverSent {
             guid: f.guid,
