@@ -18,6 +18,9 @@ pub enum ChaosError {
     /// raft-rs refused a configuration or storage operation.
     #[error("CHAOS-E003 raft: {0}")]
     Raft(#[from] raft::Error),
+    /// A replica core could not be built (its configuration or its disk).
+    #[error("CHAOS-E007 replica: {0}")]
+    Replica(#[from] replica_core::CoreError),
     /// The sweeper refused its configuration.
     #[error("CHAOS-E004 sweeper: {0}")]
     Sweeper(#[from] sm_core::SmError),

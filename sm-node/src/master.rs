@@ -76,7 +76,7 @@ pub struct MasterActor {
     /// Where intents go (a Raft cluster's master); None: they stay queued in the sweeper.
     intents: Option<UnboundedSender<sm_core::IntentEvent>>,
     /// The replica's write lease (a Raft cluster's master): Sets leave only within it.
-    lease: Option<std::sync::Arc<crate::cluster::lease::Lease>>,
+    lease: Option<std::sync::Arc<crate::fence::Lease>>,
     /// Callers waiting for a P_KeyTable read-back, by read-back id.
     readbacks: std::collections::HashMap<sm_core::ReadbackId, ReadbackReply>,
     /// Wall time (Unix ms) each recent heavy sweep's discovery completed, by sweep number.
@@ -84,7 +84,7 @@ pub struct MasterActor {
     /// The SA (when the transport carries GMPs and this is the master).
     sa: Option<crate::sa_service::SaService>,
     /// Where SA state changes are proposed (a Raft cluster's master).
-    sa_proposer: Option<Recipient<crate::cluster::raft_actor::Propose>>,
+    sa_proposer: Option<Recipient<crate::propose::Propose>>,
     /// The sweeper stood by for a foreign master since it last reached SUBNET UP.
     stood_by: bool,
 }
@@ -493,13 +493,13 @@ impl Handler<Shutdown> for MasterActor {
 
 /// Reads the master's tables (guid2lid, LFTs, P_Key tables) to record them in the log.
 #[derive(Message)]
-#[rtype(result = "crate::cluster::seed::SweepTables")]
+#[rtype(result = "replica_core::SweepTables")]
 pub struct GetTables;
 
 impl Handler<GetTables> for MasterActor {
     type Result = MessageResult<GetTables>;
     fn handle(&mut self, _: GetTables, _: &mut Context<Self>) -> Self::Result {
-        MessageResult(crate::cluster::seed::SweepTables {
+        MessageResult(replica_core::SweepTables {
             guid2lid: self.sweeper.guid2lid().clone(),
             lfts: self.sweeper.lfts().cloned(),
             pkeys: self.sweeper.pkey_tables(),
@@ -533,7 +533,7 @@ pub struct SetIntentSink {
     /// Where intents go.
     pub intents: UnboundedSender<sm_core::IntentEvent>,
     /// The write lease.
-    pub lease: std::sync::Arc<crate::cluster::lease::Lease>,
+    pub lease: std::sync::Arc<crate::fence::Lease>,
 }
 
 impl Handler<SetIntentSink> for MasterActor {
@@ -708,7 +708,7 @@ impl MasterActor {
                         kind: Some(proto::state::command::Kind::SetSaState(state)),
                     };
                     let fut = async move {
-                        match p.send(crate::cluster::raft_actor::Propose(cmd)).await {
+                        match p.send(crate::propose::Propose(cmd)).await {
                             Ok(Ok(rx)) => rx.await.map(|r| r.accepted).unwrap_or(false),
                             _ => false,
                         }
@@ -765,7 +765,7 @@ pub struct SetSaState {
     /// The replicated SA state.
     pub state: proto::state::SaState,
     /// Where changes are proposed.
-    pub proposer: Recipient<crate::cluster::raft_actor::Propose>,
+    pub proposer: Recipient<crate::propose::Propose>,
 }
 
 impl Handler<SetSaState> for MasterActor {

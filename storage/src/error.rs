@@ -9,6 +9,7 @@
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// sled failed (IO error, corruption detected by sled, unsupported on-disk version...).
+    #[cfg(feature = "sled")]
     #[error("STORAGE-E001 sled: {0}")]
     Sled(#[from] sled::Error),
 
@@ -179,6 +180,7 @@ pub enum Error {
     Poisoned,
 }
 
+#[cfg(feature = "sled")]
 impl From<sled::transaction::TransactionError<Error>> for Error {
     fn from(e: sled::transaction::TransactionError<Error>) -> Self {
         match e {

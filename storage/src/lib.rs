@@ -65,9 +65,13 @@ pub mod conformance;
 pub mod error;
 pub mod log;
 pub mod mem;
+#[cfg(feature = "sled")]
 pub mod sled_storage;
+pub mod volatile;
 
 pub use error::{Error, Result};
 pub use log::{AppliedState, RaftLog};
 pub use mem::MemRaftLog;
+#[cfg(feature = "sled")]
 pub use sled_storage::SledStorage;
+pub use volatile::VolatileLog;

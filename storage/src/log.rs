@@ -23,6 +23,19 @@ pub struct AppliedState {
 /// Ready is: `apply_snapshot`, `append`, `set_hardstate`, `flush`, then send the persisted
 /// messages.
 pub trait RaftLog: raft::Storage {
+    /// Gives a new, empty log its first conf state (every replica of a new cluster starts
+    /// with the same voters). Not durable before [`RaftLog::flush`].
+    ///
+    /// Errors: [`crate::Error::AlreadyInitialized`] when the log holds anything already.
+    fn initialize(&self, cs: ConfState) -> Result<()>;
+
+    /// When raft asked for a snapshot this log could not give (none stored, or older than
+    /// the index raft requested): the index it must be at least, and the request is cleared.
+    /// The replica then calls [`RaftLog::create_snapshot`]. Logs that never refuse: `None`.
+    fn take_snapshot_request(&self) -> Option<u64> {
+        None
+    }
+
     /// Appends `entries` (consecutive indexes). Entries at or after `entries[0].index`
     /// already in the log are replaced (the conflicting suffix is truncated).
     ///

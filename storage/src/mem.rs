@@ -24,11 +24,21 @@ struct Extra {
     applied: Option<AppliedState>,
 }
 
+/// A snapshot raft asked for and this log could not give (as `SledStorage` keeps it).
+#[derive(Debug, Default)]
+struct Wanted {
+    /// Raft asked.
+    asked: std::sync::atomic::AtomicBool,
+    /// The index it must be at least.
+    index: std::sync::atomic::AtomicU64,
+}
+
 /// raft-rs's `MemStorage` implementing [`RaftLog`]. Not durable: `flush` does nothing.
 #[derive(Clone, Default)]
 pub struct MemRaftLog {
     store: MemStorage,
     extra: Arc<RwLock<Extra>>,
+    wanted: Arc<Wanted>,
 }
 
 impl MemRaftLog {
@@ -42,6 +52,7 @@ impl MemRaftLog {
         MemRaftLog {
             store: MemStorage::new_with_conf_state(cs),
             extra: Arc::default(),
+            wanted: Arc::default(),
         }
     }
 
@@ -94,6 +105,9 @@ impl Storage for MemRaftLog {
             || index < request_index
             || extra.snapshot.get_metadata().get_conf_state() != &current_conf
         {
+            use std::sync::atomic::Ordering;
+            self.wanted.index.fetch_max(request_index, Ordering::AcqRel);
+            self.wanted.asked.store(true, Ordering::Release);
             return Err(raft::Error::Store(
                 StorageError::SnapshotTemporarilyUnavailable,
             ));
@@ -103,6 +117,27 @@ impl Storage for MemRaftLog {
 }
 
 impl RaftLog for MemRaftLog {
+    fn initialize(&self, cs: ConfState) -> Result<()> {
+        let _writer = self.extra_write()?;
+        let st = self.store.initial_state()?;
+        if st.initialized()
+            || st.hard_state != HardState::default()
+            || self.store.last_index()? != 0
+        {
+            return Err(Error::AlreadyInitialized);
+        }
+        self.store.wl().set_conf_state(cs);
+        Ok(())
+    }
+
+    fn take_snapshot_request(&self) -> Option<u64> {
+        use std::sync::atomic::Ordering;
+        self.wanted
+            .asked
+            .swap(false, Ordering::AcqRel)
+            .then(|| self.wanted.index.swap(0, Ordering::AcqRel))
+    }
+
     fn append(&self, ents: &[Entry]) -> Result<()> {
         let Some(first) = ents.first() else {
             return Ok(());

@@ -387,6 +387,14 @@ impl raft::Storage for SledStorage {
 }
 
 impl RaftLog for SledStorage {
+    fn initialize(&self, cs: ConfState) -> Result<()> {
+        self.initialize_with_conf_state(cs)
+    }
+
+    fn take_snapshot_request(&self) -> Option<u64> {
+        SledStorage::take_snapshot_request(self)
+    }
+
     fn append(&self, ents: &[Entry]) -> Result<()> {
         let (Some(first), Some(last)) = (ents.first(), ents.last()) else {
             return Ok(());

@@ -181,6 +181,28 @@ impl Checker {
         Ok(())
     }
 
+    /// A linearizable read through `replica` returned policy version `got`; every version
+    /// acknowledged before it began (the highest is `floor`) must be visible to it.
+    pub fn read(
+        &mut self,
+        now: VTime,
+        replica: u64,
+        floor: u64,
+        got: u64,
+    ) -> Result<(), Violation> {
+        self.checks += 1;
+        if got < floor {
+            return Self::fail(
+                now,
+                format!(
+                    "INV-READ a linearizable read through replica {replica} returned policy \
+                     version {got} after version {floor} was acknowledged"
+                ),
+            );
+        }
+        Ok(())
+    }
+
     /// The entry committed at `index` (term, hash), if any replica applied it.
     pub fn committed_at(&self, index: u64) -> Option<(u64, u64)> {
         self.committed.get(&index).copied()

@@ -49,6 +49,14 @@ pub struct RunStats {
     pub fabric_faults: u64,
     /// Client policy proposals.
     pub policies_proposed: u64,
+    /// Linearizable reads answered (each checked against the acknowledged writes).
+    pub reads: u64,
+    /// Leadership transfers asked for.
+    pub transfers: u64,
+    /// Graceful stops (SIGTERM) asked for.
+    pub graceful_stops: u64,
+    /// Voters removed.
+    pub membership_changes: u64,
     /// Masters started.
     pub masters: u64,
     /// Faults that hit the replica holding the master.

@@ -1,40 +1,34 @@
-//! One simulated replica: raft-rs `RawNode` on a `MemStorage` that survives crashes (the
-//! "disk"), the `ReplicatedState` it applies committed entries to, the write lease, and
-//! while it leads with a valid lease, a master: an sm-core `Sweeper` attached to the
-//! fabric at this replica's port.
+//! One simulated replica: the production replica core (`replica_core::ReplicaCore`) on a
+//! disk that loses what was not flushed when the machine dies (`storage::VolatileLog`), and
+//! the sweepers the core asks for — its master and its standby SM, sm-core `Sweeper`s
+//! attached to the simulated fabric at this replica's port.
 //!
-//! This is the sans-IO twin of `sm_node::cluster::raft_actor::RaftActor`: the Ready
-//! handling follows the same order (messages, committed entries, append + hard state,
-//! persisted messages, light ready), the lease is the same rule (the quorum-th most recent
-//! acknowledgement of this leader's term, self counting as now, plus half the minimum
-//! election timeout), and a master is seeded and keyed by `sm_node::cluster::seed`
-//! exactly as `RaftActor::start_master` does.
+//! This file is only the simulation's driver of the core: it delivers messages and ticks on
+//! virtual time and carries out the core's outputs, as the daemon's actor does with sled,
+//! tonic and actix. No Raft, apply, seeding, lease or intent rule is restated here.
 
 use super::Variant;
 use super::net::Net;
 use fabric::Guid;
 use fabric_sim::{AttachId, SimFabric};
-use prost::Message as _;
-use proto::state::{Command, MasterRecord, command::Kind};
-use raft::eraftpb::{EntryType, Message};
-use raft::storage::MemStorage;
-use raft::{RawNode, StateRole};
+use proto::state::{ApplyPolicy, Command, command::Kind};
+use raft::eraftpb::Message;
 use replica::ReplicatedState;
+use replica_core::{CoreConfig, Output, ReplicaCore, Role, SweepTables};
 use sm_core::{Event, IntentEvent, Sweeper, SweeperConfig, VTime};
-use sm_node::cluster::seed;
 use std::collections::BTreeMap;
-
-/// The cluster's M_Key base in the simulation (the real node's default is private to it;
-/// any non-zero base exercises the same per-term rotation).
-pub const M_KEY_BASE: u64 = 0x5153_4D5F_4D4B_4559;
+use storage::VolatileLog;
 
 /// Raft timing (virtual): the real node's defaults, 50 ms ticks and a 10-tick election
 /// timeout.
 pub const TICK_NS: VTime = 50_000_000;
 /// Election timeout in ticks.
 pub const ELECTION_TICKS: usize = 10;
-/// Heartbeat interval in ticks.
-pub const HEARTBEAT_TICKS: usize = 2;
+/// Snapshot every this many applied entries (small, so that runs compact their logs and
+/// lagging replicas catch up from snapshots).
+pub const SNAPSHOT_EVERY: u64 = 40;
+/// Save the applied state every this many entries.
+pub const SAVE_EVERY: u64 = 16;
 
 /// What the nodes tell the world during a step (read by the checker).
 #[derive(Debug, Default)]
@@ -43,6 +37,8 @@ pub struct Observed {
     pub applied: Vec<(u64, u64, u64, u64)>,
     /// Client proposals acknowledged as accepted: (index, policy version, text).
     pub acked: Vec<(u64, u64, String)>,
+    /// Linearizable reads answered: (replica, lowest version it may return, version read).
+    pub reads: Vec<(u64, u64, u64)>,
     /// (replica, term) of every master started.
     pub masters: Vec<(u64, u64)>,
     /// (replica, term) of every SUBNET UP.
@@ -51,6 +47,8 @@ pub struct Observed {
     pub heavy_done: Vec<(u64, u64)>,
     /// (replica, term, failures) of every IntentDone a master emitted.
     pub intents_done: Vec<(u64, u64, bool)>,
+    /// (replica, why) of every replica whose core gave up.
+    pub fatal: Vec<(u64, String)>,
     /// Event lines for `--trace` (None: not kept).
     pub trace: Option<Vec<String>>,
 }
@@ -78,27 +76,22 @@ pub struct Ctx<'a> {
     pub variant: Variant,
 }
 
-/// The master role of one term.
-pub struct Master {
-    /// Term it was started for.
-    pub term: u64,
+/// A sweeper the core asked for, attached at this replica's port.
+pub struct Attached {
+    /// The core's generation of it.
+    pub gen_: u64,
+    /// Term it masters (None: the standby).
+    pub term: Option<u64>,
     /// The sweeper.
     pub sw: Sweeper,
-    /// Its attachment to the fabric.
-    pub at: AttachId,
-    /// Which start of a master on this replica it is (1, 2, ...): a master restarted
-    /// within its term (new policy) reuses the term's intent ids, so a seal is matched to
-    /// the instance that proposed it, never to a later one (the `RaftActor`'s generation).
-    pub instance: u64,
+    /// Its attachment (None: the unfenced driver's standby, which it never attaches).
+    pub at: Option<AttachId>,
 }
 
-enum Pending {
-    /// The seal of intent `intent` proposed by master instance `master` (see
-    /// [`Master::instance`]): only that instance hears of its commit, as in `RaftActor`,
-    /// where the answer goes to the master actor that proposed it.
-    Seal { intent: u64, master: u64 },
-    /// A client's ApplyPolicy.
-    Client { text: String },
+/// A linearizable read in flight: the lowest policy version it may return.
+#[derive(Clone, Copy, Debug)]
+struct ReadCall {
+    floor: u64,
 }
 
 /// One replica.
@@ -107,104 +100,79 @@ pub struct Node {
     pub id: u64,
     /// Its fabric port.
     pub port_guid: Guid,
-    voters: Vec<u64>,
-    disk: MemStorage,
-    raw: Option<RawNode<MemStorage>>,
-    /// Applied state (rebuilt from the log on restart).
-    pub state: ReplicatedState,
+    /// SM priority (the world raises one to test priority transfer).
+    pub priority: u8,
+    cfg: CoreConfig,
+    disk: VolatileLog,
+    core: Option<ReplicaCore<VolatileLog>>,
     /// SIGSTOP'ed: not driven, messages wait.
     pub paused: bool,
     /// Messages that arrived while paused.
     pub held: Vec<Message>,
     /// Next tick.
     pub next_tick: VTime,
-    acks: sm_node::cluster::lease::AckBook<VTime>,
-    /// End of the write lease (None: no lease).
-    pub lease_until: Option<VTime>,
-    leading: Option<(u64, u64)>,
-    /// The master role, while held.
-    pub master: Option<Master>,
-    pending: BTreeMap<u64, Pending>,
-    next_request: u64,
+    /// The master, while one runs.
+    pub master: Option<Attached>,
+    /// The standby SM, while one runs.
+    pub standby: Option<Attached>,
+    /// The unfenced driver's deposed master, still running.
+    pub zombie: Option<Attached>,
     /// Terms of masters stopped since the world last looked.
     pub stopped: Vec<u64>,
-    /// Masters started by this process so far (numbers [`Master::instance`]).
-    instances: u64,
-}
-
-fn logger() -> slog::Logger {
-    slog::Logger::root(slog::Discard, slog::o!())
-}
-
-/// FNV-1a of an entry (type and data): what the checker compares across replicas.
-pub fn entry_hash(kind: i32, data: &[u8]) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325 ^ (kind as u64);
-    for &b in data {
-        h ^= u64::from(b);
-        h = h.wrapping_mul(0x0000_0100_0000_01B3);
-    }
-    h
+    clients: BTreeMap<u64, String>,
+    reads: BTreeMap<u64, ReadCall>,
+    boots: u64,
+    last_state: ReplicatedState,
 }
 
 impl Node {
-    /// A fresh replica (empty disk with the voters), booted at `now` with its first tick at
-    /// `now + phase`.
+    /// A replica with an empty disk (the core initializes it with the voters), booted with
+    /// its first tick at `first_tick`; its random choices derive from `seed`.
     pub fn new(
         id: u64,
-        voters: Vec<u64>,
+        peers: &[u64],
         port_guid: Guid,
-        now: VTime,
-        phase: VTime,
-    ) -> Result<Node, raft::Error> {
-        let cs = raft::eraftpb::ConfState {
-            voters: voters.clone(),
-            ..Default::default()
-        };
-        let disk = MemStorage::new_with_conf_state(cs);
+        seed: u64,
+        first_tick: VTime,
+    ) -> Result<Node, replica_core::CoreError> {
+        let mut cfg = CoreConfig::new(id, peers.iter().map(|&p| (p, format!("sim:{p}"))).collect());
+        cfg.tick = TICK_NS;
+        cfg.election_ticks = ELECTION_TICKS;
+        cfg.snapshot_every = SNAPSHOT_EVERY;
+        cfg.save_applied_every = SAVE_EVERY;
+        cfg.port_guid = port_guid;
+        cfg.seed = seed;
+        cfg.observe_applied = true;
         let mut n = Node {
             id,
             port_guid,
-            voters,
-            disk,
-            raw: None,
-            state: ReplicatedState::new(),
+            priority: 0,
+            cfg,
+            disk: VolatileLog::new(),
+            core: None,
             paused: false,
             held: Vec::new(),
-            next_tick: now,
-            acks: sm_node::cluster::lease::AckBook::new(),
-            lease_until: None,
-            leading: None,
+            next_tick: first_tick,
             master: None,
-            pending: BTreeMap::new(),
-            next_request: id << 56,
+            standby: None,
+            zombie: None,
             stopped: Vec::new(),
-            instances: 0,
+            clients: BTreeMap::new(),
+            reads: BTreeMap::new(),
+            boots: 0,
+            last_state: ReplicatedState::new(),
         };
-        n.boot(now + phase)?;
+        n.boot(first_tick)?;
         Ok(n)
     }
 
-    /// Starts the process on its disk: a fresh RawNode, state rebuilt from the log (raft
-    /// hands every committed entry again since applied starts at 0).
-    pub fn boot(&mut self, first_tick: VTime) -> Result<(), raft::Error> {
-        // One fixed election timeout per replica (raft-rs draws its randomised timeout from
-        // an unseeded generator: a range of one value keeps the run deterministic); the
-        // replicas' tick phases differ, which breaks the symmetry.
-        let cfg = raft::Config {
-            id: self.id,
-            election_tick: ELECTION_TICKS,
-            heartbeat_tick: HEARTBEAT_TICKS,
-            min_election_tick: ELECTION_TICKS,
-            max_election_tick: ELECTION_TICKS + 1,
-            check_quorum: true,
-            pre_vote: true,
-            applied: 0,
-            max_size_per_msg: 1024 * 1024,
-            max_inflight_msgs: 256,
-            ..raft::Config::default()
-        };
-        self.raw = Some(RawNode::new(&cfg, self.disk.clone(), &logger())?);
-        self.state = ReplicatedState::new();
+    /// Starts the process on its disk: the core resumes from what was flushed.
+    pub fn boot(&mut self, first_tick: VTime) -> Result<(), replica_core::CoreError> {
+        self.boots += 1;
+        let mut cfg = self.cfg.clone();
+        cfg.seed = self.cfg.seed ^ self.boots.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        cfg.priority = self.priority;
+        self.core = Some(ReplicaCore::new(cfg, self.disk.clone())?);
         self.next_tick = first_tick;
         self.paused = false;
         self.held.clear();
@@ -213,536 +181,438 @@ impl Node {
 
     /// True while the process exists.
     pub fn is_up(&self) -> bool {
-        self.raw.is_some()
+        self.core.is_some()
     }
 
-    /// True when this replica is Raft leader (crashed: false).
+    /// True when this replica is Raft leader (down: false).
     pub fn is_leader(&self) -> bool {
-        self.raw
-            .as_ref()
-            .is_some_and(|r| r.raft.state == StateRole::Leader)
+        self.core.as_ref().is_some_and(|c| c.is_leader())
     }
 
-    /// Current Raft term (0 when crashed).
+    /// Current Raft term (0 when down).
     pub fn term(&self) -> u64 {
-        self.raw.as_ref().map_or(0, |r| r.raft.term)
+        self.core.as_ref().map_or(0, |c| c.term())
     }
 
-    /// Last log index on disk.
+    /// Last log index (0 when down).
     pub fn last_index(&self) -> u64 {
-        self.raw
-            .as_ref()
-            .map_or(0, |r| r.raft.raft_log.last_index())
+        self.core.as_ref().map_or(0, |c| c.last_index())
     }
 
-    /// kill -9: everything in memory is gone; the disk stays.
+    /// The applied state (the last one it had when down).
+    pub fn state(&self) -> &ReplicatedState {
+        self.core.as_ref().map_or(&self.last_state, |c| c.state())
+    }
+
+    /// The voters this replica's log records.
+    pub fn voters(&self) -> Vec<u64> {
+        self.core.as_ref().map_or_else(Vec::new, |c| {
+            c.status()
+                .replicas
+                .iter()
+                .filter(|p| p.voter)
+                .map(|p| p.id)
+                .collect()
+        })
+    }
+
+    /// The core (None when down).
+    pub fn core_mut(&mut self) -> Option<&mut ReplicaCore<VolatileLog>> {
+        self.core.as_mut()
+    }
+
+    /// kill -9: memory is gone, unflushed writes are lost, the disk stays.
     pub fn crash(&mut self, fab: &mut SimFabric) {
-        self.stop_master(fab);
-        self.raw = None;
+        if let Some(c) = self.core.take() {
+            self.last_state = c.state().clone();
+        }
+        // A VolatileLog only fails on a poisoned lock, which a panic elsewhere caused.
+        let _ = self.disk.crash();
+        for a in [self.master.take(), self.standby.take(), self.zombie.take()]
+            .into_iter()
+            .flatten()
+        {
+            if let Some(t) = a.term {
+                self.stopped.push(t);
+            }
+            if let Some(at) = a.at {
+                let _ = fab.detach(at);
+            }
+        }
         self.paused = false;
         self.held.clear();
-        self.acks = sm_node::cluster::lease::AckBook::new();
-        self.lease_until = None;
-        self.leading = None;
-        self.pending.clear();
+        self.clients.clear();
+        self.reads.clear();
     }
 
-    /// Stops the master role, if held (the sweeper goes, the port detaches).
-    pub fn stop_master(&mut self, fab: &mut SimFabric) {
-        if let Some(m) = self.master.take() {
-            self.stopped.push(m.term);
-            let _ = fab.detach(m.at);
+    /// One Raft tick, then the core's outputs.
+    pub fn tick(&mut self, cx: &mut Ctx<'_>) {
+        if let Some(c) = self.core.as_mut() {
+            c.tick(cx.now);
         }
+        self.drain(cx);
     }
 
-    /// One Raft tick.
-    pub fn tick(&mut self) {
-        if let Some(r) = self.raw.as_mut() {
-            r.tick();
+    /// A Raft message from the network, then the core's outputs.
+    pub fn step(&mut self, m: Message, cx: &mut Ctx<'_>) {
+        if let Some(c) = self.core.as_mut() {
+            c.step(cx.now, m);
         }
-    }
-
-    /// A Raft message from the network.
-    pub fn step(&mut self, m: Message, now: VTime) {
-        let Some(raw) = self.raw.as_mut() else {
-            return;
-        };
-        let mut m = m;
-        let term = (raw.raft.state == StateRole::Leader).then_some(raw.raft.term);
-        self.acks.receive(&mut m, term, now);
-        // A refused message (stale, unknown peer) changes nothing.
-        let _ = raw.step(m);
-    }
-
-    fn fresh_request(&mut self) -> u64 {
-        self.next_request += 1;
-        self.next_request
-    }
-
-    fn propose(&mut self, cmd: &Command) -> bool {
-        self.raw
-            .as_mut()
-            .is_some_and(|r| r.propose(vec![], cmd.encode_to_vec()).is_ok())
+        self.drain(cx);
     }
 
     /// A client's ApplyPolicy through this replica (true when proposed).
-    pub fn propose_policy(&mut self, text: &str) -> bool {
-        if !self.is_leader() {
+    pub fn propose_policy(&mut self, text: &str, cx: &mut Ctx<'_>) -> bool {
+        let Some(c) = self.core.as_mut() else {
             return false;
-        }
-        let rid = self.fresh_request();
+        };
         let cmd = Command {
-            request_id: rid,
-            kind: Some(Kind::ApplyPolicy(proto::state::ApplyPolicy {
+            request_id: 0,
+            kind: Some(Kind::ApplyPolicy(ApplyPolicy {
                 text: text.to_string(),
-                expected_version: self.state.policy().version,
+                expected_version: c.state().policy().version,
             })),
         };
-        let ok = self.propose(&cmd);
-        if ok {
-            self.pending.insert(
-                rid,
-                Pending::Client {
-                    text: text.to_string(),
-                },
-            );
+        let r = c.propose(cx.now, cmd);
+        if let Ok(request) = r {
+            self.clients.insert(request, text.to_string());
         }
-        ok
+        self.drain(cx);
+        r.is_ok()
     }
 
-    /// Handles every Ready (the RaftActor's order), then leadership bookkeeping.
-    pub fn process(&mut self, cx: &mut Ctx<'_>) -> Result<(), raft::Error> {
-        let Some(mut raw) = self.raw.take() else {
-            return Ok(());
+    /// A client's linearizable read of the policy version through this replica; it must
+    /// return at least `floor` (every version acknowledged before it began).
+    pub fn read_policy(&mut self, floor: u64, cx: &mut Ctx<'_>) -> bool {
+        let Some(c) = self.core.as_mut() else {
+            return false;
         };
-        let r = self.ready_loop(&mut raw, cx);
-        self.raw = Some(raw);
-        r?;
-        self.after_apply(cx);
-        // Starting a master proposes its record: hand that to Raft too.
-        if let Some(mut raw) = self.raw.take() {
-            let r = self.ready_loop(&mut raw, cx);
-            self.raw = Some(raw);
-            r?;
+        let r = c.read_index(cx.now);
+        if let Ok(t) = r {
+            self.reads.insert(t, ReadCall { floor });
         }
-        Ok(())
+        self.drain(cx);
+        r.is_ok()
     }
 
-    fn ready_loop(
+    /// Runs `f` on the core (when up), then carries out its outputs.
+    pub fn with_core<R>(
         &mut self,
-        raw: &mut RawNode<MemStorage>,
         cx: &mut Ctx<'_>,
-    ) -> Result<(), raft::Error> {
-        while raw.has_ready() {
-            let mut rd = raw.ready();
-            for m in rd.take_messages() {
-                {
-                    let mut m = m;
-                    self.acks.stamp(&mut m, cx.now);
-                    cx.net.send(cx.now, m);
-                }
-            }
-            if !rd.snapshot().is_empty() {
-                // Never produced: the simulation does not compact its logs, so a leader
-                // always has the entries a follower needs.
-                let snap = rd.snapshot().clone();
-                if let Ok(s) = ReplicatedState::restore(&snap.data) {
-                    self.state = s;
-                }
-                self.disk.wl().apply_snapshot(snap)?;
-            }
-            let committed = rd.take_committed_entries();
-            self.apply(committed, cx);
-            self.disk.wl().append(rd.entries())?;
-            if let Some(hs) = rd.hs() {
-                self.disk.wl().set_hardstate(hs.clone());
-            }
-            for m in rd.take_persisted_messages() {
-                {
-                    let mut m = m;
-                    self.acks.stamp(&mut m, cx.now);
-                    cx.net.send(cx.now, m);
-                }
-            }
-            let mut light = raw.advance(rd);
-            if let Some(c) = light.commit_index() {
-                self.disk.wl().mut_hard_state().commit = c;
-            }
-            for m in light.take_messages() {
-                {
-                    let mut m = m;
-                    self.acks.stamp(&mut m, cx.now);
-                    cx.net.send(cx.now, m);
-                }
-            }
-            let committed = light.take_committed_entries();
-            self.apply(committed, cx);
-            raw.advance_apply();
-        }
-        Ok(())
+        f: impl FnOnce(&mut ReplicaCore<VolatileLog>, VTime) -> R,
+    ) -> Option<R> {
+        let now = cx.now;
+        let r = self.core.as_mut().map(|c| f(c, now));
+        self.drain(cx);
+        r
     }
 
-    /// Applies committed entries (conf changes are never proposed in the simulation: they
-    /// apply as no-ops).
-    fn apply(&mut self, entries: Vec<raft::eraftpb::Entry>, cx: &mut Ctx<'_>) {
-        let mut policy_changed = false;
-        for e in entries {
-            let (index, term) = (e.index, e.term);
-            cx.obs.applied.push((
-                self.id,
-                index,
-                term,
-                entry_hash(e.get_entry_type() as i32, &e.data),
-            ));
-            let cmd = match e.get_entry_type() {
-                EntryType::EntryNormal if !e.data.is_empty() => {
-                    Command::decode(&e.data[..]).unwrap_or_else(|_| noop())
-                }
-                _ => noop(),
-            };
-            if index <= self.state.applied_index() {
-                continue;
-            }
-            let out = self.state.apply(index, term, &cmd);
-            if matches!(cmd.kind, Some(Kind::ApplyPolicy(_))) && out.is_accepted() {
-                policy_changed = true;
-            }
-            if cmd.request_id == 0 {
-                continue;
-            }
-            match self.pending.remove(&cmd.request_id) {
-                Some(Pending::Seal { intent, master }) => {
-                    if let Some(m) = self.master.as_mut().filter(|m| m.instance == master) {
-                        if out.is_accepted() {
-                            m.sw.handle_intent_committed(cx.now, intent);
+    /// Carries out everything the core has to say.
+    pub fn drain(&mut self, cx: &mut Ctx<'_>) {
+        let Some(mut core) = self.core.take() else {
+            return;
+        };
+        let mut exit = false;
+        while let Some(o) = core.poll_output() {
+            match o {
+                Output::Send(m) => cx.net.send(cx.now, m),
+                Output::StartMaster { gen_, seed } => self.start_master(&mut core, gen_, &seed, cx),
+                Output::StartStandby { gen_ } => self.start_standby(&mut core, gen_, cx),
+                Output::StopRole { gen_ } => self.stop_role(&mut core, gen_, cx),
+                Output::IntentResult {
+                    gen_,
+                    id,
+                    committed,
+                } => {
+                    if let Some(m) = self.master.as_mut().filter(|m| m.gen_ == gen_) {
+                        if committed {
+                            m.sw.handle_intent_committed(cx.now, id);
                         } else {
-                            m.sw.handle_intent_rejected(cx.now, intent);
+                            m.sw.handle_intent_rejected(cx.now, id);
                         }
                     }
                 }
-                Some(Pending::Client { text }) if out.is_accepted() => {
-                    cx.obs.acked.push((index, out.policy_version, text));
+                Output::RecordTables { gen_ } => {
+                    match self.master.as_ref().filter(|m| m.gen_ == gen_) {
+                        Some(m) => {
+                            let t = SweepTables {
+                                guid2lid: m.sw.guid2lid().clone(),
+                                lfts: m.sw.lfts().cloned(),
+                                pkeys: m.sw.pkey_tables(),
+                                topology: Some(replica::topology_to_proto(
+                                    &m.sw.discovered_topology(),
+                                )),
+                            };
+                            core.sweep_tables(cx.now, gen_, &t);
+                        }
+                        None => core.tables_unavailable(gen_),
+                    }
                 }
-                _ => {}
+                Output::Answer { request, result } => {
+                    if let Some(text) = self.clients.remove(&request)
+                        && result.accepted
+                    {
+                        cx.obs
+                            .acked
+                            .push((result.index, result.policy_version, text));
+                    }
+                }
+                Output::Dropped { request } => {
+                    self.clients.remove(&request);
+                }
+                Output::ReadDone { ticket, result } => {
+                    if let (Some(call), Ok(_)) = (self.reads.remove(&ticket), &result) {
+                        let got = core.state().policy().version;
+                        cx.obs.reads.push((self.id, call.floor, got));
+                    }
+                }
+                Output::Applied { index, term, hash } => {
+                    cx.obs.applied.push((self.id, index, term, hash));
+                }
+                Output::Stopped => exit = true,
+                Output::Fatal(e) => {
+                    cx.obs.fatal.push((self.id, e.to_string()));
+                    exit = true;
+                }
+                Output::Notice(n) => {
+                    let id = self.id;
+                    cx.obs.note(cx.now, || format!("r{id}: {n}"));
+                }
             }
         }
-        if policy_changed && self.master.is_some() {
-            // The sweeper takes its policy at start: restart the master on the new one
-            // (it starts again at the next bookkeeping, lease kept).
-            self.stop_master(cx.fab);
+        self.core = Some(core);
+        if exit {
+            // The process ends (graceful stop done, or the core gave up).
+            if let Some(c) = self.core.as_mut() {
+                let _ = c.shutdown();
+            }
+            self.crash(cx.fab);
         }
     }
 
-    /// Lease, then the master role: started when leader, caught up to the term's first
-    /// index and within the lease; stopped on stepping down.
-    fn after_apply(&mut self, cx: &mut Ctx<'_>) {
-        let Some(raw) = self.raw.as_ref() else {
-            return;
-        };
-        let leader = raw.raft.state == StateRole::Leader;
-        let term = raw.raft.term;
-        // The lease (RaftActor::update_lease).
-        self.lease_until = if leader {
-            let cs = raw.raft.prs().conf().to_conf_state();
-            self.acks.lease_end(
-                &[&cs.voters, &cs.voters_outgoing],
-                self.id,
-                cx.now,
-                lease_ns(),
-            )
-        } else {
-            None
-        };
-        let mut new_leadership = false;
-        if leader {
-            let first = match self.leading {
-                Some((t, i)) if t == term => i,
-                _ => {
-                    let i = raw.raft.raft_log.last_index();
-                    self.leading = Some((term, i));
-                    self.acks.reset();
-                    new_leadership = true;
-                    i
-                }
-            };
-            if new_leadership && let Some(r) = self.raw.as_mut() {
-                r.ping();
-            }
-            if self.master.is_none()
-                && self.state.applied_index() >= first
-                && self.lease_until.is_some_and(|u| cx.now < u)
-            {
-                self.start_master(term, cx);
-            }
-        } else {
-            self.leading = None;
-            if cx.variant == Variant::Correct {
-                self.stop_master(cx.fab);
-            }
-        }
-    }
-
-    /// RaftActor::start_master on virtual time.
-    fn start_master(&mut self, term: u64, cx: &mut Ctx<'_>) {
-        let seeds = seed::seeds(&self.state);
-        let pending = self.state.pending_intent().cloned();
-        if pending.is_none()
-            && let Some(open) = self.state.open_intent()
-        {
-            let id = open.id;
-            self.propose(&Command {
-                request_id: 0,
-                kind: Some(Kind::AbortIntent(proto::state::AbortIntent { id })),
-            });
-        }
-        let base = match self.state.config().m_key_base {
-            0 => M_KEY_BASE,
-            b => b,
-        };
-        let m_key = seed::m_key_of_term(base, term);
-        let mut m_key_prev: Vec<u64> = Vec::new();
-        if let Some(m) = self.state.master()
-            && m.m_key != 0
-        {
-            m_key_prev.push(m.m_key);
-        }
-        for t in (1..term).rev().take(8) {
-            m_key_prev.push(seed::m_key_of_term(base, t));
-        }
-        m_key_prev.push(0);
-        let mut seen = std::collections::BTreeSet::new();
-        m_key_prev.retain(|k| *k != m_key && seen.insert(*k));
-        let mut scfg = SweeperConfig {
+    fn sweeper_config() -> SweeperConfig {
+        SweeperConfig {
             // The harness's settings: light sweeps, one routing shard.
             sweep_interval: 500_000_000,
             ..SweeperConfig::default()
+        }
+    }
+
+    fn start_master(
+        &mut self,
+        core: &mut ReplicaCore<VolatileLog>,
+        gen_: u64,
+        seed: &replica_core::MasterSeed,
+        cx: &mut Ctx<'_>,
+    ) {
+        if let Some(z) = self.zombie.take()
+            && let Some(at) = z.at
+        {
+            let _ = cx.fab.detach(at);
+        }
+        let mut scfg = Self::sweeper_config();
+        seed.configure(&mut scfg);
+        let attached = Sweeper::new(scfg)
+            .map_err(|e| e.to_string())
+            .and_then(|sw| {
+                Ok((
+                    sw,
+                    cx.fab.attach(self.port_guid).map_err(|e| e.to_string())?,
+                ))
+            });
+        let Ok((sw, at)) = attached else {
+            return core.attach_failed(cx.now, gen_);
         };
-        scfg.guid2lid = seeds.guid2lid.clone();
-        scfg.known_lfts = seeds.known_lfts.clone();
-        scfg.known_pkeys = seeds.known_pkeys.clone();
-        if seeds.policy.is_some() {
-            scfg.partitions_conf = seeds.policy.clone();
-        }
-        if seeds.known_lfts.is_some() {
-            scfg.reregister_on_takeover = false;
-        }
-        scfg.gate_programming = true;
-        scfg.intent_id_base = term << 32;
-        scfg.pending_intent = pending.as_ref().map(seed::intent_from_proto);
-        scfg.m_key = m_key;
-        scfg.m_key_prev = m_key_prev;
+        self.master = Some(Attached {
+            gen_,
+            term: Some(seed.term),
+            sw,
+            at: Some(at),
+        });
+        cx.obs.masters.push((self.id, seed.term));
+        core.master_started(cx.now, gen_, self.port_guid);
+    }
+
+    fn start_standby(&mut self, core: &mut ReplicaCore<VolatileLog>, gen_: u64, cx: &mut Ctx<'_>) {
+        let mut scfg = Self::sweeper_config();
+        replica_core::start::configure_standby(&mut scfg, self.port_guid);
         let Ok(sw) = Sweeper::new(scfg) else {
-            // A policy that does not parse was refused at apply: unreachable.
-            return;
+            return core.attach_failed(cx.now, gen_);
         };
-        let Ok(at) = cx.fab.attach(self.port_guid) else {
-            return;
+        let at = if self.zombie.is_some() {
+            // The unfenced driver's deposed master still holds the port.
+            None
+        } else {
+            match cx.fab.attach(self.port_guid) {
+                Ok(at) => Some(at),
+                Err(_) => return core.attach_failed(cx.now, gen_),
+            }
         };
-        self.instances += 1;
-        self.master = Some(Master {
-            term,
+        self.standby = Some(Attached {
+            gen_,
+            term: None,
             sw,
             at,
-            instance: self.instances,
-        });
-        cx.obs.masters.push((self.id, term));
-        let (id, st) = (self.id, &self.state);
-        cx.obs.note(cx.now, || {
-            format!(
-                "r{id}: MASTER of term {term} (applied {}, policy v{}, {} LIDs, pending intent {:?})",
-                st.applied_index(),
-                st.policy().version,
-                st.guid2lid().len(),
-                st.pending_intent().map(|i| i.id)
-            )
-        });
-        self.propose(&Command {
-            request_id: 0,
-            kind: Some(Kind::SetMaster(MasterRecord {
-                term,
-                replica_id: self.id,
-                sm_port_guid: self.port_guid.0,
-                sm_lid: 0,
-                m_key,
-            })),
         });
     }
 
-    /// Sends what the master has to send now (Sets only within the lease).
-    pub fn master_transmit(&mut self, cx: &mut Ctx<'_>) {
-        let lease = match cx.variant {
-            Variant::Correct => Some(self.lease_until.unwrap_or(0)),
-            Variant::Unfenced => None,
-        };
-        let Some(m) = self.master.as_mut() else {
-            return;
-        };
-        m.sw.set_lease(lease);
-        while let Some(tx) = m.sw.poll_transmit_at(cx.now) {
-            let r = if tx.dlid.is_permissive() {
-                cx.fab.send(cx.now, m.at, &tx.smp)
-            } else {
-                cx.fab.send_lid(cx.now, m.at, tx.dlid, &tx.smp)
-            };
-            // A malformed SMP is the sweeper's bug; the fabric counts and drops it.
-            let _ = r;
+    fn stop_role(&mut self, core: &mut ReplicaCore<VolatileLog>, gen_: u64, cx: &mut Ctx<'_>) {
+        if self.master.as_ref().is_some_and(|m| m.gen_ == gen_) {
+            let m = self.master.take();
+            if cx.variant == Variant::Unfenced && !core.is_leader() {
+                // The broken driver: a deposed master keeps running.
+                self.zombie = m;
+            } else if let Some(m) = m {
+                if let Some(t) = m.term {
+                    self.stopped.push(t);
+                }
+                if let Some(at) = m.at {
+                    let _ = cx.fab.detach(at);
+                }
+            }
+        } else if let Some(s) = self.standby.take_if(|s| s.gen_ == gen_)
+            && let Some(at) = s.at
+        {
+            let _ = cx.fab.detach(at);
+        }
+        core.role_stopped(cx.now, gen_);
+    }
+
+    /// Sends what the sweepers have to send now (a master's Sets only within the lease).
+    pub fn transmit(&mut self, cx: &mut Ctx<'_>) {
+        let lease = self.core.as_ref().and_then(|c| c.lease_until());
+        let fenced = cx.variant == Variant::Correct;
+        for a in [&mut self.master, &mut self.standby, &mut self.zombie]
+            .into_iter()
+            .flatten()
+        {
+            let Some(at) = a.at else { continue };
+            a.sw.set_lease(fenced.then_some(lease.unwrap_or(0)));
+            while let Some(tx) = a.sw.poll_transmit_at(cx.now) {
+                if fenced && !replica_core::lease::fence_allows(tx.smp.method, lease, cx.now) {
+                    continue;
+                }
+                // A malformed SMP is the sweeper's bug; the fabric counts and drops it.
+                let _ = if tx.dlid.is_permissive() {
+                    cx.fab.send(cx.now, at, &tx.smp)
+                } else {
+                    cx.fab.send_lid(cx.now, at, tx.dlid, &tx.smp)
+                };
+            }
         }
     }
 
-    /// Earliest time the master wants to run.
-    pub fn master_timeout(&mut self) -> Option<VTime> {
-        self.master.as_mut().and_then(|m| m.sw.poll_timeout())
+    /// Earliest time a sweeper wants to run.
+    pub fn sweeper_timeout(&mut self) -> Option<VTime> {
+        [&mut self.master, &mut self.standby, &mut self.zombie]
+            .into_iter()
+            .flatten()
+            .filter_map(|a| a.sw.poll_timeout())
+            .min()
     }
 
-    /// Drives the master: responses, due timeouts, events (routing inline, intents into
-    /// the log, sweep records).
-    pub fn master_run(&mut self, cx: &mut Ctx<'_>) {
-        let Some(mut m) = self.master.take() else {
-            return;
-        };
-        while let Some(r) = cx.fab.poll_recv_full(m.at) {
-            m.sw.handle_mad(cx.now, r.slid, r.smp);
-        }
-        if matches!(m.sw.poll_timeout(), Some(t) if t <= cx.now) {
-            m.sw.handle_timeout(cx.now);
+    /// Drives the sweepers: received MADs, due timeouts, events (routing inline; a master's
+    /// milestones and intents go to the core, whose outputs may answer the master at once).
+    pub fn run_sweepers(&mut self, cx: &mut Ctx<'_>) {
+        for a in [&mut self.standby, &mut self.zombie].into_iter().flatten() {
+            let zombie = a.term.is_some();
+            let (_, intents) = Self::collect(self.id, a, cx);
+            if zombie && cx.variant == Variant::Unfenced {
+                for ie in intents {
+                    if let IntentEvent::Program(it) = ie {
+                        // The broken driver: programs without waiting for the quorum.
+                        a.sw.handle_intent_committed(cx.now, it.id);
+                    }
+                }
+            }
         }
         loop {
+            let Some(m) = self.master.as_mut() else {
+                return;
+            };
+            let gen_ = m.gen_;
+            let (heavy_done, intents) = Self::collect(self.id, m, cx);
+            if !heavy_done && intents.is_empty() {
+                return;
+            }
+            if let Some(c) = self.core.as_mut() {
+                if heavy_done {
+                    c.heavy_sweep_done(cx.now, gen_);
+                }
+                for ie in intents {
+                    let program = match &ie {
+                        IntentEvent::Program(it) => Some(it.id),
+                        IntentEvent::Done { .. } => None,
+                    };
+                    c.intent(cx.now, gen_, ie);
+                    if cx.variant == Variant::Unfenced
+                        && let (Some(id), Some(m)) = (program, self.master.as_mut())
+                    {
+                        // The broken driver: programs without waiting for the quorum.
+                        m.sw.handle_intent_committed(cx.now, id);
+                    }
+                }
+            }
+            self.drain(cx);
+        }
+    }
+
+    /// Runs one sweeper until it has nothing to say: whether a heavy sweep completed, and
+    /// its intents.
+    fn collect(id: u64, a: &mut Attached, cx: &mut Ctx<'_>) -> (bool, Vec<IntentEvent>) {
+        if let Some(at) = a.at {
+            while let Some(r) = cx.fab.poll_recv_full(at) {
+                a.sw.handle_mad(cx.now, r.slid, r.smp);
+            }
+        }
+        if matches!(a.sw.poll_timeout(), Some(t) if t <= cx.now) {
+            a.sw.handle_timeout(cx.now);
+        }
+        let mut heavy_done = false;
+        let mut intents = Vec::new();
+        let Some(term) = a.term else {
+            while a.sw.poll_event().is_some() {}
+            return (false, intents);
+        };
+        loop {
             let mut any = false;
-            while let Some(ev) = m.sw.poll_event() {
+            while let Some(ev) = a.sw.poll_event() {
                 any = true;
-                let id = self.id;
-                cx.obs.note(cx.now, || format!("r{id} t{}: {ev}", m.term));
+                cx.obs.note(cx.now, || format!("r{id} t{term}: {ev}"));
                 match ev {
                     Event::RoutingNeeded(job) => {
                         let r = sm_core::route_inline(&job);
-                        m.sw.handle_routing_result(cx.now, r);
+                        a.sw.handle_routing_result(cx.now, r);
                     }
-                    Event::SubnetUp { .. } => cx.obs.subnet_up.push((self.id, m.term)),
+                    Event::SubnetUp { .. } => cx.obs.subnet_up.push((id, term)),
                     Event::HeavySweepComplete { .. } => {
-                        cx.obs.heavy_done.push((self.id, m.term));
-                        self.record(&m);
+                        cx.obs.heavy_done.push((id, term));
+                        heavy_done = true;
                     }
                     _ => {}
                 }
             }
-            while let Some(ie) = m.sw.poll_intent() {
+            while let Some(ie) = a.sw.poll_intent() {
                 any = true;
-                self.on_intent(&mut m, ie, cx);
+                if let IntentEvent::Done {
+                    failed_switches,
+                    failed_ports,
+                    ..
+                } = &ie
+                {
+                    let failed = !failed_switches.is_empty() || !failed_ports.is_empty();
+                    cx.obs.intents_done.push((id, term, failed));
+                }
+                intents.push(ie);
             }
             if !any {
-                break;
-            }
-        }
-        self.master = Some(m);
-    }
-
-    fn on_intent(&mut self, m: &mut Master, ie: IntentEvent, cx: &mut Ctx<'_>) {
-        match ie {
-            IntentEvent::Program(it) => {
-                let id = it.id;
-                let me = self.id;
-                cx.obs.note(cx.now, || {
-                    format!(
-                        "r{me}: intent {id:x}: {} LFT blocks, {} P_Key blocks, {} PortInfo changes",
-                        it.lft_blocks.len(),
-                        it.pkey_blocks.len(),
-                        it.port_changes.len()
-                    )
-                });
-                let contents = seed::intent_to_contents(&it);
-                let mut cmds =
-                    replica::split_intent(id, m.term, contents, replica::DEFAULT_MAX_COMMAND_BYTES);
-                let seal = cmds.pop();
-                for c in &cmds {
-                    self.propose(c);
-                }
-                let sealed = seal.is_some_and(|mut c| {
-                    c.request_id = self.fresh_request();
-                    let ok = self.propose(&c);
-                    if ok {
-                        self.pending.insert(
-                            c.request_id,
-                            Pending::Seal {
-                                intent: id,
-                                master: m.instance,
-                            },
-                        );
-                    }
-                    ok
-                });
-                if cx.variant == Variant::Unfenced {
-                    // The broken driver: programs without waiting for the quorum.
-                    m.sw.handle_intent_committed(cx.now, id);
-                } else if !sealed {
-                    m.sw.handle_intent_rejected(cx.now, id);
-                }
-            }
-            IntentEvent::Done {
-                id,
-                failed_switches,
-                failed_ports,
-                ..
-            } => {
-                cx.obs.intents_done.push((
-                    self.id,
-                    m.term,
-                    !failed_switches.is_empty() || !failed_ports.is_empty(),
-                ));
-                self.propose(&Command {
-                    request_id: 0,
-                    kind: Some(Kind::IntentDone(proto::state::IntentDone {
-                        id,
-                        failed_switches: failed_switches.iter().map(|g| g.0).collect(),
-                        failed_ports: failed_ports
-                            .iter()
-                            .map(|(g, p)| proto::state::PortRef {
-                                node_guid: g.0,
-                                port: u32::from(*p),
-                            })
-                            .collect(),
-                    })),
-                });
+                return (heavy_done, intents);
             }
         }
     }
 
-    /// RaftActor::record: topology and LIDs of a completed heavy sweep into the log.
-    fn record(&mut self, m: &Master) {
-        if !self.is_leader() {
-            return;
-        }
-        let t = seed::SweepTables {
-            guid2lid: m.sw.guid2lid().clone(),
-            lfts: m.sw.lfts().cloned(),
-            pkeys: m.sw.pkey_tables(),
-            topology: Some(replica::topology_to_proto(&m.sw.discovered_topology())),
-        };
-        let mut cmds = Vec::new();
-        if let Some(c) = seed::topology_command(&self.state, &t) {
-            cmds.push(c);
-        }
-        if let Some(c) = seed::lid_command(&self.state, &t) {
-            cmds.push(c);
-        }
-        for c in &cmds {
-            self.propose(c);
-        }
-    }
-
-    /// The voters.
-    pub fn voters(&self) -> &[u64] {
-        &self.voters
-    }
-}
-
-/// Lease length: half the minimum election timeout (ClusterConfig::lease_duration).
-pub fn lease_ns() -> VTime {
-    TICK_NS * ELECTION_TICKS as VTime / 2
-}
-
-fn noop() -> Command {
-    Command {
-        request_id: 0,
-        kind: Some(Kind::Noop(proto::state::Noop {})),
+    /// The core's role (None when down).
+    pub fn role(&self) -> Option<Role> {
+        self.core.as_ref().map(|c| c.role())
     }
 }

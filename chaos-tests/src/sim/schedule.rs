@@ -62,6 +62,23 @@ pub enum Action {
         /// Policy index (modulo the policies of the fabric).
         policy: u32,
     },
+    /// A client reads the policy version linearizably (ReadIndex through the leader).
+    ReadPolicy,
+    /// An operator transfers the master role to replica `0`.
+    TransferLeader(u64),
+    /// SIGTERM of the leader: it hands leadership over, then exits.
+    GracefulStopLeader,
+    /// SIGTERM of replica `0`.
+    GracefulStop(u64),
+    /// Replica `0` gets a higher SM priority than the others.
+    Prefer(u64),
+    /// Every replica back to equal priority.
+    PreferNone,
+    /// The leader removes replica `0` from the voters (when it is a follower and all three
+    /// are voters).
+    RemoveFollower(u64),
+    /// The leader adds back a replica removed from the voters.
+    AddBack,
 }
 
 impl fmt::Display for Action {
@@ -91,6 +108,14 @@ impl fmt::Display for Action {
             Action::SwitchReboot { switch } => write!(f, "reboot switch {switch}"),
             Action::MadLoss { pct, for_ms } => write!(f, "MAD loss {pct}% for {for_ms} ms"),
             Action::ApplyPolicy { policy } => write!(f, "apply policy {policy}"),
+            Action::ReadPolicy => write!(f, "linearizable read"),
+            Action::TransferLeader(r) => write!(f, "transfer leadership to replica {r}"),
+            Action::GracefulStopLeader => write!(f, "SIGTERM leader"),
+            Action::GracefulStop(r) => write!(f, "SIGTERM replica {r}"),
+            Action::Prefer(r) => write!(f, "raise the priority of replica {r}"),
+            Action::PreferNone => write!(f, "equal priorities"),
+            Action::RemoveFollower(r) => write!(f, "remove voter {r}"),
+            Action::AddBack => write!(f, "add removed voters back"),
         }
     }
 }
@@ -149,12 +174,22 @@ impl Schedule {
             TOPOLOGIES[r.below(TOPOLOGIES.len() as u64) as usize].to_string()
         };
         let n = 4 + r.below(9) as usize;
-        let steps = (0..n)
-            .map(|_| Step {
+        // The replica-side actions come from a stream of their own, inserted between the
+        // others at the same instant, so a seed keeps its original faults and times.
+        let mut r2 = SplitMix64::new(seed ^ 0x0E5A_C710_5EED_0002);
+        let mut steps = Vec::with_capacity(2 * n);
+        for _ in 0..n {
+            steps.push(Step {
                 after_ms: 20 + r.below(1200) as u32,
                 action: random_action(&mut r),
-            })
-            .collect();
+            });
+            if r2.chance(0.3) {
+                steps.push(Step {
+                    after_ms: 0,
+                    action: replica_action(&mut r2),
+                });
+            }
+        }
         Schedule {
             seed,
             topology,
@@ -208,6 +243,20 @@ fn random_action(r: &mut SplitMix64) -> Action {
     }
 }
 
+fn replica_action(r: &mut SplitMix64) -> Action {
+    let replica = |r: &mut SplitMix64| 1 + r.below(3);
+    match r.below(100) {
+        0..=29 => Action::ReadPolicy,
+        30..=41 => Action::TransferLeader(replica(r)),
+        42..=53 => Action::GracefulStopLeader,
+        54..=59 => Action::GracefulStop(replica(r)),
+        60..=69 => Action::Prefer(replica(r)),
+        70..=76 => Action::PreferNone,
+        77..=88 => Action::RemoveFollower(replica(r)),
+        _ => Action::AddBack,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -217,7 +266,8 @@ mod tests {
         assert_eq!(Schedule::generate(7), Schedule::generate(7));
         assert_ne!(Schedule::generate(7), Schedule::generate(8));
         let s = Schedule::generate(7);
-        assert!((4..=12).contains(&s.steps.len()));
+        let faults = s.steps.iter().filter(|st| st.after_ms > 0).count();
+        assert!((4..=12).contains(&faults));
         let text = s.to_string();
         assert!(text.starts_with("schedule seed 7 on "), "{text}");
         assert_eq!(text.lines().count(), 1 + s.steps.len());

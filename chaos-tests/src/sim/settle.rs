@@ -31,6 +31,17 @@ impl World {
         let end = start + SETTLE_BOUND;
         let mut last = String::from("no leader with a serving master");
         while self.now < end {
+            // A replica that exited meanwhile (a graceful stop ending late) is started again,
+            // and replicas removed from the voters are added back.
+            if self.nodes.iter().any(|n| !n.is_up()) {
+                let at = self.now;
+                self.act(&super::Action::RestartAll)
+                    .map_err(|e| Violation {
+                        at,
+                        what: format!("INV-SETTLE restart failed: {e}"),
+                    })?;
+            }
+            self.add_back_voters();
             if self.converged() {
                 match self.final_checks() {
                     Ok(()) => {
@@ -61,27 +72,27 @@ impl World {
         };
         if !m.sw.is_subnet_up()
             || m.sw.phase() != Phase::Idle
-            || leader.state.pending_intent().is_some()
-            || leader.state.open_intent().is_some()
+            || leader.state().pending_intent().is_some()
+            || leader.state().open_intent().is_some()
         {
             return false;
         }
-        let applied = leader.state.applied_index();
+        let applied = leader.state().applied_index();
         applied >= leader.last_index()
             && self
                 .nodes
                 .iter()
-                .all(|n| n.is_up() && n.state.applied_index() == applied)
+                .all(|n| n.is_up() && n.state().applied_index() == applied)
     }
 
     fn final_checks(&mut self) -> Result<(), String> {
         self.checker.checks += 1;
         let l = self.leader().ok_or("no leader")?;
-        let st = self.nodes[(l - 1) as usize].state.clone();
+        let st = self.nodes[(l - 1) as usize].state().clone();
         // Replicas identical.
         let bytes = st.snapshot_bytes();
         for n in &self.nodes {
-            if n.state.snapshot_bytes() != bytes {
+            if n.state().snapshot_bytes() != bytes {
                 return Err(format!(
                     "INV-REPLICAS replica {} state differs from the leader's at index {}",
                     n.id,

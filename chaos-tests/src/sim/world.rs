@@ -17,6 +17,8 @@ use std::collections::{BTreeMap, BTreeSet};
 pub const MS: VTime = 1_000_000;
 /// Steps at one virtual instant before the run is declared livelocked.
 const SAME_TIME_LIMIT: u32 = 20_000;
+/// How often the leader hears the others' priorities (the daemon's preference loop).
+const PREFERENCE_PERIOD: VTime = 500 * MS;
 
 /// CA ports with a cable: (node, port, port GUID).
 pub fn ca_ports(t: &Topology) -> Vec<(NodeId, u8, Guid)> {
@@ -58,6 +60,7 @@ pub struct World {
     /// The links of the whole fabric, by node GUID and port.
     links_full: BTreeSet<(u64, u32, u64, u32)>,
     leaders_seen: BTreeSet<(u64, u64)>,
+    next_preference: VTime,
 }
 
 /// A topology's links as (node GUID, port, node GUID, port), each link once, lower end
@@ -127,15 +130,15 @@ impl World {
             },
         )?;
         let mut rng = SplitMix64::new(seed ^ 0x0A11_CE55_0000_0001);
-        let voters = vec![1, 2, 3];
+        let voters = [1, 2, 3];
         let mut nodes = Vec::new();
         for id in 1..=3u64 {
             let phase = rng.below(TICK_NS);
             nodes.push(Node::new(
                 id,
-                voters.clone(),
+                &voters,
                 cas[(id - 1) as usize].2,
-                0,
+                seed ^ id.wrapping_mul(0xA076_1D64_78BD_642F),
                 phase,
             )?);
         }
@@ -163,6 +166,7 @@ impl World {
             failover_from: None,
             links_full,
             leaders_seen: BTreeSet::new(),
+            next_preference: 0,
         })
     }
 
@@ -182,14 +186,7 @@ impl World {
             let prev = self.now;
             for i in 0..self.nodes.len() {
                 if self.driven(i) {
-                    let mut cx = Ctx {
-                        now: self.now,
-                        net: &mut self.net,
-                        fab: &mut self.fab,
-                        obs: &mut self.obs,
-                        variant: self.variant,
-                    };
-                    self.nodes[i].master_transmit(&mut cx);
+                    self.with_node(i, |n, cx| n.transmit(cx));
                 }
             }
             let mut next = self.fab.next_event_time();
@@ -202,7 +199,7 @@ impl World {
             for i in 0..self.nodes.len() {
                 if self.driven(i) {
                     fold(Some(self.nodes[i].next_tick));
-                    fold(self.nodes[i].master_timeout());
+                    fold(self.nodes[i].sweeper_timeout());
                 }
             }
             let t = next.unwrap_or(end).min(end);
@@ -226,6 +223,18 @@ impl World {
         }
     }
 
+    /// Runs `f` on replica `i` with the world's context.
+    pub fn with_node<R>(&mut self, i: usize, f: impl FnOnce(&mut Node, &mut Ctx<'_>) -> R) -> R {
+        let mut cx = Ctx {
+            now: self.now,
+            net: &mut self.net,
+            fab: &mut self.fab,
+            obs: &mut self.obs,
+            variant: self.variant,
+        };
+        f(&mut self.nodes[i], &mut cx)
+    }
+
     /// One step at `self.now`.
     fn step(&mut self) -> Result<(), Violation> {
         let now = self.now;
@@ -240,38 +249,51 @@ impl World {
             }
         }
         while let Some(e) = self.net.pop_due(now) {
-            let n = &mut self.nodes[(e.to - 1) as usize];
-            if !n.is_up() {
+            let i = (e.to - 1) as usize;
+            if !self.nodes[i].is_up() {
                 continue;
             }
-            if n.paused {
-                n.held.push(e.msg);
+            if self.nodes[i].paused {
+                self.nodes[i].held.push(e.msg);
             } else {
-                n.step(e.msg, now);
+                self.with_node(i, |n, cx| n.step(e.msg, cx));
             }
         }
         for i in 0..self.nodes.len() {
             if self.driven(i) && self.nodes[i].next_tick <= now {
-                self.nodes[i].tick();
                 self.nodes[i].next_tick += TICK_NS;
+                self.with_node(i, |n, cx| n.tick(cx));
             }
+        }
+        if now >= self.next_preference {
+            self.next_preference = now + PREFERENCE_PERIOD;
+            self.prefer();
         }
         for i in 0..self.nodes.len() {
-            if !self.driven(i) {
-                continue;
+            if self.driven(i) {
+                self.with_node(i, |n, cx| n.run_sweepers(cx));
             }
-            let mut cx = Ctx {
-                now,
-                net: &mut self.net,
-                fab: &mut self.fab,
-                obs: &mut self.obs,
-                variant: self.variant,
-            };
-            self.nodes[i].master_run(&mut cx);
-            // raft-rs errors come from storage: MemStorage does not fail.
-            let _ = self.nodes[i].process(&mut cx);
         }
         self.observe()
+    }
+
+    /// The leader hears the others' priorities (the daemon's preference loop).
+    fn prefer(&mut self) {
+        let peers: Vec<(u64, u8, Guid)> = self
+            .nodes
+            .iter()
+            .map(|n| (n.id, n.priority, n.port_guid))
+            .collect();
+        if peers.iter().all(|p| p.1 == 0) {
+            return;
+        }
+        if let Some(i) =
+            (0..self.nodes.len()).find(|&i| self.driven(i) && self.nodes[i].is_leader())
+        {
+            self.with_node(i, |n, cx| {
+                n.with_core(cx, |c, now| c.consider_priorities(now, &peers))
+            });
+        }
     }
 
     /// Feeds what the nodes reported to the checker.
@@ -300,6 +322,16 @@ impl World {
             self.checker.applied(now, r, i, t, h)?;
         }
         self.checker.acked.extend(obs.acked);
+        for (r, floor, got) in obs.reads {
+            self.stats.reads += 1;
+            self.checker.read(now, r, floor, got)?;
+        }
+        if let Some((r, why)) = obs.fatal.first() {
+            return Err(Violation {
+                at: now,
+                what: format!("INV-FATAL replica {r} gave up: {why}"),
+            });
+        }
         for (r, term) in obs.masters {
             self.stats.masters += 1;
             let port = self.nodes[(r - 1) as usize].port_guid;
@@ -340,7 +372,7 @@ impl World {
     /// Does replica `r`'s new master take over an unchanged, fully programmed fabric?
     fn quiet_takeover(&self, r: u64) -> bool {
         let n = &self.nodes[(r - 1) as usize];
-        let st = &n.state;
+        let st = n.state();
         if self.now < self.fabric_busy_until
             || st.pending_intent().is_some()
             || st.open_intent().is_some()
@@ -482,23 +514,94 @@ impl World {
             }
             Action::ApplyPolicy { policy } => {
                 let text = self.policies[*policy as usize % self.policies.len()].clone();
-                if let Some(i) =
-                    (0..self.nodes.len()).find(|&i| self.driven(i) && self.nodes[i].is_leader())
-                    && self.nodes[i].propose_policy(&text)
+                if let Some(i) = self.driven_leader()
+                    && self.with_node(i, |n, cx| n.propose_policy(&text, cx))
                 {
                     self.stats.policies_proposed += 1;
-                    let mut cx = Ctx {
-                        now,
-                        net: &mut self.net,
-                        fab: &mut self.fab,
-                        obs: &mut self.obs,
-                        variant: self.variant,
-                    };
-                    let _ = self.nodes[i].process(&mut cx);
                 }
             }
+            Action::ReadPolicy => {
+                // Every version acknowledged before the read begins must be visible to it.
+                let floor = self.checker.acked.iter().map(|a| a.1).max().unwrap_or(0);
+                if let Some(i) = self.driven_leader() {
+                    self.with_node(i, |n, cx| n.read_policy(floor, cx));
+                }
+            }
+            Action::TransferLeader(r) => {
+                let to = (*r).clamp(1, self.nodes.len() as u64);
+                if let Some(i) = self.driven_leader() {
+                    self.with_node(i, |n, cx| {
+                        n.with_core(cx, |c, now| c.transfer_leader(now, to))
+                    });
+                    self.stats.transfers += 1;
+                }
+            }
+            Action::GracefulStopLeader => {
+                if let Some(i) = self.driven_leader() {
+                    self.graceful_stop(i);
+                }
+            }
+            Action::GracefulStop(r) => {
+                let i = (r.saturating_sub(1) as usize).min(self.nodes.len() - 1);
+                if self.driven(i) {
+                    self.graceful_stop(i);
+                }
+            }
+            Action::Prefer(r) => {
+                for n in &mut self.nodes {
+                    n.priority = u8::from(n.id == *r);
+                }
+            }
+            Action::PreferNone => {
+                for n in &mut self.nodes {
+                    n.priority = 0;
+                }
+            }
+            Action::RemoveFollower(r) => {
+                let id = (*r).clamp(1, self.nodes.len() as u64);
+                if let Some(i) = self.driven_leader()
+                    && self.nodes[i].id != id
+                    && self.nodes[i].voters().len() == self.nodes.len()
+                {
+                    self.with_node(i, |n, cx| {
+                        n.with_core(cx, |c, now| c.change_membership(now, id, false))
+                    });
+                    self.stats.membership_changes += 1;
+                }
+            }
+            Action::AddBack => self.add_back_voters(),
         }
         Ok(())
+    }
+
+    /// The leader, when it is driven.
+    fn driven_leader(&self) -> Option<usize> {
+        (0..self.nodes.len()).find(|&i| self.driven(i) && self.nodes[i].is_leader())
+    }
+
+    fn graceful_stop(&mut self, i: usize) {
+        self.hit_master(self.nodes[i].id);
+        self.with_node(i, |n, cx| n.with_core(cx, |c, now| c.graceful_stop(now)));
+        self.stats.graceful_stops += 1;
+    }
+
+    /// Every replica removed from the voters is added back (through the leader).
+    pub fn add_back_voters(&mut self) {
+        let Some(i) = self.driven_leader() else {
+            return;
+        };
+        let voters = self.nodes[i].voters();
+        let missing: Vec<u64> = self
+            .nodes
+            .iter()
+            .map(|n| n.id)
+            .filter(|id| !voters.contains(id))
+            .collect();
+        if let Some(&id) = missing.first() {
+            self.with_node(i, |n, cx| {
+                n.with_core(cx, |c, now| c.change_membership(now, id, true))
+            });
+        }
     }
 
     fn busy(&mut self, until: VTime) {
@@ -543,12 +646,12 @@ impl World {
     /// SIGCONT of every paused replica: held messages are handed over, one tick is due.
     pub fn resume_all(&mut self) {
         let now = self.now;
-        for n in &mut self.nodes {
-            if n.paused {
-                n.paused = false;
-                n.next_tick = now;
-                for m in std::mem::take(&mut n.held) {
-                    n.step(m, now);
+        for i in 0..self.nodes.len() {
+            if self.nodes[i].paused {
+                self.nodes[i].paused = false;
+                self.nodes[i].next_tick = now;
+                for m in std::mem::take(&mut self.nodes[i].held) {
+                    self.with_node(i, |n, cx| n.step(m, cx));
                 }
             }
         }
@@ -561,6 +664,7 @@ impl World {
         self.act(&Action::NetCalm)?;
         self.resume_all();
         self.act(&Action::RestartAll)?;
+        self.act(&Action::PreferNone)?;
         self.fab.inject(self.now, Fault::Loss { prob: 0.0 })?;
         Ok(())
     }

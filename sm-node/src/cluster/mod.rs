@@ -7,14 +7,12 @@
 //! tonic handlers hold the RaftActor's `Addr`.
 
 pub mod admin;
-pub mod fence;
 pub mod harness;
-pub mod lease;
 pub mod net;
 pub mod preference;
 pub mod raft_actor;
 pub mod reload;
-pub mod seed;
+pub use replica_core::seed;
 
 use crate::error::NodeError;
 use fabric::Guid;

@@ -213,7 +213,7 @@ impl Peer for PeerService {
                 leader_id,
                 leader_address,
             }),
-            Err(ProposeError::Failed(m)) => propose_reply::Result::Failed(m),
+            Err(e) => propose_reply::Result::Failed(e.to_string()),
         };
         Ok(Response::new(ProposeReply {
             result: Some(result),

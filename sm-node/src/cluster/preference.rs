@@ -1,11 +1,13 @@
 //! SM priority as a preference: while this replica leads, every half second it asks the
-//! other replicas for their priority and port GUID (their own entry of `ClusterStatus`), and
-//! hands leadership (hence the master role) to a healthy, caught-up replica whose priority
-//! is higher than its own (among several, the highest priority, ties to the lower port
-//! GUID). Equal priorities never move leadership, so a cluster of equals does not churn.
+//! other replicas for their priority and port GUID (their own entry of `ClusterStatus`) and
+//! hands them to the replica core, which decides (`ReplicaCore::consider_priorities`): a
+//! healthy, caught-up replica whose priority is higher than its own takes leadership (among
+//! several, the highest priority, ties to the lower port GUID). Equal priorities never move
+//! leadership, so a cluster of equals does not churn.
 
-use super::raft_actor::{GetClusterStatus, RaftActor, TransferLeader};
+use super::raft_actor::{ConsiderPriorities, GetClusterStatus, RaftActor};
 use actix::Addr;
+use fabric::Guid;
 use proto::admin::ClusterStatusRequest;
 use proto::admin::sm_admin_client::SmAdminClient;
 use std::time::Duration;
@@ -25,10 +27,7 @@ pub fn spawn(raft: Addr<RaftActor>) {
             if st.leader_id != st.self_id {
                 continue;
             }
-            let Some(me) = st.replicas.iter().find(|r| r.id == st.self_id) else {
-                continue;
-            };
-            let mut best: Option<(u32, u64, u64)> = None; // (priority, guid, id)
+            let mut peers = Vec::new();
             for r in st.replicas.iter().filter(|r| r.id != st.self_id) {
                 // Healthy and caught up in the leader's view.
                 if r.match_index == 0 || r.lag != 0 {
@@ -44,26 +43,13 @@ pub fn spawn(raft: Addr<RaftActor>) {
                     continue;
                 };
                 let rep = rep.into_inner();
-                let Some(own) = rep.replicas.iter().find(|x| x.id == rep.self_id) else {
-                    continue;
-                };
-                if own.priority <= me.priority {
-                    continue;
-                }
-                let better = match best {
-                    None => true,
-                    Some((p, g, _)) => own.priority > p || (own.priority == p && own.port_guid < g),
-                };
-                if better {
-                    best = Some((own.priority, own.port_guid, r.id));
+                if let Some(own) = rep.replicas.iter().find(|x| x.id == rep.self_id) {
+                    let p = u8::try_from(own.priority).unwrap_or(u8::MAX);
+                    peers.push((r.id, p, Guid(own.port_guid)));
                 }
             }
-            if let Some((p, _, id)) = best {
-                tracing::info!(
-                    "replica {id} has priority {p} > {}: handing the master role over",
-                    me.priority
-                );
-                let _ = raft.send(TransferLeader(id)).await;
+            if !peers.is_empty() && raft.send(ConsiderPriorities(peers)).await.is_err() {
+                return;
             }
         }
     });

@@ -18,6 +18,7 @@ pub mod policy;
 pub mod portinfo;
 pub mod query;
 pub mod sa;
+pub mod status;
 pub mod tenants;
 pub mod watch;
 
@@ -63,6 +64,35 @@ pub struct AdminService {
 
 fn actor_err(e: actix::MailboxError) -> Status {
     Status::unavailable(format!("E_NODE_ACTOR: raft actor: {e}"))
+}
+
+/// The admin call a replica-side refusal answers.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Call {
+    Propose,
+    ReadIndex,
+    Transfer,
+    Membership,
+}
+
+/// The one mapping from the replica's refusals to gRPC statuses: NotLeader is UNAVAILABLE
+/// with the leader's address; a stopping replica UNAVAILABLE; what raft or the request
+/// itself refused, by call: a proposal or read UNAVAILABLE, a transfer to an unknown
+/// replica NOT_FOUND, a membership change FAILED_PRECONDITION.
+pub(crate) fn status_of(e: ProposeError, call: Call) -> Status {
+    match e {
+        ProposeError::NotLeader {
+            leader_id,
+            leader_address,
+        } => not_leader_status(leader_id, &leader_address),
+        ProposeError::Stopping => Status::unavailable(e.to_string()),
+        ProposeError::Failed(m) => match call {
+            Call::Propose => Status::unavailable(format!("E_NODE_PROPOSE: {m}")),
+            Call::ReadIndex => Status::unavailable(format!("E_NODE_READ_INDEX: {m}")),
+            Call::Transfer => Status::not_found(format!("E_NODE_TRANSFER: {m}")),
+            Call::Membership => Status::failed_precondition(format!("E_NODE_MEMBERSHIP: {m}")),
+        },
+    }
 }
 
 fn not_leader_status(leader_id: u64, addr: &str) -> Status {
@@ -118,9 +148,6 @@ impl AdminService {
         crate::metrics::proposal();
         match propose_local(&self.raft, cmd.clone()).await {
             Ok(r) => Ok(r),
-            Err(ProposeError::Failed(m)) => {
-                Err(Status::unavailable(format!("E_NODE_PROPOSE: {m}")))
-            }
             Err(ProposeError::NotLeader {
                 leader_id,
                 leader_address,
@@ -156,6 +183,7 @@ impl AdminService {
                     None => Err(Status::internal("E_NODE_FORWARD: empty reply")),
                 }
             }
+            Err(e) => Err(status_of(e, Call::Propose)),
         }
     }
 
@@ -205,18 +233,10 @@ impl AdminService {
         }
         match self.raft.send(ReadIndex).await.map_err(actor_err)? {
             Err(ProposeError::NotLeader { .. }) => Ok(true),
-            Err(ProposeError::Failed(m)) => {
-                Err(Status::unavailable(format!("E_NODE_READ_INDEX: {m}")))
-            }
+            Err(e) => Err(status_of(e, Call::ReadIndex)),
             Ok(rx) => match tokio::time::timeout(READ_INDEX_TIMEOUT, rx).await {
                 Ok(Ok(Ok(_index))) => Ok(false),
-                Ok(Ok(Err(ProposeError::NotLeader {
-                    leader_id,
-                    leader_address,
-                }))) => Err(not_leader_status(leader_id, &leader_address)),
-                Ok(Ok(Err(ProposeError::Failed(m)))) => {
-                    Err(Status::unavailable(format!("E_NODE_READ_INDEX: {m}")))
-                }
+                Ok(Ok(Err(e))) => Err(status_of(e, Call::ReadIndex)),
                 Ok(Err(_)) => Err(Status::unavailable(
                     "E_NODE_READ_INDEX: the raft actor dropped the read",
                 )),
@@ -403,9 +423,7 @@ impl SmAdmin for AdminService {
                     .transfer_master(forwarded(&req, TransferMasterRequest { to_replica: to }))
                     .await;
             }
-            Err(ProposeError::Failed(m)) => {
-                return Err(Status::not_found(format!("E_NODE_TRANSFER: {m}")));
-            }
+            Err(e) => return Err(status_of(e, Call::Transfer)),
         }
         // Wait (bounded) until this replica sees the new leader.
         let deadline = Instant::now() + Duration::from_secs(5);
@@ -623,9 +641,7 @@ impl SmAdmin for AdminService {
                 let mut c = self.must_forward(&req, "no leader").await?;
                 c.change_membership(forwarded(&req, r)).await
             }
-            Err(ProposeError::Failed(m)) => Err(Status::failed_precondition(format!(
-                "E_NODE_MEMBERSHIP: {m}"
-            ))),
+            Err(e) => Err(status_of(e, Call::Membership)),
         }
     }
 

@@ -26,6 +26,8 @@ pub struct Seeds {
     /// Partition policy text to plan from: the operator's text with the tenants compiled in
     /// (None: no policy nor tenants ever applied through the cluster).
     pub policy: Option<String>,
+    /// Why the tenants could not be compiled in (the policy is then the operator's alone).
+    pub tenants_error: Option<String>,
 }
 
 /// Highest LID of the map (the LinearFDBTop the master programs).
@@ -60,13 +62,13 @@ pub fn seeds(st: &ReplicatedState) -> Seeds {
         .map(|((g, p), t)| ((g, p.0), t.to_vec()))
         .collect();
     // The operator's policy with the tenants compiled in (issue 12).
-    let policy = st.effective_policy_text().unwrap_or_else(|e| {
-        tracing::error!(
-            "E_NODE_TENANTS: tenants do not compile ({e}); planning from the operator policy alone"
-        );
-        let p = st.policy();
-        (p.version > 0).then(|| p.text.clone())
-    });
+    let (policy, tenants_error) = match st.effective_policy_text() {
+        Ok(p) => (p, None),
+        Err(e) => {
+            let p = st.policy();
+            ((p.version > 0).then(|| p.text.clone()), Some(e.to_string()))
+        }
+    };
     let mfts: MftTables = st.mfts().clone();
     Seeds {
         known_mfts: (!mfts.is_empty()).then(|| Arc::new(mfts)),
@@ -74,6 +76,7 @@ pub fn seeds(st: &ReplicatedState) -> Seeds {
         known_lfts: (!switches.is_empty()).then(|| Arc::new(Lfts { switches })),
         known_pkeys: (!pkeys.is_empty()).then(|| Arc::new(pkeys)),
         policy,
+        tenants_error,
     }
 }
 

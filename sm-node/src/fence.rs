@@ -1,12 +1,70 @@
-//! [`FencedTransport`]: the master's transport, with every Set SMP dropped while the
-//! replica's [`Lease`] does not hold. Gets pass (they change nothing in the fabric).
+//! The replica's write lease as the daemon shares it ([`Lease`]: the replica core computes
+//! it, the master and the fenced transport read it), and [`FencedTransport`]: the master's
+//! transport with every Set SMP dropped while the lease does not hold (the rule is
+//! `replica_core::lease::fence_allows`, the one the simulation applies). Gets pass.
 
-use super::lease::Lease;
 use crate::transport::{Transport, TransportError};
 use fabric::{Guid, Lid};
 use mad::{Method, Smp};
+use replica_core::VTime;
+use replica_core::lease::fence_allows;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+/// The lease end, shared between the replica's actor (writer) and the master and its
+/// transport (readers), on the replica's clock (nanoseconds since `base`).
+#[derive(Debug)]
+pub struct Lease {
+    base: Instant,
+    /// Nanoseconds after `base` until which the lease holds (0: none).
+    until: AtomicU64,
+}
+
+impl Lease {
+    /// A lease that holds nothing, on a clock that starts at `base`.
+    pub fn new(base: Instant) -> Arc<Lease> {
+        Arc::new(Lease {
+            base,
+            until: AtomicU64::new(0),
+        })
+    }
+
+    /// The replica's clock now.
+    pub fn now(&self) -> VTime {
+        self.base.elapsed().as_nanos() as VTime
+    }
+
+    /// Sets the end of the lease (None: no lease).
+    pub fn set(&self, until: Option<VTime>) {
+        self.until
+            .store(until.map_or(0, |u| u.max(1)), Ordering::Release);
+    }
+
+    /// End of the lease on the replica's clock.
+    pub fn until_vtime(&self) -> Option<VTime> {
+        match self.until.load(Ordering::Acquire) {
+            0 => None,
+            n => Some(n),
+        }
+    }
+
+    /// When the lease ends (None: no lease).
+    pub fn until(&self) -> Option<Instant> {
+        self.until_vtime()
+            .map(|n| self.base + Duration::from_nanos(n))
+    }
+
+    /// May an SMP of `method` leave now?
+    pub fn allows(&self, method: Method) -> bool {
+        fence_allows(method, self.until_vtime(), self.now())
+    }
+
+    /// True while the lease holds now.
+    pub fn valid(&self) -> bool {
+        self.allows(Method::SET)
+    }
+}
 
 /// A transport that refuses Sets without a lease.
 pub struct FencedTransport {
@@ -28,7 +86,7 @@ impl FencedTransport {
 
 impl Transport for FencedTransport {
     fn send(&mut self, dlid: Lid, smp: &Smp) -> Result<(), TransportError> {
-        if smp.method == Method::SET && !self.lease.valid() {
+        if !self.lease.allows(smp.method) {
             if self.dropped.fetch_add(1, Ordering::Relaxed) == 0 {
                 tracing::warn!("FENCE-W001 no valid lease: Set SMPs are dropped");
             }
@@ -69,7 +127,6 @@ impl Transport for FencedTransport {
 mod tests {
     use super::*;
     use std::sync::Mutex;
-    use std::time::{Duration, Instant};
 
     struct Sink(Arc<Mutex<Vec<Method>>>);
 
@@ -92,7 +149,8 @@ mod tests {
     #[test]
     fn sets_pass_only_within_the_lease_and_gets_always() {
         let sent = Arc::new(Mutex::new(Vec::new()));
-        let lease = Lease::new();
+        let lease = Lease::new(Instant::now());
+        let hour = Duration::from_secs(3600).as_nanos() as VTime;
         let dropped = Arc::new(AtomicU64::new(0));
         let mut t =
             FencedTransport::new(Box::new(Sink(sent.clone())), lease.clone(), dropped.clone());
@@ -109,14 +167,14 @@ mod tests {
         t.send(Lid(1), &set).unwrap();
         assert_eq!(*sent.lock().unwrap(), [Method::GET]);
         // Within the lease.
-        lease.hold_until(Instant::now() + Duration::from_secs(60));
+        lease.set(Some(lease.now() + hour));
         t.send(Lid(1), &set).unwrap();
         assert_eq!(sent.lock().unwrap().len(), 2);
         // Expired (a paused process wakes up past it), then revoked.
-        lease.hold_until(Instant::now() - Duration::from_millis(1));
+        lease.set(Some(lease.now().saturating_sub(1).max(1)));
         t.send(Lid(1), &set).unwrap();
-        lease.hold_until(Instant::now() + Duration::from_secs(60));
-        lease.revoke();
+        lease.set(Some(lease.now() + hour));
+        lease.set(None);
         t.send(Lid(1), &set).unwrap();
         t.send(Lid(1), &get).unwrap();
         assert_eq!(

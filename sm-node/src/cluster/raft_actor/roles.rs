@@ -1,0 +1,99 @@
+//! Carrying out the core's role commands: attach the master (seeded) or the standby SM at
+//! this replica's port, behind the lease fence, as a [`MasterActor`].
+
+use super::{IntentFrom, RaftActor};
+use crate::daemon;
+use crate::fence::FencedTransport;
+use crate::master::{MasterActor, MasterParts, SetIntentSink, SetSaState};
+use actix::prelude::*;
+use replica_core::MasterSeed;
+use sm_core::Sweeper;
+use tokio::sync::mpsc;
+
+impl RaftActor {
+    /// Starts master `gen_` from `seed`; tells the core whether it attached.
+    pub(super) fn start_master(&mut self, gen_: u64, seed: &MasterSeed, ctx: &mut Context<Self>) {
+        let mut node_cfg = self.node_cfg.clone();
+        node_cfg.guid2lid = None; // LIDs live in the log
+        let built = (|| -> Result<_, crate::NodeError> {
+            let (mut scfg, _) = node_cfg.sweeper_config()?;
+            seed.configure(&mut scfg);
+            let sweeper = Sweeper::new(scfg)?;
+            let (attached, _) = daemon::attach(&node_cfg)?;
+            Ok((sweeper, attached))
+        })();
+        let now = self.now();
+        let (sweeper, mut attached) = match built {
+            Ok(x) => x,
+            Err(e) => {
+                tracing::warn!("E_NODE_MASTER: cannot start the master (retrying): {e}");
+                return self.core.attach_failed(now, gen_);
+            }
+        };
+        let port = attached.transport.port_guid();
+        attached.transport = Box::new(FencedTransport::new(
+            attached.transport,
+            self.lease.clone(),
+            self.fence_dropped.clone(),
+        ));
+        let (itx, mut irx) = mpsc::unbounded_channel::<sm_core::IntentEvent>();
+        ctx.add_stream(futures_util::stream::poll_fn(move |cx| {
+            irx.poll_recv(cx).map(|o| o.map(|m| IntentFrom(gen_, m)))
+        }));
+        let mut observers = self.observers.clone();
+        observers.push(self.watch(gen_, ctx));
+        let addr = MasterActor::new(MasterParts {
+            sweeper,
+            attached,
+            pool: self.pool.clone(),
+            store: None,
+            observers,
+        })
+        .start();
+        addr.do_send(SetIntentSink {
+            intents: itx,
+            lease: self.lease.clone(),
+        });
+        // The SA answers from the replicated SA state; its changes are proposed here.
+        addr.do_send(SetSaState {
+            state: seed.sa_state.clone(),
+            proposer: ctx.address().recipient(),
+        });
+        self.roles.insert(gen_, addr);
+        self.core.master_started(now, gen_, port);
+    }
+
+    /// Attaches standby `gen_` (SMInfo STANDBY, sends nothing else).
+    pub(super) fn start_standby(&mut self, gen_: u64, ctx: &mut Context<Self>) {
+        let node_cfg = self.node_cfg.clone();
+        let built = (|| -> Result<_, crate::NodeError> {
+            let (mut scfg, _) = node_cfg.sweeper_config()?;
+            let (attached, _) = daemon::attach(&node_cfg)?;
+            replica_core::start::configure_standby(&mut scfg, attached.transport.port_guid());
+            Ok((Sweeper::new(scfg)?, attached))
+        })();
+        let (sweeper, mut attached) = match built {
+            Ok(x) => x,
+            Err(e) => {
+                tracing::warn!("E_NODE_STANDBY: cannot attach the standby SM (retrying): {e}");
+                let now = self.now();
+                return self.core.attach_failed(now, gen_);
+            }
+        };
+        attached.transport = Box::new(FencedTransport::new(
+            attached.transport,
+            self.lease.clone(),
+            self.fence_dropped.clone(),
+        ));
+        let tx = self.watch(gen_, ctx);
+        let addr = MasterActor::new(MasterParts {
+            sweeper,
+            attached,
+            pool: self.pool.clone(),
+            store: None,
+            observers: vec![tx],
+        })
+        .start();
+        self.roles.insert(gen_, addr);
+    }
+}
