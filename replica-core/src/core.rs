@@ -561,6 +561,7 @@ impl<S: RaftLog + Clone> ReplicaCore<S> {
             return;
         }
         self.fix_election_timeout();
+        self.retry_backlog();
         if let Err(e) = self.pump(now) {
             return self.fatal(e);
         }

@@ -10,7 +10,11 @@ use crate::error::ProposeError;
 use crate::output::{Notice, Output};
 use prost::Message as _;
 use proto::state::Command;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
+
+/// The replica's own commands waiting to be proposed again (raft-rs drops proposals while a
+/// leadership transfer is under way); beyond this many the oldest are given up.
+const MAX_BACKLOG: usize = 1024;
 use storage::RaftLog;
 
 /// What a pending proposal is.
@@ -40,6 +44,8 @@ pub(crate) struct Requests {
     confirming: BTreeMap<u64, ()>,
     /// Confirmed reads: (read index, ticket), answered once applied >= index.
     confirmed: Vec<(u64, u64)>,
+    /// The replica's own commands raft-rs dropped, in order, proposed again while leading.
+    backlog: VecDeque<Command>,
 }
 
 impl Requests {
@@ -78,12 +84,44 @@ impl<S: RaftLog + Clone> ReplicaCore<S> {
         Ok(cmd.request_id)
     }
 
-    /// Proposes one of the replica's own commands (no answer).
+    /// Proposes one of the replica's own commands (records, intents, their completion; no
+    /// answer). One raft-rs drops (a leadership transfer under way) is kept, with those
+    /// after it, and proposed again in order while this replica leads: a dropped IntentDone
+    /// would otherwise block every later intent of the term.
     pub(crate) fn propose_quiet(&mut self, cmd: Command) {
+        if !self.requests.backlog.is_empty() {
+            return self.keep(cmd);
+        }
         if let Err(e) = self.raw.propose(vec![], cmd.encode_to_vec()) {
             self.notice(Notice::ProposalDropped {
                 error: e.to_string(),
             });
+            self.keep(cmd);
+        }
+    }
+
+    fn keep(&mut self, cmd: Command) {
+        if self.requests.backlog.len() >= MAX_BACKLOG {
+            self.requests.backlog.pop_front();
+            self.notice(Notice::ProposalDropped {
+                error: format!("more than {MAX_BACKLOG} of the replica's own commands waiting"),
+            });
+        }
+        self.requests.backlog.push_back(cmd);
+    }
+
+    /// Proposes the kept commands again, in order, while leading; a replica that no longer
+    /// leads forgets them (a later master re-applies or aborts what they concerned).
+    pub(crate) fn retry_backlog(&mut self) {
+        if !self.is_leader() {
+            self.requests.backlog.clear();
+            return;
+        }
+        while let Some(cmd) = self.requests.backlog.front() {
+            if self.raw.propose(vec![], cmd.encode_to_vec()).is_err() {
+                return;
+            }
+            self.requests.backlog.pop_front();
         }
     }
 
@@ -97,6 +135,17 @@ impl<S: RaftLog + Clone> ReplicaCore<S> {
         it: &sm_core::Intent,
     ) {
         let id = it.id;
+        if !self.requests.backlog.is_empty() {
+            // Earlier commands of this master wait to be proposed: its chunks and seal would
+            // come before them. Not committed; the sweeper plans again later.
+            self.notice(Notice::IntentNotCommitted { id });
+            self.out.push_back(Output::IntentResult {
+                gen_,
+                id,
+                committed: false,
+            });
+            return;
+        }
         let contents = crate::seed::intent_to_contents(it);
         let mut cmds =
             replica::split_intent(id, term, contents, replica::DEFAULT_MAX_COMMAND_BYTES);

@@ -407,3 +407,63 @@ fn a_leader_that_applies_its_own_removal_hands_leadership_to_a_voter() {
             .any(|s| matches!(s, Seen::Answer { request, accepted: true } if *request == r))
     );
 }
+
+/// Found by the simulation (seed 3738): a leader transferring leadership to a replica that
+/// does not answer drops every proposal until the transfer times out; the master's
+/// IntentDone was lost with it and its sealed intent blocked every later intent of the term.
+/// The replica's own commands are now kept and proposed again.
+#[test]
+fn an_intent_done_dropped_during_a_transfer_is_proposed_again() {
+    let mut c = Cluster::new(3);
+    let l = c.elect();
+    let gen_ = c.core(l).master_gen().unwrap();
+    let term = c.core(l).term();
+    let id = (term << 32) | 1;
+    let now = c.now;
+    c.core(l).intent(
+        now,
+        gen_,
+        sm_core::IntentEvent::Program(sm_core::Intent {
+            id,
+            ..Default::default()
+        }),
+    );
+    c.settle();
+    c.tick();
+    assert_eq!(c.core(l).state().pending_intent().map(|i| i.id), Some(id));
+    let f = if l == 1 { 2 } else { 1 };
+    c.paused.insert(f);
+    let now = c.now;
+    c.core(l).transfer_leader(now, f).unwrap();
+    c.core(l).intent(
+        now,
+        gen_,
+        sm_core::IntentEvent::Done {
+            id,
+            failed_switches: vec![],
+            failed_ports: vec![],
+            lft_blocks: 0,
+            pkey_blocks: 0,
+        },
+    );
+    c.drain(l);
+    assert!(
+        c.node(l)
+            .notices
+            .iter()
+            .any(|n| n.contains("proposal dropped")),
+        "{:?}",
+        c.node(l).notices
+    );
+    c.ticks(40);
+    assert_eq!(
+        c.leader(),
+        Some(l),
+        "the transfer to a paused replica times out"
+    );
+    assert_eq!(
+        c.core(l).state().pending_intent(),
+        None,
+        "the IntentDone was proposed again"
+    );
+}

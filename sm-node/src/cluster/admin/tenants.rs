@@ -458,12 +458,19 @@ impl AdminService {
         req: Request<SetTenantRequest>,
     ) -> Result<Response<SetTenantReply>, Status> {
         self.auth.admin(&req, "SetTenant")?;
-        let r = req.into_inner();
-        if r.tenant.is_none() && r.storage.is_empty() {
+        if req.get_ref().tenant.is_none() && req.get_ref().storage.is_empty() {
             return Err(Status::invalid_argument(
                 "E_NODE_TENANT_EMPTY: neither a tenant nor a storage partition given",
             ));
         }
+        // The tenant set is read, changed and proposed at the leader (after a ReadIndex
+        // round): a follower's applied state may lag behind a write it just forwarded.
+        if self.needs_leader(true).await? {
+            let mut c = self.must_forward(&req, "no leader").await?;
+            let r = req.get_ref().clone();
+            return c.set_tenant(super::forwarded(&req, r)).await;
+        }
+        let r = req.into_inner();
         let (version, index, warnings) = self
             .write_tenants(
                 Change::Set(r.tenant, r.storage),
@@ -483,6 +490,11 @@ impl AdminService {
         req: Request<DeleteTenantRequest>,
     ) -> Result<Response<DeleteTenantReply>, Status> {
         self.auth.admin(&req, "DeleteTenant")?;
+        if self.needs_leader(true).await? {
+            let mut c = self.must_forward(&req, "no leader").await?;
+            let r = req.get_ref().clone();
+            return c.delete_tenant(super::forwarded(&req, r)).await;
+        }
         let r = req.into_inner();
         let (version, index, _) = self
             .write_tenants(
