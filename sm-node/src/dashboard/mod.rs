@@ -1,5 +1,5 @@
 //! The read-only operator dashboard served by every replica on a second port
-//! (`--dashboard-listen`), and the conversions it shares with `smctl draw`.
+//! (`--dashboard-listen`). It draws through `views::model`, as `smctl draw` does.
 //!
 //! Security is the admin API's: HTTPS with the replica's certificate and key (the `[admin]`
 //! `tls-cert`/`tls-key` settings or `SM_TLS_CERT`/`SM_TLS_KEY`; browsers are not asked for a
@@ -14,7 +14,6 @@
 
 pub mod access;
 pub mod feed;
-pub mod model;
 pub mod server;
 mod tls_listener;
 
