@@ -17,7 +17,6 @@ pub mod daemon;
 pub mod dashboard;
 pub mod error;
 pub mod master;
-pub mod mem;
 pub mod metrics;
 pub mod milestone;
 pub mod pool;

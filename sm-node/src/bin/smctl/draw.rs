@@ -130,10 +130,7 @@ fn fabric(a: FabricArgs) -> anyhow::Result<ExitCode> {
                 .await
                 .ok()
                 .map(|r| r.into_inner());
-            anyhow::Ok(views::model::from_list_nodes(
-                &nodes,
-                sm.as_ref(),
-            ))
+            anyhow::Ok(views::model::from_list_nodes(&nodes, sm.as_ref()))
         })??,
     };
     let opts = views::DrawOptions {
