@@ -1,4 +1,5 @@
-//! `sm-node` — the Quorum SM daemon and the `smctl` operator CLI.
+//! `sm-node` — the Quorum SM daemon (the operator CLI is its own crate, `smctl`, which
+//! reaches a daemon through the admin API only).
 //!
 //! This crate is glue: it owns IO (files, sockets, the fabric transports), threads and
 //! clocks, and drives the pure crates (`mad`, `fabric`, `routing`, `partitions`,

@@ -8,6 +8,8 @@
 //! tenant cgroup's rdma.max in the kernel's format and sees no P_Key drift on a host view
 //! copied from the fabric, then drift once the view is tampered with.
 
+mod common;
+
 use fabric::{Guid, Lid, PKey};
 use fabric_sim::client::SimClient;
 use partitions::tenants::{MemberRef, Mode, PortDirectory, reachability, tenants_leak};
@@ -107,6 +109,7 @@ fn host_tree(root: &Path, guid: Guid, keys: &[u16]) {
 
 #[test]
 fn two_tenants_and_a_storage_hub_on_the_simulator() {
+    let smctl_bin = common::smctl::bin();
     let d = dir("e2e");
     let mut c = LocalCluster::new(
         &PathBuf::from(env!("CARGO_BIN_EXE_sm-node")),
@@ -341,7 +344,7 @@ fn two_tenants_and_a_storage_hub_on_the_simulator() {
         );
 
         // smctl shows the set.
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_smctl"))
+        let out = std::process::Command::new(smctl_bin)
             .args(["--server", &c.replicas[(follower - 1) as usize].addr])
             .args(["tenants", "list", "--json"])
             .output()
@@ -409,7 +412,7 @@ fn two_tenants_and_a_storage_hub_on_the_simulator() {
         // The smctl write commands, end to end.
         let server = c.replicas[(follower - 1) as usize].addr.clone();
         let smctl = |args: &[&str]| {
-            let out = std::process::Command::new(env!("CARGO_BIN_EXE_smctl"))
+            let out = std::process::Command::new(smctl_bin)
                 .args(["--server", &server, "tenants"])
                 .args(args)
                 .output()
