@@ -22,6 +22,7 @@ pub mod metrics;
 pub mod milestone;
 pub mod pool;
 pub mod sa_service;
+pub mod sa_view;
 pub mod store;
 pub mod tls;
 pub mod transport;
