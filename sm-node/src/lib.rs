@@ -12,6 +12,7 @@
 //! ([`transport::sim`]) and the `fabric-simd` socket ([`transport::simd`]).
 
 pub mod auth;
+pub mod clock;
 pub mod cluster;
 pub mod config;
 pub mod daemon;

@@ -10,7 +10,8 @@
 mod common;
 
 use proto::admin::*;
-use sm_node::cluster::harness::{LocalCluster, unix_ms};
+use sm_node::clock::unix_ms;
+use sm_node::cluster::harness::LocalCluster;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 use tonic::Code;

@@ -25,12 +25,6 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
-}
-
 /// Feeds the sample ring (every second) and the recent events (from WatchEvents' source).
 fn spawn_feeders(d: Arc<server::Dash>, raft: Addr<RaftActor>) {
     let dd = d.clone();
@@ -42,7 +36,7 @@ fn spawn_feeders(d: Arc<server::Dash>, raft: Addr<RaftActor>) {
                 return;
             };
             if let Ok(mut s) = dd.samples.lock() {
-                s.push(now_ms(), &st);
+                s.push(crate::clock::unix_ms(), &st);
             }
         }
     });
