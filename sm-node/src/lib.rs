@@ -7,8 +7,8 @@
 //! not be tested on virtual time.
 //!
 //! Actors (actix): [`master::MasterActor`] drives sm-core's sweeper over a
-//! [`transport::Transport`]; [`pool::RoutingPool`] is a `SyncArbiter` of
-//! [`pool::RoutingWorker`]s computing routing shards. Transports: the in-process simulator
+//! [`transport::Transport`]; [`pool::RoutingPool`] routes on a `SyncArbiter` thread
+//! ([`pool::RoutingWorker`]) through routing's fallback chain, shards on scoped threads. Transports: the in-process simulator
 //! ([`transport::sim`]) and the `fabric-simd` socket ([`transport::simd`]).
 
 pub mod auth;
