@@ -7,7 +7,7 @@
 # Usage: docs/make-pictures.sh   (from the repository root; builds the debug binaries)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cargo build -q -p sm-node --bins
+cargo build -q -p sm-node -p smctl --bins
 BIN=target/debug
 BASE=${BASE_PORT:-7640}
 SERVER=127.0.0.1:$((BASE + 1))

@@ -36,7 +36,7 @@ for t in ibsim opensm; do
     command -v "$t" >/dev/null || { echo "side-by-side: $t is not installed" >&2; exit 2; }
 done
 [ -f "$UMAD2SIM" ] || { echo "side-by-side: $UMAD2SIM missing" >&2; exit 2; }
-[ -x "$SM_NODE" ] || { echo "side-by-side: build first: cargo build --release -p sm-node -p umad" >&2; exit 2; }
+[ -x "$SM_NODE" ] || { echo "side-by-side: build first: cargo build --release -p sm-node -p smctl -p umad" >&2; exit 2; }
 [ $# -ge 1 ] || { sed -n '2,18p' "$0"; exit 2; }
 
 WORK=$(mktemp -d /tmp/side-by-side.XXXXXX)

@@ -15,15 +15,7 @@ use std::collections::VecDeque;
 use std::time::Instant;
 
 fn vm_hwm_kib() -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmHWM:"))
-                .and_then(|l| l.split_whitespace().nth(1))
-                .and_then(|v| v.parse().ok())
-        })
-        .unwrap_or(0)
+    runner::peak_rss_bytes().map_or(0, |b| b / 1024)
 }
 
 fn generate(spec: &str) -> Topology {

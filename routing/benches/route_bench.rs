@@ -9,54 +9,12 @@ use fabric::{GenSpec, PortRef, Topology};
 use routing::{
     Executor, RoutingInput, assign_lids_sequential, changed_blocks, engine_by_name, route_on,
 };
+use runner::Threads;
 use std::process::Command;
 use std::time::Instant;
 
-struct Threads(usize);
-
-impl Executor for Threads {
-    fn map<R: Send, F: Fn(usize) -> R + Sync>(&self, jobs: usize, f: F) -> Vec<R> {
-        if self.0 <= 1 {
-            return (0..jobs).map(f).collect();
-        }
-        let next = std::sync::atomic::AtomicUsize::new(0);
-        let slots: Vec<std::sync::Mutex<Option<R>>> =
-            (0..jobs).map(|_| std::sync::Mutex::new(None)).collect();
-        std::thread::scope(|sc| {
-            for _ in 0..self.0 {
-                sc.spawn(|| {
-                    loop {
-                        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                        if i >= jobs {
-                            break;
-                        }
-                        let r = f(i);
-                        *slots[i].lock().expect("no panics while holding the lock") = Some(r);
-                    }
-                });
-            }
-        });
-        slots
-            .into_iter()
-            .map(|m| {
-                m.into_inner()
-                    .expect("no poisoned lock")
-                    .expect("every job ran")
-            })
-            .collect()
-    }
-}
-
 fn peak_rss_mb() -> f64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("VmHWM:"))
-                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
-        })
-        .map(|kb| kb / 1024.0)
-        .unwrap_or(f64::NAN)
+    runner::peak_rss_bytes().map_or(f64::NAN, |b| b as f64 / (1024.0 * 1024.0))
 }
 
 /// CPU time (user + system, all threads) of this process in ms, from /proc/self/stat.

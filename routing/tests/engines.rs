@@ -7,6 +7,7 @@ use routing::{
     EngineOptions, FatTree, MinHop, RoutingError, Sequential, UpDown, route, route_on,
     route_with_chain,
 };
+use runner::Threads;
 
 const FAT_TREES: &[&str] = &[
     "ft2:4",

@@ -8,6 +8,7 @@ use routing::input::Peer;
 use routing::{
     FatTree, MinHop, RoutingInput, Sequential, UpDown, changed_blocks, route, route_incremental,
 };
+use runner::Threads;
 
 /// Removes the highest-numbered uplink of the first switch; returns the new input.
 fn drop_uplink(topo: &mut Topology, inp: &RoutingInput) -> RoutingInput {

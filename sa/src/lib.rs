@@ -24,7 +24,6 @@ pub mod path;
 mod records;
 pub mod rmpp;
 mod service;
-mod sweep_view;
 mod view;
 
 pub use client::{SaClient, SaResponse, Step, Transaction};
@@ -34,7 +33,6 @@ pub use error::SaError;
 pub use mcast::{PolicyGroup, policy_groups};
 pub use rmpp::{RmppConfig, RmppReceiver, RmppSender, SenderState};
 pub use service::Outgoing;
-pub use sweep_view::view_from_sweeper;
 pub use view::{FabricView, SmSelf, ViewInput, ViewNode, ViewPort};
 
 /// Time as the caller gives it (no clock is read here).

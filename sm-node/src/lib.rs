@@ -1,4 +1,5 @@
-//! `sm-node` — the Quorum SM daemon and the `smctl` operator CLI.
+//! `sm-node` — the Quorum SM daemon (the operator CLI is its own crate, `smctl`, which
+//! reaches a daemon through the admin API only).
 //!
 //! This crate is glue: it owns IO (files, sockets, the fabric transports), threads and
 //! clocks, and drives the pure crates (`mad`, `fabric`, `routing`, `partitions`,
@@ -6,11 +7,12 @@
 //! not be tested on virtual time.
 //!
 //! Actors (actix): [`master::MasterActor`] drives sm-core's sweeper over a
-//! [`transport::Transport`]; [`pool::RoutingPool`] is a `SyncArbiter` of
-//! [`pool::RoutingWorker`]s computing routing shards. Transports: the in-process simulator
+//! [`transport::Transport`]; [`pool::RoutingPool`] routes on a `SyncArbiter` thread
+//! ([`pool::RoutingWorker`]) through routing's fallback chain, shards on scoped threads. Transports: the in-process simulator
 //! ([`transport::sim`]) and the `fabric-simd` socket ([`transport::simd`]).
 
 pub mod auth;
+pub mod clock;
 pub mod cluster;
 pub mod config;
 pub mod daemon;
@@ -18,12 +20,12 @@ pub mod dashboard;
 pub mod error;
 pub mod fence;
 pub mod master;
-pub mod mem;
 pub mod metrics;
 pub mod milestone;
 pub mod pool;
 pub mod propose;
 pub mod sa_service;
+pub mod sa_view;
 pub mod store;
 pub mod tls;
 pub mod transport;

@@ -244,7 +244,7 @@ impl MasterActor {
             Event::RoutingNeeded(job) => self.route(*job, ctx),
             Event::DiscoveryDone { .. } => {
                 let sweep = self.sweeper.sweep_number();
-                self.discovered_at.insert(sweep, unix_ms());
+                self.discovered_at.insert(sweep, crate::clock::unix_ms());
                 while self.discovered_at.len() > 16 {
                     self.discovered_at.pop_first();
                 }
@@ -607,13 +607,6 @@ impl Handler<ReadbackProgress> for MasterActor {
     }
 }
 
-/// Milliseconds since the Unix epoch (0 if the clock is before it).
-pub fn unix_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
-}
-
 /// PortInfo of one port as the master last read it.
 #[derive(Clone, Debug)]
 pub struct PortInfoAsRead {
@@ -745,10 +738,7 @@ impl MasterActor {
 impl StreamHandler<Vec<crate::transport::InboundGmp>> for MasterActor {
     fn handle(&mut self, batch: Vec<crate::transport::InboundGmp>, ctx: &mut Context<Self>) {
         let now = self.clock.now();
-        let now_ms = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_millis() as u64)
-            .unwrap_or(0);
+        let now_ms = crate::clock::unix_ms();
         let Some(sa) = self.sa.as_mut() else { return };
         let out = sa.handle(now, now_ms, batch);
         self.sa_run(out, ctx);

@@ -131,7 +131,13 @@ impl SaService {
         let sl: HashMap<u16, u8> = policy_of(sweeper)
             .map(|p| p.partitions.iter().map(|x| (x.pkey, x.sl)).collect())
             .unwrap_or_default();
-        let v = sa::view_from_sweeper(sweeper, self.sm_port, SUBNET_PREFIX, sl, HashMap::new());
+        let v = crate::sa_view::view_from_sweeper(
+            sweeper,
+            self.sm_port,
+            SUBNET_PREFIX,
+            sl,
+            HashMap::new(),
+        );
         let ends = |v: &sa::FabricView| -> HashMap<Guid, Lid> {
             v.end_ports().map(|(_, p)| (p.guid, p.lid)).collect()
         };

@@ -53,11 +53,6 @@ fn read(var: &str, key: &str, path: Option<&std::path::Path>) -> Result<Option<V
         .map_err(|e| format!("{what}={}: {e}", p.display()))
 }
 
-/// Builds the settings from the environment alone (see the module doc).
-pub fn from_env() -> Result<Security, String> {
-    from_config(&AdminSecurity::default())
-}
-
 /// Builds the settings from the `[admin]` configuration, each key overridden by its
 /// environment variable (see the module doc).
 pub fn from_config(cfg: &AdminSecurity) -> Result<Security, String> {
@@ -151,11 +146,6 @@ pub fn install(sec: Security, listen: SocketAddr) -> Result<(), String> {
     SECURITY
         .set(sec)
         .map_err(|_| "E_NODE_TLS: security settings installed twice".to_string())
-}
-
-/// [`from_env`] then [`install`].
-pub fn install_from_env(listen: SocketAddr) -> Result<(), String> {
-    install(from_env()?, listen)
 }
 
 /// [`from_config`] then [`install`].

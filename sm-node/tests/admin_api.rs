@@ -6,7 +6,8 @@
 
 use proto::admin::sm_admin_client::SmAdminClient;
 use proto::admin::*;
-use sm_node::cluster::harness::{LocalCluster, unix_ms};
+use sm_node::clock::unix_ms;
+use sm_node::cluster::harness::LocalCluster;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 use tonic::Code;

@@ -7,8 +7,11 @@
 //!   leader cut off from its followers refuses a linearizable read (UNAVAILABLE) while it
 //!   still answers a plain one from its applied state.
 
+mod common;
+
 use proto::admin::*;
-use sm_node::cluster::harness::{LocalCluster, unix_ms};
+use sm_node::clock::unix_ms;
+use sm_node::cluster::harness::LocalCluster;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 use tonic::Code;
@@ -37,6 +40,7 @@ fn voter(s: &ClusterStatusReply, id: u64) -> bool {
 
 #[test]
 fn a_fourth_replica_joins_and_leaves() {
+    let smctl_bin = common::smctl::bin();
     let d = dir("join");
     let mut c = LocalCluster::new(
         &PathBuf::from(env!("CARGO_BIN_EXE_sm-node")),
@@ -100,7 +104,7 @@ fn a_fourth_replica_joins_and_leaves() {
         .unwrap();
 
         // Removed with smctl (through replica 4 itself, forwarded to the leader).
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_smctl"))
+        let out = std::process::Command::new(smctl_bin)
             .args(["--server", &addr4, "members", "remove", "4"])
             .output()
             .unwrap();

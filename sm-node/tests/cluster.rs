@@ -4,8 +4,10 @@
 //!
 //! Waits poll the replicas' ClusterStatus; every bound is a failure bound only.
 
+use mad::AttributeId;
 use proto::admin::{ApplyPolicyRequest, GetPolicyRequest, TransferMasterRequest};
-use sm_node::cluster::harness::{ATTR_LFT, LocalCluster, unix_ms};
+use sm_node::clock::unix_ms;
+use sm_node::cluster::harness::LocalCluster;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -42,7 +44,9 @@ fn has_storage_pkey(c: &LocalCluster) -> bool {
 }
 
 fn lft_sets(sets: &[fabric_sim::SetRecord]) -> usize {
-    sets.iter().filter(|s| s.attr == ATTR_LFT).count()
+    sets.iter()
+        .filter(|s| s.attr == AttributeId::LINEAR_FORWARDING_TABLE.0)
+        .count()
 }
 
 /// Policy through a follower (forwarded), its errors, kill -9 of the master (new master

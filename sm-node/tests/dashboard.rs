@@ -14,6 +14,8 @@
 //! Every child (replicas, chromedriver) is killed by PID on every path (Drop guards), and
 //! the whole test runs under a watchdog.
 
+mod common;
+
 use proto::admin::sm_admin_client::SmAdminClient;
 use proto::admin::*;
 use sm_node::cluster::harness::LocalCluster;
@@ -120,6 +122,8 @@ async fn wait_status(
 
 #[test]
 fn dashboard_http_and_headless_chromium() {
+    // Built before the cluster starts (the first build after a change takes a while).
+    common::smctl::bin();
     let d = std::env::temp_dir().join(format!("smnode-dash-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).unwrap();
@@ -267,7 +271,7 @@ async fn scenario(c: &mut LocalCluster, dash: &[u16], dir: &Path) {
 
     // --- smctl draw against the same replica (read token).
     let smctl = |args: &[&str]| {
-        let out = Command::new(env!("CARGO_BIN_EXE_smctl"))
+        let out = Command::new(common::smctl::bin())
             .args(["--server", &addrs[fi], "--token", READ])
             .args(args)
             .output()

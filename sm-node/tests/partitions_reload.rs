@@ -281,7 +281,8 @@ fn file_len(p: &Path) -> usize {
 #[test]
 fn sighup_on_a_follower_proposes_the_partitions_file_to_the_cluster() {
     use proto::admin::GetPolicyRequest;
-    use sm_node::cluster::harness::{LocalCluster, unix_ms};
+    use sm_node::clock::unix_ms;
+    use sm_node::cluster::harness::LocalCluster;
     let d = std::env::temp_dir().join(format!("smnode-reload-cluster-{}", std::process::id()));
     let mut c = LocalCluster::new(&std::path::PathBuf::from(BIN), "ft2:4", 3, &d).unwrap();
     let guids: Vec<Guid> = ca_ports(&c.topo).iter().map(|x| x.2).collect();
@@ -372,7 +373,7 @@ fn sighup_on_a_follower_proposes_the_partitions_file_to_the_cluster() {
     assert!(
         !sets
             .iter()
-            .any(|r| r.attr == sm_node::cluster::harness::ATTR_LFT),
+            .any(|r| r.attr == mad::AttributeId::LINEAR_FORWARDING_TABLE.0),
         "an LFT block was rewritten: {sets:?}"
     );
     let moved = ca_ports(&c.topo)[4];

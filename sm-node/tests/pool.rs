@@ -1,5 +1,5 @@
-//! Routing shards computed on the RoutingPool (SyncArbiter workers) give exactly the tables
-//! `sm_core::route_inline` computes.
+//! Routing on the RoutingPool (a SyncArbiter thread, shards on scoped worker threads) gives
+//! exactly the tables, winner and refusals `sm_core::route_inline` computes.
 
 use fabric_sim::{SimConfig, SimFabric};
 use sm_core::{Event, RoutingJob, Sweeper, SweeperConfig, route_inline};

@@ -7,6 +7,7 @@
 //! surviving replica agrees. Skipped, with the reason
 //! printed, when ibsim or the diags are not installed.
 
+mod common;
 mod ibsim_common;
 
 use ibsim_common::*;
@@ -106,6 +107,7 @@ fn sa_state_survives_a_failover_on_ibsim() {
         println!("skipped: saquery is not installed");
         return;
     }
+    let smctl_bin = common::smctl::bin();
     let sim = Ibsim::start(Path::new(NET_2SW2PATH4HCA), &[]).expect("ibsim");
     let base = 20000 + (std::process::id() % 2000) as u16 * 3;
     let peers: String = (1..=3)
@@ -213,7 +215,7 @@ fn sa_state_survives_a_failover_on_ibsim() {
         "{smir}"
     );
     // Every replica's admin API shows the member.
-    let smctl = std::process::Command::new(env!("CARGO_BIN_EXE_smctl"))
+    let smctl = std::process::Command::new(smctl_bin)
         .args([
             "--server",
             &format!("127.0.0.1:{survivor}"),

@@ -1,6 +1,8 @@
 //! `smctl sweep --heavy` on a process cluster: asked through a follower, it follows the
 //! master until the heavy sweep completes and prints when; a light sweep only asks.
 
+mod common;
+
 use sm_node::cluster::harness::LocalCluster;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -9,6 +11,7 @@ const BOUND: Duration = Duration::from_secs(60);
 
 #[test]
 fn heavy_sweep_is_followed_to_completion() {
+    let smctl_bin = common::smctl::bin();
     let d = std::env::temp_dir().join(format!("smnode-smctl-sweep-{}", std::process::id()));
     let mut c = LocalCluster::new(
         &PathBuf::from(env!("CARGO_BIN_EXE_sm-node")),
@@ -42,7 +45,7 @@ fn heavy_sweep_is_followed_to_completion() {
         .addr
         .clone();
     let smctl = |args: &[&str]| {
-        std::process::Command::new(env!("CARGO_BIN_EXE_smctl"))
+        std::process::Command::new(smctl_bin)
             .args(["--server", &follower])
             .args(args)
             .output()

@@ -8,6 +8,8 @@
 //! tenant cgroup's rdma.max in the kernel's format and sees no P_Key drift on a host view
 //! copied from the fabric, then drift once the view is tampered with.
 
+mod common;
+
 use fabric::{Guid, Lid, PKey};
 use fabric_sim::client::SimClient;
 use partitions::tenants::{MemberRef, Mode, PortDirectory, reachability, tenants_leak};
@@ -16,7 +18,8 @@ use proto::state::{self, tenant_member};
 use serde_json::{Value, json};
 use sm_agent::reconcile::{Assignment, Config, reconcile};
 use sm_agent::{Roots, client as agent_client, sysfs};
-use sm_node::cluster::harness::{LocalCluster, unix_ms};
+use sm_node::clock::unix_ms;
+use sm_node::cluster::harness::LocalCluster;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -107,6 +110,7 @@ fn host_tree(root: &Path, guid: Guid, keys: &[u16]) {
 
 #[test]
 fn two_tenants_and_a_storage_hub_on_the_simulator() {
+    let smctl_bin = common::smctl::bin();
     let d = dir("e2e");
     let mut c = LocalCluster::new(
         &PathBuf::from(env!("CARGO_BIN_EXE_sm-node")),
@@ -341,7 +345,7 @@ fn two_tenants_and_a_storage_hub_on_the_simulator() {
         );
 
         // smctl shows the set.
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_smctl"))
+        let out = std::process::Command::new(smctl_bin)
             .args(["--server", &c.replicas[(follower - 1) as usize].addr])
             .args(["tenants", "list", "--json"])
             .output()
@@ -409,7 +413,7 @@ fn two_tenants_and_a_storage_hub_on_the_simulator() {
         // The smctl write commands, end to end.
         let server = c.replicas[(follower - 1) as usize].addr.clone();
         let smctl = |args: &[&str]| {
-            let out = std::process::Command::new(env!("CARGO_BIN_EXE_smctl"))
+            let out = std::process::Command::new(smctl_bin)
                 .args(["--server", &server, "tenants"])
                 .args(args)
                 .output()

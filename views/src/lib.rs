@@ -3,11 +3,16 @@
 //! by the `layout-rs` library) and the partition reachability matrix (SVG built with the
 //! `svg` crate's document builder) from the isolation audit read back from the fabric.
 //!
-//! It must never do IO, read a clock, spawn a thread or depend on gRPC types: callers (smctl,
-//! the dashboard) convert admin replies into [`FabricModel`] / audit JSON first.
+//! [`model`] turns what the admin API returns (ListNodes, SmInfo) or a topology into a
+//! [`FabricModel`]; smctl and the dashboard both draw through it.
+//!
+//! It must never do IO, read a clock, spawn a thread or depend on gRPC services: it reads the
+//! admin API's prost messages (`proto` without its `grpc` feature, so no tonic), never a
+//! connection; callers fetch the replies (or the audit JSON) and hand them in.
 
 mod fabric_view;
 mod matrix;
+pub mod model;
 mod render;
 
 pub use fabric_view::{

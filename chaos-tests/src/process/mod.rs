@@ -25,6 +25,7 @@ use fabric::{Guid, Lid, PortState};
 use fabric_sim::Fault;
 use proto::admin::{ApplyPolicyRequest, GetPolicyRequest};
 use proxy::Mode;
+use sm_node::clock::unix_ms;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -162,12 +163,6 @@ struct Monitor {
     acked: Option<(u64, String)>,
 }
 
-fn unix_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
-}
-
 struct Run<'a> {
     c: ProcCluster,
     rt: &'a tokio::runtime::Runtime,
@@ -250,7 +245,7 @@ impl Run<'_> {
                 ));
                 continue;
             };
-            if s.attr == crate::sim::check::ATTR_LFT {
+            if s.attr == mad::AttributeId::LINEAR_FORWARDING_TABLE.0 {
                 *self.m.lft_sets.entry(r).or_default() += 1;
             }
             // The sender's leadership: observations are samples, so a Set lies between the

@@ -12,13 +12,14 @@
 
 use fabric::{Guid, Lid};
 use fabric_sim::SetRecord;
+use mad::AttributeId;
 use sm_core::VTime;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// LinearForwardingTable attribute id.
-pub const ATTR_LFT: u16 = 0x0019;
+pub const ATTR_LFT: u16 = AttributeId::LINEAR_FORWARDING_TABLE.0;
 /// PortInfo attribute id.
-pub const ATTR_PORT_INFO: u16 = 0x0015;
+pub const ATTR_PORT_INFO: u16 = AttributeId::PORT_INFO.0;
 
 /// An invariant that did not hold.
 #[derive(Clone, Debug, PartialEq, Eq)]

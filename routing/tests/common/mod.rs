@@ -3,7 +3,7 @@
 
 use fabric::{GenSpec, Topology};
 use routing::input::Peer;
-use routing::{Executor, Lfts, NO_ROUTE, RoutingInput, assign_lids_sequential, metrics};
+use routing::{Lfts, NO_ROUTE, RoutingInput, assign_lids_sequential, metrics};
 
 /// Builds a generated fabric from a spec string such as "ft3:8".
 pub fn fabric_of(spec: &str) -> Topology {
@@ -59,30 +59,4 @@ pub fn walk(input: &RoutingInput, lfts: &Lfts, s: usize, lid: u16) -> Option<u32
         }
     }
     None
-}
-
-/// A scoped-thread executor for tests (the crate itself never spawns threads).
-pub struct Threads(pub usize);
-
-impl Executor for Threads {
-    fn map<R: Send, F: Fn(usize) -> R + Sync>(&self, jobs: usize, f: F) -> Vec<R> {
-        let next = std::sync::atomic::AtomicUsize::new(0);
-        let mut out: Vec<Option<R>> = (0..jobs).map(|_| None).collect();
-        let results = std::sync::Mutex::new(&mut out);
-        std::thread::scope(|sc| {
-            for _ in 0..self.0.max(1) {
-                sc.spawn(|| {
-                    loop {
-                        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                        if i >= jobs {
-                            break;
-                        }
-                        let r = f(i);
-                        results.lock().unwrap()[i] = Some(r);
-                    }
-                });
-            }
-        });
-        out.into_iter().map(|r| r.unwrap()).collect()
-    }
 }

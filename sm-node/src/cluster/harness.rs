@@ -13,17 +13,7 @@ use proto::admin::sm_admin_client::SmAdminClient;
 use proto::admin::{ClusterStatusReply, ClusterStatusRequest};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
-
-/// LinearForwardingTable attribute id.
-pub const ATTR_LFT: u16 = 0x0019;
-
-/// Unix time in ms.
-pub fn unix_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
-}
+use std::time::{Duration, Instant};
 
 /// One replica process.
 pub struct ProcReplica {

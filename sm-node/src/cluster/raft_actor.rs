@@ -7,6 +7,7 @@
 //! same core.
 
 use super::{ClusterConfig, PeerTx};
+use crate::clock::unix_ms;
 use crate::config::NodeConfig;
 use crate::fence::Lease;
 use crate::master::{GetTables, IntentCommitted, MasterActor, Shutdown};
@@ -51,13 +52,6 @@ pub struct RaftActor {
     fence_dropped: Arc<AtomicU64>,
     subnet_up_unix_ms: u64,
     last_sweep_unix_ms: u64,
-}
-
-/// Milliseconds since the Unix epoch (0 if the clock is before it).
-fn unix_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
 }
 
 impl RaftActor {

@@ -1,5 +1,5 @@
 //! The read-only operator dashboard served by every replica on a second port
-//! (`--dashboard-listen`), and the conversions it shares with `smctl draw`.
+//! (`--dashboard-listen`). It draws through `views::model`, as `smctl draw` does.
 //!
 //! Security is the admin API's: HTTPS with the replica's certificate and key (the `[admin]`
 //! `tls-cert`/`tls-key` settings or `SM_TLS_CERT`/`SM_TLS_KEY`; browsers are not asked for a
@@ -14,7 +14,6 @@
 
 pub mod access;
 pub mod feed;
-pub mod model;
 pub mod server;
 mod tls_listener;
 
@@ -25,12 +24,6 @@ use actix::Addr;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-
-fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
-}
 
 /// Feeds the sample ring (every second) and the recent events (from WatchEvents' source).
 fn spawn_feeders(d: Arc<server::Dash>, raft: Addr<RaftActor>) {
@@ -43,7 +36,7 @@ fn spawn_feeders(d: Arc<server::Dash>, raft: Addr<RaftActor>) {
                 return;
             };
             if let Ok(mut s) = dd.samples.lock() {
-                s.push(now_ms(), &st);
+                s.push(crate::clock::unix_ms(), &st);
             }
         }
     });

@@ -225,7 +225,7 @@ async fn fabric_svg(State(d): D, h: HeaderMap) -> Response {
     // Layout is CPU work on a replica that also runs the SM: off the async workers, and
     // refused past a size (ft3:16's 2,176 edges take seconds; ft2:36's 684 a few ms).
     let r = tokio::task::spawn_blocking(move || {
-        let m = super::model::from_list_nodes(&nodes, sm.as_ref());
+        let m = views::model::from_list_nodes(&nodes, sm.as_ref());
         // Compact on a page: more than two hosts of a leaf become one box.
         let o = views::DrawOptions {
             max_hosts_per_leaf: 2,

@@ -1,6 +1,9 @@
 //! Shared test helpers: configuration, waiting on milestones (with a generous timeout as a
-//! failure bound only), fabric checks through the simulator handle.
+//! failure bound only), fabric checks through the simulator handle, the smctl binary
+//! ([`smctl::bin`]).
 #![allow(dead_code)]
+
+pub mod smctl;
 
 use fabric::{Guid, Lid, NodeId, PKey, PortState, Topology};
 use sm_node::config::{FileConfig, NodeConfig};

@@ -5,8 +5,10 @@
 //! N kills (min/median/p90/max), with the LFT Sets the fabric accepted after each kill.
 
 use anyhow::anyhow;
+use mad::AttributeId;
 use proto::admin::ApplyPolicyRequest;
-use sm_node::cluster::harness::{ATTR_LFT, LocalCluster, unix_ms};
+use sm_node::clock::unix_ms;
+use sm_node::cluster::harness::LocalCluster;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
@@ -91,7 +93,11 @@ pub async fn run(a: &BenchArgs) -> anyhow::Result<ExitCode> {
             .await
             .map_err(|e| anyhow!(e))?;
         let ms = st.last_sweep_unix_ms.saturating_sub(kill) as f64;
-        let lft = c.take_sets().iter().filter(|s| s.attr == ATTR_LFT).count();
+        let lft = c
+            .take_sets()
+            .iter()
+            .filter(|s| s.attr == AttributeId::LINEAR_FORWARDING_TABLE.0)
+            .count();
         lft_sets += lft;
         println!(
             "kill {:>2}: replica {leader} killed, replica {} serving after {ms:.0} ms ({lft} LFT Sets)",

@@ -593,7 +593,7 @@ impl SmAdmin for AdminService {
             })?
             .map_err(actor_err)?
             .map_err(|e| Status::unavailable(format!("E_NODE_READBACK: {e}")))?;
-        let (id, at) = (self.id, crate::master::unix_ms());
+        let (id, at) = (self.id, crate::clock::unix_ms());
         let r = self
             .read(move |v| policy::audit(v.state, &t, &rb, id, at))
             .await??;

@@ -13,12 +13,6 @@ use tokio::sync::mpsc;
 /// Poll period of the replica's status.
 const POLL: Duration = Duration::from_millis(50);
 
-fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
-}
-
 fn milestone_event(m: &Milestone) -> Option<(&'static str, String)> {
     Some(match &m.kind {
         MilestoneKind::Trap { number } => ("trap", format!("trap {number} received")),
@@ -125,7 +119,7 @@ pub fn spawn(raft: Addr<RaftActor>, kinds: Vec<String>) -> mpsc::Receiver<Event>
                     continue;
                 }
                 let ev = Event {
-                    unix_ms: now_ms(),
+                    unix_ms: crate::clock::unix_ms(),
                     kind: kind.into(),
                     text,
                     term,

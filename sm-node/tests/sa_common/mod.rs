@@ -1,12 +1,14 @@
 //! Test driver: sm-core's sweeper brings a simulated fabric up (virtual time), then an SA
 //! engine answers from the view of what it discovered, with PortInfo read from the
-//! simulator (the fabric's truth).
+//! simulator (the fabric's truth). Shared by the `sa_*` tests and the `sa_path_records`
+//! bench.
 #![allow(dead_code)]
 
 use fabric::{Guid, Lid, NodeId, Topology};
 use fabric_sim::{AttachId, SimConfig, SimFabric};
-use sa::{FabricView, Request, SaConfig, SaEngine, view_from_sweeper};
+use sa::{FabricView, Request, SaConfig, SaEngine};
 use sm_core::{Event, Sweeper, SweeperConfig, VTime, route_inline};
+use sm_node::sa_view::view_from_sweeper;
 use std::collections::HashMap;
 use std::sync::Arc;
 

@@ -1,12 +1,12 @@
-//! Building a [`FabricView`] from sm-core's [`Sweeper`]: the topology of its last
+//! Building the SA's [`FabricView`] from sm-core's [`Sweeper`]: the topology of its last
 //! discovery, its guid -> LID map, the LFTs and P_Key tables it programmed, its own SM
 //! identity, and every port's PortInfo as the sweeper last read it (its discovery Get or
 //! the answer to its own Set). PortInfo the caller gives wins; a port never read is filled
 //! from the topology (see [`ViewInput`]).
 
-use crate::view::{FabricView, SmSelf, ViewInput};
 use fabric::Guid;
 use mad::PortInfo;
+use sa::{FabricView, SmSelf, ViewInput};
 use sm_core::Sweeper;
 use std::collections::HashMap;
 

@@ -3,17 +3,17 @@
 //! P_Key choice, encode), (2) the whole round trip as GMPs through the simulated fabric
 //! (client port -> SM port -> client port, virtual time; wall time measured).
 //!
-//! `cargo bench -p sa --bench path_records [-- SPEC [QUERIES]]` (default ft2:36, 200000).
+//! `cargo bench -p sm-node --bench sa_path_records [-- SPEC [QUERIES]]` (default ft2:36, 200000).
 
-#[path = "../tests/common/mod.rs"]
-mod common;
+#[path = "../tests/sa_common/mod.rs"]
+mod sa_common;
 
-use common::*;
 use fabric::PKey;
 use fabric::rng::SplitMix64;
 use mad::Method;
 use mad::sa::{PathRecord, SaMad, SaRecord};
 use sa::{Request, SaClient};
+use sa_common::*;
 use std::time::Instant;
 
 fn main() {

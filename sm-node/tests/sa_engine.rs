@@ -1,9 +1,10 @@
 //! The SA engine on a fabric brought up by sm-core on the simulator: every answer is
-//! compared with the simulator's state (the fabric's truth) or the sweeper's tables.
+//! compared with the simulator's state (the fabric's truth) or the sweeper's tables. (Here,
+//! not in the `sa` crate: the view comes from `sm_node::sa_view`, and `sa` does not depend on
+//! sm-core.)
 
-mod common;
+mod sa_common;
 
-use common::*;
 use fabric::{Guid, Lid};
 use mad::sa::{
     ClassPortInfo, Gid, InformInfo, InformInfoRecord, LftRecord, LinkRecord, McMemberRecord,
@@ -13,6 +14,7 @@ use mad::sa::{
 use mad::{AttributeId, Method};
 use proptest::prelude::*;
 use sa::{RmppConfig, RmppSender, SaClient, SaEngine, SaResponse, policy_groups};
+use sa_common::*;
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -195,7 +197,13 @@ fn port_info_links_switches_and_lfts_match_the_fabric() {
 fn port_info_records_are_the_ports_as_the_sweeper_read_them() {
     // What the daemon does: no PortInfo handed in, the sweeper's reads only.
     let up = bring_up("ft2:4", None);
-    let view = sa::view_from_sweeper(&up.sw, up.sm_port, PREFIX, HashMap::new(), HashMap::new());
+    let view = sm_node::sa_view::view_from_sweeper(
+        &up.sw,
+        up.sm_port,
+        PREFIX,
+        HashMap::new(),
+        HashMap::new(),
+    );
     let mut e = SaEngine::new(sa::SaConfig::default());
     e.set_view(Arc::new(view));
     let me = up.lid_of_guid(up.sm_port);
@@ -240,7 +248,7 @@ fn tenants_conf(g: &[Guid]) -> String {
     )
 }
 
-fn tenants() -> (common::Up, Vec<Guid>) {
+fn tenants() -> (sa_common::Up, Vec<Guid>) {
     let t = topo("ft2:4");
     let g: Vec<Guid> = ca_ports(&t).iter().map(|x| x.2).collect();
     let up = bring_up("ft2:4", Some(&tenants_conf(&g)));
@@ -762,7 +770,7 @@ proptest! {
         b[3] = method & 0x7F;
         b[16..18].copy_from_slice(&attr.to_be_bytes());
         let m = SaMad::decode(&b).unwrap();
-        let h = e.handle(0, &common::req(Lid(1), m));
+        let h = e.handle(0, &sa_common::req(Lid(1), m));
         let rep = h.reply.expect("every request is answered");
         prop_assert!(rep.mad.header.mad.method.is_response());
     }

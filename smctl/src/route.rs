@@ -6,9 +6,8 @@ use anyhow::{Context, anyhow};
 use clap::{Args, Subcommand};
 use fabric::{GenSpec, Guid, Topology, netfile};
 use routing::metrics::{self, Metrics, MetricsOptions};
-use routing::{
-    EngineOptions, Executor, RoutingInput, assign_lids_sequential, ibroute, route_with_chain,
-};
+use routing::{EngineOptions, RoutingInput, assign_lids_sequential, ibroute, route_with_chain};
+use runner::Threads;
 use serde_json::json;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -104,43 +103,6 @@ struct AnalyzeArgs {
     json: bool,
 }
 
-/// Runs shards on scoped threads, jobs handed out in order.
-struct Threads(usize);
-
-impl Executor for Threads {
-    fn map<R: Send, F: Fn(usize) -> R + Sync>(&self, jobs: usize, f: F) -> Vec<R> {
-        if self.0 <= 1 || jobs <= 1 {
-            return (0..jobs).map(f).collect();
-        }
-        let next = std::sync::atomic::AtomicUsize::new(0);
-        let slots: Vec<std::sync::Mutex<Option<R>>> =
-            (0..jobs).map(|_| std::sync::Mutex::new(None)).collect();
-        std::thread::scope(|sc| {
-            for _ in 0..self.0.min(jobs) {
-                sc.spawn(|| {
-                    loop {
-                        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                        if i >= jobs {
-                            break;
-                        }
-                        let r = f(i);
-                        if let Ok(mut slot) = slots[i].lock() {
-                            *slot = Some(r);
-                        }
-                    }
-                });
-            }
-        });
-        slots
-            .into_iter()
-            .map(|m| m.into_inner().ok().flatten())
-            .collect::<Option<Vec<R>>>()
-            // Invariant: every job index below `jobs` ran exactly once; a worker panic has
-            // already propagated out of the scope.
-            .expect("every shard produced a result")
-    }
-}
-
 fn load_topology(source: &str) -> anyhow::Result<Topology> {
     let path = Path::new(source);
     if path.exists() {
@@ -164,7 +126,7 @@ fn load_topology(source: &str) -> anyhow::Result<Topology> {
 }
 
 fn peak_rss_mb() -> Option<f64> {
-    sm_node::mem::peak_rss_bytes().map(|b| b as f64 / (1024.0 * 1024.0))
+    runner::peak_rss_bytes().map(|b| b as f64 / (1024.0 * 1024.0))
 }
 
 fn parse_guid(s: &str) -> anyhow::Result<Guid> {

@@ -1,5 +1,13 @@
 //! `smctl` — the Quorum SM operator CLI. Offline commands (topology generation, routing,
-//! partition checks, benchmarks) run locally; cluster commands arrive with the admin API.
+//! partition checks and plans, pictures, sweep benchmarks on the in-process simulator) run
+//! locally on the pure crates; cluster commands (status, nodes, ports, traces, audit,
+//! sweeps, mastership, members, events, tenants, SA state, pictures) go to a replica's
+//! SmAdmin gRPC service (`--server`, TLS, tokens; exit codes in [`client`]).
+//!
+//! It must never link the daemon: no dependency on `sm-node`, actix, sled or raft-rs —
+//! everything it learns about a cluster comes through the admin API (`proto` with `grpc`).
+//! Nor does it hold SM logic: what it computes or draws offline comes from `fabric`,
+//! `routing`, `partitions`, `views`, and for `smctl bench` `sm-core` on `fabric-sim`.
 
 use clap::{Parser, Subcommand};
 

@@ -1,12 +1,13 @@
-//! Conversion of what the admin API returns (ListNodes, SmInfo) or a topology file into the
-//! `views` crate's [`FabricModel`]. A link whose width or speed differs from the fabric's most
-//! common one is drawn degraded; links that are down are not in the listing (the master drops
-//! them from the topology), so the picture shows them as missing.
+//! Conversion of what the admin API returns (ListNodes, SmInfo) or a topology file into a
+//! [`FabricModel`] (smctl's `draw fabric` and the dashboard's picture). A link whose width or
+//! speed differs from the fabric's most common one is drawn degraded; links that are down are
+//! not in the listing (the master drops them from the topology), so the picture shows them as
+//! missing.
 
+use crate::{FabricModel, LinkState, ModelLink, ModelNode, NodeKind};
 use fabric::{NodeType, Topology};
 use proto::admin::{ListNodesReply, SmInfoReply};
 use std::collections::BTreeMap;
-use views::{FabricModel, LinkState, ModelLink, ModelNode, NodeKind};
 
 fn kind_of(s: &str) -> NodeKind {
     match s {
@@ -167,7 +168,7 @@ mod tests {
         let m = from_topology(&t);
         assert_eq!(m.nodes.len(), t.len());
         assert!(m.links.iter().all(|l| l.state == LinkState::Active));
-        let d = views::arrange(&m, &views::DrawOptions::default()).unwrap();
+        let d = crate::arrange(&m, &crate::DrawOptions::default()).unwrap();
         assert_eq!(d.links, m.links.len());
     }
 }

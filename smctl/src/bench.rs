@@ -5,7 +5,7 @@ use anyhow::{Context, anyhow};
 use clap::{Args, Subcommand};
 use fabric::{GenSpec, Topology, netfile};
 use fabric_sim::{SimConfig, SimFabric};
-use routing::Executor;
+use runner::Threads;
 use sm_core::{Event, Sweeper, SweeperConfig, VTime};
 use std::path::Path;
 use std::process::ExitCode;
@@ -42,37 +42,6 @@ pub struct SweepArgs {
     /// Print JSON.
     #[arg(long)]
     json: bool,
-}
-
-/// Runs routing shards on scoped threads, `n` at a time.
-struct Threads(usize);
-
-impl Executor for Threads {
-    fn map<R: Send, F: Fn(usize) -> R + Sync>(&self, jobs: usize, f: F) -> Vec<R> {
-        if self.0 <= 1 || jobs <= 1 {
-            return (0..jobs).map(f).collect();
-        }
-        let next = std::sync::atomic::AtomicUsize::new(0);
-        let mut out: Vec<Option<R>> = (0..jobs).map(|_| None).collect();
-        let results = std::sync::Mutex::new(&mut out);
-        std::thread::scope(|sc| {
-            for _ in 0..self.0.min(jobs) {
-                sc.spawn(|| {
-                    loop {
-                        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                        if i >= jobs {
-                            break;
-                        }
-                        let r = f(i);
-                        if let Ok(mut g) = results.lock() {
-                            g[i] = Some(r);
-                        }
-                    }
-                });
-            }
-        });
-        out.into_iter().flatten().collect()
-    }
 }
 
 fn load(source: &str) -> anyhow::Result<Topology> {
@@ -246,7 +215,7 @@ pub fn run(cmd: BenchCmd) -> anyhow::Result<ExitCode> {
     let t_rs = t_route_start.unwrap_or(t_lids);
     let t_re = t_route_end.unwrap_or(t_rs);
     let sim_up = sim_at_up.unwrap_or(sim_time);
-    let peak = sm_node::mem::peak_rss_bytes();
+    let peak = runner::peak_rss_bytes();
     let by: serde_json::Map<String, serde_json::Value> = c
         .nonzero()
         .map(|(a, m, n)| (format!("{a}.{m}"), serde_json::json!(n)))

@@ -116,7 +116,7 @@ fn offline_topology(source: &str) -> anyhow::Result<fabric::Topology> {
 
 fn fabric(a: FabricArgs) -> anyhow::Result<ExitCode> {
     let model = match &a.topo {
-        Some(src) => sm_node::dashboard::model::from_topology(&offline_topology(src)?),
+        Some(src) => views::model::from_topology(&offline_topology(src)?),
         None => client::block_on(async {
             let mut c = client::connect().await?;
             let nodes = c
@@ -130,10 +130,7 @@ fn fabric(a: FabricArgs) -> anyhow::Result<ExitCode> {
                 .await
                 .ok()
                 .map(|r| r.into_inner());
-            anyhow::Ok(sm_node::dashboard::model::from_list_nodes(
-                &nodes,
-                sm.as_ref(),
-            ))
+            anyhow::Ok(views::model::from_list_nodes(&nodes, sm.as_ref()))
         })??,
     };
     let opts = views::DrawOptions {

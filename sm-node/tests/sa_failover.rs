@@ -3,17 +3,18 @@
 //! state (`set_sa_state` applied, snapshot, restore), A dies, master B (another port,
 //! seeded with what the log holds, MFTs included) loads the SA state and answers the same
 //! MCMemberRecords; handing its groups to its sweeper rewrites no MFT block, and the
-//! members still reach each other.
+//! members still reach each other. (In sm-node, beside `sa_view`: `sa` does not depend on
+//! sm-core.)
 
-mod common;
+mod sa_common;
 
-use common::*;
 use fabric::{Guid, Lid, PKey};
 use fabric_sim::{AttachId, SimFabric};
 use mad::Method;
 use mad::sa::{Gid, McMemberRecord, SaMad, SaRecord, join_state};
 use proto::state::{Command, command::Kind};
 use sa::{Request, SaClient, SaEngine, SaResponse, policy_groups};
+use sa_common::*;
 use sm_core::{Event, IntentEvent, Phase, Sweeper, SweeperConfig, VTime, route_inline};
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
@@ -295,7 +296,8 @@ fn a_group_joined_before_a_failover_is_there_after_it_with_no_mft_rewrite() {
     let planned = drive(&mut b_sw, &mut fab, b_sm, &mut now, 60_000_000_000);
     assert!(b_sw.is_subnet_up());
     assert_eq!(planned, 0, "the takeover sweep planned MFT writes");
-    let view = sa::view_from_sweeper(&b_sw, b_port, PREFIX, HashMap::new(), HashMap::new());
+    let view =
+        sm_node::sa_view::view_from_sweeper(&b_sw, b_port, PREFIX, HashMap::new(), HashMap::new());
     let mut b = SaEngine::new(sa::SaConfig::default());
     b.set_view(Arc::new(view));
     b.load(restored.sa_state()).unwrap();
