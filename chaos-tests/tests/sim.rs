@@ -214,3 +214,46 @@ fn regression_f5_restarted_master_replaces_orphaned_intent() {
     );
     sim::run(&s, Variant::Correct).unwrap_or_else(|f| panic!("{f}"));
 }
+
+/// The drift the twin simulation had (issue 17): the production replica seeds a new master
+/// with the MFTs as programmed (`known_mfts`), the twin never did, so its takeovers were not
+/// tested with multicast. With one replica code path, a failover on an unchanged fabric
+/// with multicast groups writes no MFT block.
+#[test]
+fn a_takeover_with_multicast_groups_writes_no_mft_block() {
+    let mut steps = vec![
+        Step {
+            after_ms: 300,
+            action: Action::JoinGroup { group: 0 },
+        },
+        Step {
+            after_ms: 300,
+            action: Action::JoinGroup { group: 5 },
+        },
+    ];
+    for _ in 0..3 {
+        steps.push(Step {
+            after_ms: 1500,
+            action: Action::CrashLeader,
+        });
+        steps.push(Step {
+            after_ms: 900,
+            action: Action::RestartAll,
+        });
+    }
+    for topology in ["ft2:4", "ft2:6:hosts=2"] {
+        let s = Schedule {
+            seed: 11,
+            topology: topology.into(),
+            steps: steps.clone(),
+        };
+        let st = sim::run(&s, Variant::Correct).unwrap_or_else(|f| panic!("{f}"));
+        assert_eq!(st.group_joins, 2, "{st:?}");
+        assert!(st.mft_sets > 0, "the groups were programmed: {st:?}");
+        assert!(st.quiet_takeovers >= 2, "{st:?}");
+        assert_eq!(
+            st.quiet_mft_sets, 0,
+            "a takeover rewrote MFT blocks: {st:?}"
+        );
+    }
+}

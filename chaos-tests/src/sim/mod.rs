@@ -57,6 +57,14 @@ pub struct RunStats {
     pub graceful_stops: u64,
     /// Voters removed.
     pub membership_changes: u64,
+    /// Multicast group changes committed through the master's SA.
+    pub group_joins: u64,
+    /// MulticastForwardingTable Sets the fabric accepted.
+    pub mft_sets: u64,
+    /// MulticastForwardingTable Sets accepted during quiet takeovers (their first heavy
+    /// sweep on an unchanged fabric: a master seeded with the MFTs as programmed writes
+    /// none).
+    pub quiet_mft_sets: u64,
     /// Masters started.
     pub masters: u64,
     /// Faults that hit the replica holding the master.

@@ -123,6 +123,8 @@ pub struct Node {
     reads: BTreeMap<u64, ReadCall>,
     boots: u64,
     last_state: ReplicatedState,
+    /// The SA state whose multicast groups the master was given last.
+    groups_given: Option<proto::state::SaState>,
 }
 
 impl Node {
@@ -161,6 +163,7 @@ impl Node {
             reads: BTreeMap::new(),
             boots: 0,
             last_state: ReplicatedState::new(),
+            groups_given: None,
         };
         n.boot(first_tick)?;
         Ok(n)
@@ -380,6 +383,7 @@ impl Node {
                 }
             }
         }
+        self.give_groups(&core, cx.now);
         self.core = Some(core);
         if exit {
             // The process ends (graceful stop done, or the core gave up).
@@ -388,6 +392,30 @@ impl Node {
             }
             self.crash(cx.fab);
         }
+    }
+
+    /// The master's SA hands the replicated multicast groups to its sweeper (as the daemon's
+    /// SA service does after loading or committing the SA state): through the `sa` crate's
+    /// engine, whose groups-to-forwarding rule the daemon uses.
+    fn give_groups(&mut self, core: &ReplicaCore<VolatileLog>, now: VTime) {
+        let Some(m) = self.master.as_mut() else {
+            self.groups_given = None;
+            return;
+        };
+        let st = core.state().sa_state();
+        if self.groups_given.as_ref() == Some(st) {
+            return;
+        }
+        let mut e = sa::SaEngine::new(sa::SaConfig::default());
+        if e.load(st).is_ok() {
+            let groups = e
+                .forwarding_groups()
+                .into_iter()
+                .map(|(mlid, members)| sm_core::McastGroup { mlid, members })
+                .collect();
+            m.sw.set_multicast(now, groups);
+        }
+        self.groups_given = Some(st.clone());
     }
 
     fn sweeper_config() -> SweeperConfig {
@@ -429,6 +457,7 @@ impl Node {
             sw,
             at: Some(at),
         });
+        self.groups_given = None;
         cx.obs.masters.push((self.id, seed.term));
         core.master_started(cx.now, gen_, self.port_guid);
     }
@@ -609,6 +638,23 @@ impl Node {
                 return (heavy_done, intents);
             }
         }
+    }
+
+    /// The SA of the master changes the multicast groups: `state` is proposed as the
+    /// replicated SA state (true when proposed).
+    pub fn propose_sa_state(&mut self, state: proto::state::SaState, cx: &mut Ctx<'_>) -> bool {
+        let Some(c) = self.core.as_mut() else {
+            return false;
+        };
+        let r = c.propose(
+            cx.now,
+            Command {
+                request_id: 0,
+                kind: Some(Kind::SetSaState(state)),
+            },
+        );
+        self.drain(cx);
+        r.is_ok()
     }
 
     /// The core's role (None when down).

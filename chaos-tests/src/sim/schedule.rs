@@ -79,6 +79,12 @@ pub enum Action {
     RemoveFollower(u64),
     /// The leader adds back a replica removed from the voters.
     AddBack,
+    /// Multicast group number `group` is created (or its members change): the master's SA
+    /// commits the new SA state, the master programs the MFTs.
+    JoinGroup {
+        /// Group index (a few distinct groups).
+        group: u32,
+    },
 }
 
 impl fmt::Display for Action {
@@ -116,6 +122,7 @@ impl fmt::Display for Action {
             Action::PreferNone => write!(f, "equal priorities"),
             Action::RemoveFollower(r) => write!(f, "remove voter {r}"),
             Action::AddBack => write!(f, "add removed voters back"),
+            Action::JoinGroup { group } => write!(f, "multicast join to group {group}"),
         }
     }
 }
@@ -252,8 +259,11 @@ fn replica_action(r: &mut SplitMix64) -> Action {
         54..=59 => Action::GracefulStop(replica(r)),
         60..=69 => Action::Prefer(replica(r)),
         70..=76 => Action::PreferNone,
-        77..=88 => Action::RemoveFollower(replica(r)),
-        _ => Action::AddBack,
+        77..=84 => Action::RemoveFollower(replica(r)),
+        85..=91 => Action::AddBack,
+        _ => Action::JoinGroup {
+            group: r.below(1 << 16) as u32,
+        },
     }
 }
 

@@ -78,6 +78,48 @@ pub fn link_set(t: &proto::state::Topology) -> BTreeSet<(u64, u32, u64, u32)> {
         .collect()
 }
 
+/// Multicast groups the simulation's clients join.
+const GROUPS: u32 = 4;
+
+/// `sa` with group `group % GROUPS` created or changed: an IPv4-over-IB style MGID, MLID
+/// 0xC001 + the group, full members drawn from the CA ports by the group number.
+pub fn join(
+    sa: &proto::state::SaState,
+    group: u32,
+    cas: &[(NodeId, u8, Guid)],
+) -> proto::state::SaState {
+    let g = group % GROUPS;
+    let mut mgid = vec![0xFF, 0x12, 0x40, 0x1B, 0xFF, 0xFF];
+    mgid.resize(15, 0);
+    mgid.push(g as u8 + 1);
+    let members = (0..cas.len())
+        .filter(|i| (group >> 2).wrapping_add(*i as u32) % 2 == 0 || *i as u32 % GROUPS == g)
+        .map(|i| {
+            let mut gid = 0xFE80_0000_0000_0000u64.to_be_bytes().to_vec();
+            gid.extend_from_slice(&cas[i].2.0.to_be_bytes());
+            proto::state::McMember {
+                port_gid: gid,
+                join_state: 1,
+                proxy_join: false,
+            }
+        })
+        .collect();
+    let mut out = sa.clone();
+    out.groups.retain(|x| x.mgid != mgid);
+    out.groups.push(proto::state::McGroup {
+        mgid,
+        mlid: 0xC001 + g,
+        pkey: 0xFFFF,
+        qkey: 0x0B1B,
+        mtu: 4,
+        rate: 3,
+        members,
+        scope: 2,
+        ..Default::default()
+    });
+    out
+}
+
 /// Partition policies for the fabric's CA ports (GUIDs of the first four).
 pub fn policies(cas: &[(NodeId, u8, Guid)]) -> Vec<String> {
     let g = |i: usize| cas[i % cas.len()].2;
@@ -242,6 +284,12 @@ impl World {
         let log = self.fab.take_set_log();
         if !log.is_empty() {
             self.stats.sets += log.len() as u64;
+            let mft = mad::AttributeId::MULTICAST_FORWARDING_TABLE.0;
+            let mfts = log.iter().filter(|r| r.attr == mft).count() as u64;
+            self.stats.mft_sets += mfts;
+            if self.checker.quiet.is_some() {
+                self.stats.quiet_mft_sets += mfts;
+            }
             let senders = &self.senders;
             self.checker.sets(now, &log, |g| senders.get(&g).copied())?;
             if log.iter().any(|r| r.attr == ATTR_PORT_INFO) {
@@ -570,6 +618,14 @@ impl World {
                 }
             }
             Action::AddBack => self.add_back_voters(),
+            Action::JoinGroup { group } => {
+                if let Some(i) = self.driven_leader() {
+                    let st = join(self.nodes[i].state().sa_state(), *group, &self.cas);
+                    if self.with_node(i, |n, cx| n.propose_sa_state(st, cx)) {
+                        self.stats.group_joins += 1;
+                    }
+                }
+            }
         }
         Ok(())
     }
