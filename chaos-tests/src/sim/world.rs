@@ -93,7 +93,9 @@ pub fn join(
     mgid.resize(15, 0);
     mgid.push(g as u8 + 1);
     let members = (0..cas.len())
-        .filter(|i| (group >> 2).wrapping_add(*i as u32) % 2 == 0 || *i as u32 % GROUPS == g)
+        .filter(|i| {
+            (group >> 2).wrapping_add(*i as u32).is_multiple_of(2) || *i as u32 % GROUPS == g
+        })
         .map(|i| {
             let mut gid = 0xFE80_0000_0000_0000u64.to_be_bytes().to_vec();
             gid.extend_from_slice(&cas[i].2.0.to_be_bytes());
