@@ -257,3 +257,34 @@ fn a_takeover_with_multicast_groups_writes_no_mft_block() {
         );
     }
 }
+
+/// Found by the simulation once it drove the production replica core (issue 17), F6
+/// (replica-core, fixed): raft-rs drops every proposal while a leadership transfer is under
+/// way; a master's IntentDone dropped that way left its sealed intent open for the rest of
+/// the term and every later intent was refused (no programming until the next term). The
+/// replica's own commands are now kept and proposed again in order.
+#[test]
+fn regression_f6_intent_done_dropped_during_a_transfer() {
+    let s = Schedule::generate(3738);
+    assert!(
+        s.steps
+            .iter()
+            .any(|st| matches!(st.action, Action::TransferLeader(_)))
+    );
+    sim::run(&s, Variant::Correct).unwrap_or_else(|f| panic!("{f}"));
+}
+
+/// F7 (replica-core, fixed): a replica elected before it applied its own removal from the
+/// voters kept leading (raft-rs keeps a removed leader and drops its proposals), so nothing
+/// could be committed. A leader outside the voters now masters nothing and hands leadership
+/// to a voter.
+#[test]
+fn regression_f7_removed_leader_hands_over() {
+    let s = Schedule::generate(1_000_144);
+    assert!(
+        s.steps
+            .iter()
+            .any(|st| matches!(st.action, Action::RemoveFollower(_)))
+    );
+    sim::run(&s, Variant::Correct).unwrap_or_else(|f| panic!("{f}"));
+}

@@ -187,14 +187,22 @@ impl<S: RaftLog + Clone> ReplicaCore<S> {
     }
 
     /// A Raft message from a peer.
-    pub fn step(&mut self, now: VTime, mut msg: Message) {
+    pub fn step(&mut self, now: VTime, msg: Message) {
+        self.step_batch(now, std::iter::once(msg));
+    }
+
+    /// Raft messages from peers that arrived together: all stepped, then one round of Ready
+    /// handling (one flush for the batch).
+    pub fn step_batch(&mut self, now: VTime, msgs: impl IntoIterator<Item = Message>) {
         if self.failed {
             return;
         }
-        let term = self.is_leader().then_some(self.raw.raft.term);
-        self.lease.acks.receive(&mut msg, term, now);
-        // A stale or misdirected message is raft's business.
-        let _ = self.raw.step(msg);
+        for mut msg in msgs {
+            let term = self.is_leader().then_some(self.raw.raft.term);
+            self.lease.acks.receive(&mut msg, term, now);
+            // A stale or misdirected message is raft's business.
+            let _ = self.raw.step(msg);
+        }
         self.process(now);
     }
 

@@ -7,7 +7,11 @@
 //! stale acknowledgements, seed 1081; F4 (sm-core): a port whose Set failed in an intent never
 //! written again, seeds 1197 and 3956; F5 (replica, and this simulation's seal routing): the
 //! intent of a master restarted on a new policy blocked, or confused with, the previous
-//! master's orphaned sealed intent of the same term and id, seed 7544.
+//! master's orphaned sealed intent of the same term and id, seed 7544. Two more were found
+//! once the simulation drove the production replica core instead of a twin (issue 17): F6
+//! (replica-core): an IntentDone raft-rs dropped during a leadership transfer blocked every
+//! later intent of the term, seed 3738; F7 (replica-core): a leader elected before it
+//! applied its own removal kept leading with every proposal dropped, seed 1000144.
 //!
 //! When the simulation finds a new defect that cannot be fixed at once, add it here with a
 //! seed and an `#[ignore]`d test in `tests/sim.rs` asserting the invariant: a batch run then

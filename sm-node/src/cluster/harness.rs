@@ -245,7 +245,8 @@ impl LocalCluster {
                     Ok(st)
                         if st.leader_id == st.self_id
                             && st.subnet_up_unix_ms != 0
-                            && st.last_sweep_unix_ms >= after_ms =>
+                            && st.last_sweep_unix_ms >= after_ms
+                            && self.sweep_recorded(r.id).await =>
                     {
                         return Ok(st);
                     }
@@ -256,6 +257,17 @@ impl LocalCluster {
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
         Err(format!("no serving master within {bound:?}; last: {last}"))
+    }
+
+    /// True once the master's sweep is recorded in the log (its SM port has a LID there), so
+    /// every read of the replicated state sees the fabric it brought up.
+    async fn sweep_recorded(&self, id: u64) -> bool {
+        let Ok(mut a) = self.admin(id) else {
+            return false;
+        };
+        a.sm_info(proto::admin::SmInfoRequest::default())
+            .await
+            .is_ok_and(|r| r.into_inner().sm_lid != 0)
     }
 
     /// Waits (bounded) until `pred` holds for replica `id`'s status.

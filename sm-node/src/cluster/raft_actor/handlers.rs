@@ -22,15 +22,18 @@ impl Handler<Step> for RaftActor {
     type Result = ();
     fn handle(&mut self, m: Step, ctx: &mut Context<Self>) {
         use protobuf::Message as _;
-        for b in m.0 {
-            match RaftMessage::parse_from_bytes(&b) {
-                Ok(msg) => {
-                    let now = self.now();
-                    self.core.step(now, msg);
-                }
-                Err(e) => tracing::warn!("E_NODE_PEER: undecodable raft message: {e}"),
-            }
-        }
+        let msgs: Vec<RaftMessage> =
+            m.0.iter()
+                .filter_map(|b| match RaftMessage::parse_from_bytes(b) {
+                    Ok(msg) => Some(msg),
+                    Err(e) => {
+                        tracing::warn!("E_NODE_PEER: undecodable raft message: {e}");
+                        None
+                    }
+                })
+                .collect();
+        let now = self.now();
+        self.core.step_batch(now, msgs);
         self.drive(ctx);
     }
 }
