@@ -180,6 +180,12 @@ impl ReplicatedState {
             id: d.id,
             ..DoneStats::default()
         };
+        // A failed switch's tables are unknown only where the intent wrote them: an intent
+        // that programmed only its MFTs leaves its LFT as recorded (and the other way round).
+        let lft_written: BTreeSet<Guid> =
+            contents.lfts.iter().map(|t| Guid(t.switch_guid)).collect();
+        let mft_written: BTreeSet<Guid> =
+            contents.mfts.iter().map(|t| Guid(t.switch_guid)).collect();
         for sw in contents.lfts {
             let guid = Guid(sw.switch_guid);
             if failed_switches.contains(&guid) {
@@ -225,8 +231,8 @@ impl ReplicatedState {
             }
         }
         for g in &failed_switches {
-            let lft = self.lfts.remove(g).is_some();
-            let mft = self.drop_mft(*g);
+            let lft = lft_written.contains(g) && self.lfts.remove(g).is_some();
+            let mft = mft_written.contains(g) && self.drop_mft(*g);
             stats.dropped_switches += usize::from(lft || mft);
         }
         for k in &failed_ports {

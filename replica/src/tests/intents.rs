@@ -290,6 +290,45 @@ fn malformed_blocks_are_refused() {
     assert!(s.open_intent().is_none());
 }
 
+/// Found by the chaos simulation once it drove the production replica with multicast
+/// (issue 17): a switch whose MFT Set failed in an MFT-only intent lost its LFT record too,
+/// while the master knew its LFT right and never rewrote it; the state and the fabric then
+/// disagreed for good.
+#[test]
+fn a_failed_switch_loses_only_the_tables_the_intent_wrote() {
+    let mut s = ReplicatedState::new();
+    let mut i = 1;
+    run(
+        &mut s,
+        &mut i,
+        1,
+        vec![begin(1, 1, contents(2, 2, 0)), seal(1, 1), done(1)],
+    );
+    let lft = s.lft(Guid(0x2000)).expect("recorded").to_vec();
+    assert!(!s.mfts().is_empty());
+    // An intent that writes only the MFTs of 0x2000, which fails there.
+    let mut mft_only = contents(2, 2, 7);
+    mft_only.lfts.clear();
+    mft_only.pkeys.clear();
+    mft_only.port_infos.clear();
+    run(&mut s, &mut i, 1, vec![begin(2, 1, mft_only), seal(2, 1)]);
+    let d = Kind::IntentDone(IntentDone {
+        id: 2,
+        failed_switches: vec![0x2000],
+        failed_ports: vec![],
+    });
+    assert!(s.apply(i, 1, &cmd(0, d)).is_accepted());
+    assert_eq!(
+        s.lft(Guid(0x2000)),
+        Some(&lft[..]),
+        "the LFT was not written: kept"
+    );
+    assert!(
+        !s.mfts().contains_key(&Guid(0x2000)),
+        "the MFT the intent wrote is unknown"
+    );
+}
+
 #[test]
 fn failed_targets_become_unknown() {
     let mut s = ReplicatedState::new();
