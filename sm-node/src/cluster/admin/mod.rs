@@ -15,7 +15,6 @@
 //! address when known) without a leader or a quorum.
 
 pub mod policy;
-pub mod portinfo;
 pub mod query;
 pub mod sa;
 pub mod status;
@@ -509,7 +508,12 @@ impl SmAdmin for AdminService {
             port: reply.port as u8,
         };
         if let Some(pi) = m.send(asked).await.map_err(actor_err)? {
-            portinfo::fill(&mut reply, &pi, self.id);
+            let read = views::portinfo::ReadBy {
+                sweep: pi.sweep,
+                unix_ms: pi.read_unix_ms,
+                replica: self.id,
+            };
+            views::portinfo::fill(&mut reply, &pi.info, read);
         }
         Ok(Response::new(reply))
     }
