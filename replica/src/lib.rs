@@ -15,9 +15,13 @@
 //! [`intent`] for the rules and [`split_intent`] for chunking), `set_master`, `set_tenants`,
 //! `set_sa_state`.
 //!
+//! [`admin`] answers the admin API from the state (fabric and partition reads, tenant reads
+//! and writes) with typed [`admin::AdminError`]s; the daemon maps them to gRPC statuses.
+//!
 //! This crate is pure: it must never do IO, read a clock, spawn a thread, use randomness or
 //! depend on tonic, raft-rs or sled. Decoding a snapshot never panics.
 
+pub mod admin;
 mod apply;
 pub mod convert;
 mod error;

@@ -9,7 +9,8 @@
 //! replicated state and answers exactly as the old one did. Port changes become Notice 64/65
 //! Reports ([`SaEngine::port_changes`]). Table answers larger than one MAD go out through
 //! [`RmppSender`]; [`SaClient`] and [`Transaction`] are the requesting side (with
-//! [`RmppReceiver`]).
+//! [`RmppReceiver`]). [`SaServer`] is the engine as a master serves it on the SM's port:
+//! GMPs in, answers, RMPP segments and proposals of the SA state out, log lines as values.
 //!
 //! This crate must never do IO, read a clock (time comes in as [`VTime`] arguments:
 //! nanoseconds for RMPP timers, milliseconds for service leases), spawn a thread or use
@@ -23,6 +24,7 @@ pub mod mcast;
 pub mod path;
 mod records;
 pub mod rmpp;
+pub mod server;
 mod service;
 mod view;
 
@@ -32,6 +34,7 @@ pub use engine::{Handled, MAX_PATH_PAIRS, Reply, Request, SaConfig, SaEngine};
 pub use error::SaError;
 pub use mcast::{PolicyGroup, policy_groups};
 pub use rmpp::{RmppConfig, RmppReceiver, RmppSender, SenderState};
+pub use server::{SaAction, SaServer};
 pub use service::Outgoing;
 pub use view::{FabricView, SmSelf, ViewInput, ViewNode, ViewPort};
 

@@ -3,8 +3,10 @@
 //!
 //! This crate is glue: it owns IO (files, sockets, the fabric transports), threads and
 //! clocks, and drives the pure crates (`mad`, `fabric`, `routing`, `partitions`,
-//! `sm-core`). It must never hold SM logic that belongs in a sans-IO crate, where it could
-//! not be tested on virtual time.
+//! `sm-core`, `replica`, `sa`, `views`). It must never hold SM logic that belongs in a
+//! sans-IO crate, where it could not be tested on virtual time: the admin API's answers are
+//! `replica::admin`'s, the SA server is `sa::SaServer`, the dashboard's data and texts are
+//! `views`'.
 //!
 //! Actors (actix): [`master::MasterActor`] drives sm-core's sweeper over a
 //! [`transport::Transport`]; [`pool::RoutingPool`] routes on a `SyncArbiter` thread

@@ -4,15 +4,22 @@
 //! `svg` crate's document builder) from the isolation audit read back from the fabric.
 //!
 //! [`model`] turns what the admin API returns (ListNodes, SmInfo) or a topology into a
-//! [`FabricModel`]; smctl and the dashboard both draw through it.
+//! [`FabricModel`]; smctl and the dashboard both draw through it. [`portinfo`] renders a
+//! PortInfo the master read field by field as `smpquery portinfo` prints it, into the
+//! admin API's GetPort reply. [`dashboard`] is what the daemon's dashboard keeps (metric
+//! samples, recent events) and the JSON of its pages; [`cluster`] the cluster status as a
+//! table and the WatchEvents texts of a change between two status polls.
 //!
 //! It must never do IO, read a clock, spawn a thread or depend on gRPC services: it reads the
 //! admin API's prost messages (`proto` without its `grpc` feature, so no tonic), never a
 //! connection; callers fetch the replies (or the audit JSON) and hand them in.
 
+pub mod cluster;
+pub mod dashboard;
 mod fabric_view;
 mod matrix;
 pub mod model;
+pub mod portinfo;
 mod render;
 
 pub use fabric_view::{

@@ -13,7 +13,6 @@
 //! `E_DASH_AUTH` (HTTP 401), `E_DASH_VIEW` (a picture that cannot be drawn).
 
 pub mod access;
-pub mod feed;
 pub mod server;
 mod tls_listener;
 
@@ -79,8 +78,8 @@ pub async fn serve(
     let d = Arc::new(server::Dash {
         svc: AdminService::new(id, raft.clone()),
         svc_raft: raft.clone(),
-        samples: Mutex::new(feed::Samples::default()),
-        recent: Mutex::new(feed::Recent::default()),
+        samples: Mutex::new(views::dashboard::Samples::default()),
+        recent: Mutex::new(views::dashboard::Recent::default()),
         events: etx,
         fabric_cache: Mutex::new(None),
         secure: tls.is_some(),

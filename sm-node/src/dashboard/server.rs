@@ -3,7 +3,6 @@
 //! authorization and answers are exactly what the page shows.
 
 use super::access;
-use super::feed::{PageEvent, Recent, Samples};
 use crate::cluster::admin::AdminService;
 use axum::Router;
 use axum::extract::{RawQuery, State};
@@ -13,11 +12,12 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use proto::admin::sm_admin_server::SmAdmin;
 use proto::admin::{
-    AuditRequest, ClusterStatusRequest, ListNodesReply, ListNodesRequest, ListTenantsRequest, Role,
+    AuditRequest, ClusterStatusRequest, ListNodesReply, ListNodesRequest, ListTenantsRequest,
     SmInfoReply, SmInfoRequest,
 };
 use std::sync::{Arc, Mutex};
 use tokio::sync::broadcast;
+use views::dashboard::{PageEvent, Recent, Samples};
 
 const INDEX: &str = include_str!("index.html");
 const APP_JS: &str = include_str!("app.js");
@@ -169,39 +169,7 @@ async fn status(State(d): D, h: HeaderMap) -> Response {
         Ok(n) => n,
         Err(r) => return r,
     };
-    let switches = nodes
-        .nodes
-        .iter()
-        .filter(|n| n.node_type == "switch")
-        .count();
-    let links: usize = nodes.nodes.iter().map(|n| n.links.len()).sum::<usize>() / 2;
-    json(serde_json::json!({
-        "self_id": st.self_id,
-        "term": st.term,
-        "leader_id": st.leader_id,
-        "commit_index": st.commit_index,
-        "applied_index": st.applied_index,
-        "last_sweep_unix_ms": st.last_sweep_unix_ms,
-        "subnet_up_unix_ms": st.subnet_up_unix_ms,
-        "policy_version": st.policy_version,
-        "intent_pending": st.intent_pending,
-        "replicas": st.replicas.iter().map(|r| serde_json::json!({
-            "id": r.id, "admin_address": r.admin_address, "priority": r.priority,
-            "role": Role::label(r.role), "match_index": r.match_index, "lag": r.lag,
-            "voter": r.voter,
-        })).collect::<Vec<_>>(),
-        "sm": sm.map(|s| serde_json::json!({
-            "sm_guid": format!("{:#018x}", s.sm_guid), "sm_lid": s.sm_lid,
-            "state": s.state_name, "priority": s.priority, "term": s.term,
-            "replica_id": s.replica_id, "activity_count": s.activity_count,
-        })),
-        "fabric": {
-            "nodes": nodes.nodes.len(),
-            "switches": switches,
-            "hosts": nodes.nodes.len() - switches,
-            "links": links,
-        },
-    }))
+    json(views::dashboard::status_json(&st, sm.as_ref(), &nodes))
 }
 
 async fn fabric_svg(State(d): D, h: HeaderMap) -> Response {
@@ -278,17 +246,7 @@ async fn tenants(State(d): D, h: HeaderMap) -> Response {
         ))
         .await
     {
-        Ok(r) => {
-            let r = r.into_inner();
-            json(serde_json::json!({
-                "version": r.tenants.as_ref().map_or(0, |t| t.version),
-                "resolved": r.resolved.iter().map(|t| serde_json::json!({
-                    "name": t.name, "pkey": format!("{:#06x}", t.pkey), "kind": t.kind,
-                    "ports": t.ports.len(),
-                })).collect::<Vec<_>>(),
-                "warnings": r.warnings,
-            }))
-        }
+        Ok(r) => json(views::dashboard::tenants_json(r.get_ref())),
         Err(e) => status_err(e),
     }
 }

@@ -36,7 +36,7 @@ pub fn run_sub(sub: &Sub) -> anyhow::Result<ExitCode> {
         Sub::BenchCluster(a) => rt.block_on(crate::bench::run(a)),
         Sub::Status { addr } => rt.block_on(async {
             let st = status(addr).await?;
-            print!("{}", render(&st));
+            print!("{}", views::cluster::status_text(&st));
             Ok(ExitCode::SUCCESS)
         }),
     }
@@ -52,57 +52,6 @@ pub async fn status(addr: &str) -> anyhow::Result<proto::admin::ClusterStatusRep
             .map_err(|e| anyhow!("E_NODE_STATUS: {addr}: {}", e.message()))?
             .into_inner(),
     )
-}
-
-fn ms_to_utc(ms: u64) -> String {
-    if ms == 0 {
-        return "-".into();
-    }
-    let s = ms / 1000;
-    format!(
-        "{:02}:{:02}:{:02}.{:03} UTC",
-        (s / 3600) % 24,
-        (s / 60) % 60,
-        s % 60,
-        ms % 1000
-    )
-}
-
-/// A cluster status as a small table.
-pub fn render(st: &proto::admin::ClusterStatusReply) -> String {
-    use std::fmt::Write as _;
-    let mut o = String::new();
-    let _ = writeln!(
-        o,
-        "cluster (as seen by replica {}): term {}, leader {}, commit index {}, applied {}",
-        st.self_id, st.term, st.leader_id, st.commit_index, st.applied_index
-    );
-    for r in &st.replicas {
-        let role = proto::admin::Role::try_from(r.role)
-            .map(|x| x.as_str_name().trim_start_matches("ROLE_").to_lowercase())
-            .unwrap_or_default();
-        let _ = writeln!(
-            o,
-            "  replica {} at {:<16} {:<12} match {:>6} lag {}",
-            r.id, r.peer_address, role, r.match_index, r.lag
-        );
-    }
-    if let Some(m) = &st.master {
-        let _ = writeln!(
-            o,
-            "  master: replica {} (term {}, port 0x{:016x})",
-            m.replica_id, m.term, m.sm_port_guid
-        );
-    }
-    let _ = writeln!(
-        o,
-        "  SUBNET UP at {}, last sweep at {}, policy version {}, intent pending: {}",
-        ms_to_utc(st.subnet_up_unix_ms),
-        ms_to_utc(st.last_sweep_unix_ms),
-        st.policy_version,
-        st.intent_pending
-    );
-    o
 }
 
 /// One replica's settings.

@@ -159,7 +159,7 @@ pub async fn run(a: &DemoArgs) -> anyhow::Result<ExitCode> {
         "SUBNET UP {:.2} s after the replicas were started",
         start.elapsed().as_secs_f64()
     );
-    print!("{}", crate::cluster_cli::render(&st));
+    print!("{}", views::cluster::status_text(&st));
     if !a.exit_after_subnet_up {
         println!(
             "Ctrl-C stops everything (try: kill -9 the master's pid, then `sm-node status --addr {first}`)"

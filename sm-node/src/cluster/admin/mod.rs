@@ -10,13 +10,12 @@
 //! tables come from the replicated state. Every call is checked against the bearer tokens
 //! ([`crate::auth`]): writes need the admin role.
 //!
-//! Status codes: INVALID_ARGUMENT (`line:col`) for a policy that does not parse,
-//! FAILED_PRECONDITION for a stale `expected_version`, UNAVAILABLE (with the leader's
-//! address when known) without a leader or a quorum.
+//! What the reads answer is computed by `replica::admin` (pure); this module decides where
+//! it runs. Status codes (all mapped in [`errors`]): INVALID_ARGUMENT (`line:col`) for a
+//! policy that does not parse, FAILED_PRECONDITION for a stale `expected_version`,
+//! UNAVAILABLE (with the leader's address when known) without a leader or a quorum.
 
-pub mod policy;
-pub mod portinfo;
-pub mod query;
+pub mod errors;
 pub mod sa;
 pub mod status;
 pub mod tenants;
@@ -30,6 +29,7 @@ use super::raft_actor::{
 use crate::auth::Auth;
 use crate::master::{GetPortInfo, GetTopology, ReadPKeys, ReadbackProgress};
 use actix::Addr;
+use errors::{Call, actor_err, admin_status, not_leader_status, status_of};
 use fabric::Topology;
 use proto::admin::sm_admin_client::SmAdminClient;
 use proto::admin::sm_admin_server::{SmAdmin, SmAdminServer};
@@ -38,6 +38,7 @@ use proto::peer::peer_client::PeerClient;
 use proto::peer::{ProposeRequest, propose_reply};
 use proto::state::{self, ApplyResult, Command, command::Kind};
 use replica::ReplicatedState;
+use replica::admin::{AdminError, policy, query};
 use std::pin::Pin;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -60,49 +61,6 @@ pub struct AdminService {
     pub raft: Addr<RaftActor>,
     /// Token checks.
     pub auth: Auth,
-}
-
-fn actor_err(e: actix::MailboxError) -> Status {
-    Status::unavailable(format!("E_NODE_ACTOR: raft actor: {e}"))
-}
-
-/// The admin call a replica-side refusal answers.
-#[derive(Clone, Copy, Debug)]
-pub(crate) enum Call {
-    Propose,
-    ReadIndex,
-    Transfer,
-    Membership,
-}
-
-/// The one mapping from the replica's refusals to gRPC statuses: NotLeader is UNAVAILABLE
-/// with the leader's address; a stopping replica UNAVAILABLE; what raft or the request
-/// itself refused, by call: a proposal or read UNAVAILABLE, a transfer to an unknown
-/// replica NOT_FOUND, a membership change FAILED_PRECONDITION.
-pub(crate) fn status_of(e: ProposeError, call: Call) -> Status {
-    match e {
-        ProposeError::NotLeader {
-            leader_id,
-            leader_address,
-        } => not_leader_status(leader_id, &leader_address),
-        ProposeError::Stopping => Status::unavailable(e.to_string()),
-        ProposeError::Failed(m) => match call {
-            Call::Propose => Status::unavailable(format!("E_NODE_PROPOSE: {m}")),
-            Call::ReadIndex => Status::unavailable(format!("E_NODE_READ_INDEX: {m}")),
-            Call::Transfer => Status::not_found(format!("E_NODE_TRANSFER: {m}")),
-            Call::Membership => Status::failed_precondition(format!("E_NODE_MEMBERSHIP: {m}")),
-        },
-    }
-}
-
-fn not_leader_status(leader_id: u64, addr: &str) -> Status {
-    if leader_id == 0 {
-        Status::unavailable("E_NODE_NO_LEADER: no leader known (no quorum?)")
-    } else {
-        Status::unavailable(format!(
-            "E_NODE_NOT_LEADER: leader is replica {leader_id} at {addr}"
-        ))
-    }
 }
 
 /// `inner` as a new request carrying the caller's token and the forwarded mark.
@@ -259,12 +217,15 @@ impl AdminService {
     /// Runs `f` on the state and the master's topology, here when master.
     async fn with_topology<R: Send + 'static>(
         &self,
-        f: impl FnOnce(&ReplicatedState, &Topology) -> Result<R, Status> + Send + 'static,
+        f: impl FnOnce(&ReplicatedState, &Topology) -> Result<R, AdminError> + Send + 'static,
     ) -> Result<Option<R>, Status> {
         let Some(t) = self.master_topology().await? else {
             return Ok(None);
         };
-        self.read(move |v| f(v.state, &t)).await?.map(Some)
+        self.read(move |v| f(v.state, &t))
+            .await?
+            .map(Some)
+            .map_err(admin_status)
     }
 }
 
@@ -343,8 +304,8 @@ impl SmAdmin for AdminService {
         self.auth.admin(&req, "ApplyPolicy")?;
         let r = req.into_inner();
         // Check here first: a bad text never reaches the log.
-        if let Some(s) = policy::syntax_status(&r.text) {
-            return Err(s);
+        if let Some(e) = policy::syntax_error(&r.text) {
+            return Err(admin_status(e));
         }
         let text = r.text.clone();
         let warnings = self
@@ -369,16 +330,7 @@ impl SmAdmin for AdminService {
                 warnings,
             }));
         }
-        let msg = format!("{}: {}", a.code, a.message);
-        Err(match a.code.as_str() {
-            "REPL-E004" => Status::failed_precondition(format!(
-                "{msg} (run `smctl partitions show` and retry with the version in force)"
-            )),
-            "REPL-E003" => Status::invalid_argument(format!("{msg} (at {}:{})", a.line, a.col)),
-            // The text conflicts with the tenants in force (a tenant's PKey or name).
-            c if c.starts_with("TENANT-E") => Status::failed_precondition(a.message),
-            _ => Status::internal(msg),
-        })
+        Err(errors::policy_refusal(&a))
     }
 
     async fn trigger_sweep(
@@ -503,13 +455,19 @@ impl SmAdmin for AdminService {
         let inner = *req.get_ref();
         let mut reply = self
             .read(move |v| query::get_port(v.state, &t, &inner))
-            .await??;
+            .await?
+            .map_err(admin_status)?;
         let asked = GetPortInfo {
             node: fabric::Guid(reply.node_guid),
             port: reply.port as u8,
         };
         if let Some(pi) = m.send(asked).await.map_err(actor_err)? {
-            portinfo::fill(&mut reply, &pi, self.id);
+            let read = views::portinfo::ReadBy {
+                sweep: pi.sweep,
+                unix_ms: pi.read_unix_ms,
+                replica: self.id,
+            };
+            views::portinfo::fill(&mut reply, &pi.info, read);
         }
         Ok(Response::new(reply))
     }
@@ -593,10 +551,15 @@ impl SmAdmin for AdminService {
             })?
             .map_err(actor_err)?
             .map_err(|e| Status::unavailable(format!("E_NODE_READBACK: {e}")))?;
-        let (id, at) = (self.id, crate::clock::unix_ms());
-        let r = self
-            .read(move |v| policy::audit(v.state, &t, &rb, id, at))
-            .await??;
+        let rb = policy::Readback {
+            readings: rb.tables.into_iter().map(reading).collect(),
+            unanswered: rb.unanswered,
+            smps: rb.smps,
+            read_ms: rb.finished.saturating_sub(rb.requested) / 1_000_000,
+            read_unix_ms: crate::clock::unix_ms(),
+            replica: self.id,
+        };
+        let r = self.read(move |v| policy::audit(v.state, &t, &rb)).await?;
         Ok(Response::new(r))
     }
 
@@ -693,6 +656,18 @@ impl SmAdmin for AdminService {
         let mut rx = watch::spawn(self.raft.clone(), req.into_inner().kinds);
         let s = futures_util::stream::poll_fn(move |cx| rx.poll_recv(cx).map(|o| o.map(Ok)));
         Ok(Response::new(Box::pin(s)))
+    }
+}
+
+/// One table the master read back, as the audit takes it.
+fn reading(x: sm_core::PortTable) -> partitions::PortReading {
+    partitions::PortReading {
+        node: x.node,
+        port: x.port,
+        pkeys: x.pkeys.into_iter().map(fabric::PKey).collect(),
+        capacity: Some(x.capacity),
+        enforce_in: x.enforce_in,
+        enforce_out: x.enforce_out,
     }
 }
 

@@ -1,7 +1,7 @@
 //! WatchEvents: one task per watcher turns what this replica sees into [`Event`]s —
 //! leader changes and failovers, policy versions, sweeps and SUBNET UP (from the status it
 //! polls every 50 ms), and the milestones of masters started on this replica after the
-//! watch began (traps, sweeps).
+//! watch began (traps, sweeps). The texts of a status change are `views::cluster`'s.
 
 use super::super::raft_actor::{AddObserver, GetClusterStatus, RaftActor};
 use crate::milestone::{Milestone, MilestoneKind};
@@ -77,37 +77,7 @@ pub fn spawn(raft: Addr<RaftActor>, kinds: Vec<String>) -> mpsc::Receiver<Event>
                     let Ok(st) = raft.send(GetClusterStatus).await else { return };
                     term = st.term;
                     leader = st.leader_id;
-                    if let Some(p) = &last {
-                        if st.leader_id != p.leader_id {
-                            if st.leader_id == 0 {
-                                out.push(("leader", format!(
-                                    "no leader (term {}): replica {} lost leadership",
-                                    st.term, p.leader_id)));
-                            } else if last_leader != 0 && last_leader != st.leader_id {
-                                out.push(("failover", format!(
-                                    "failover: master moved from replica {last_leader} to replica {} (term {})",
-                                    st.leader_id, st.term)));
-                            } else {
-                                out.push(("leader", format!(
-                                    "replica {} is leader (term {})", st.leader_id, st.term)));
-                            }
-                        }
-                        if st.policy_version != p.policy_version {
-                            out.push(("policy", format!(
-                                "partition policy version {} in force (was {})",
-                                st.policy_version, p.policy_version)));
-                        }
-                        if st.last_sweep_unix_ms != p.last_sweep_unix_ms && st.last_sweep_unix_ms != 0 {
-                            out.push(("sweep", "sweep complete on this replica (master)".to_string()));
-                        }
-                        if st.subnet_up_unix_ms != p.subnet_up_unix_ms && st.subnet_up_unix_ms != 0 {
-                            out.push(("subnet", "SUBNET UP".to_string()));
-                        }
-                    } else {
-                        out.push(("leader", format!(
-                            "watching replica {}: leader {} term {} policy version {}",
-                            st.self_id, st.leader_id, st.term, st.policy_version)));
-                    }
+                    out = views::cluster::status_events(last.as_ref(), last_leader, &st);
                     if st.leader_id != 0 {
                         last_leader = st.leader_id;
                     }

@@ -1,9 +1,14 @@
-//! What the dashboard keeps in memory: a ring buffer of metric samples (one a second, taken
-//! from this replica's cluster status) for the sparklines, and the recent events from the
-//! same source WatchEvents uses, fanned out to every open page (Server-Sent Events).
+//! What the operator dashboard shows, from admin API replies: what it keeps in memory (a
+//! ring buffer of metric samples, one a second, taken from the replica's cluster status, for
+//! the sparklines; the recent events from the source WatchEvents uses, fanned out to every
+//! open page), and the JSON of its status and tenants pages ([`status_json`],
+//! [`tenants_json`]). The daemon's dashboard server asks, times and serves.
 
-use proto::admin::{ClusterStatusReply, Event};
+use proto::admin::{
+    ClusterStatusReply, Event, ListNodesReply, ListTenantsReply, Role, SmInfoReply,
+};
 use serde::Serialize;
+use serde_json::{Value, json};
 use std::collections::VecDeque;
 
 /// Samples kept (10 minutes at one a second).
@@ -114,6 +119,61 @@ impl Recent {
     pub fn all(&self) -> Vec<PageEvent> {
         self.ring.iter().cloned().collect()
     }
+}
+
+/// The status page: the cluster as this replica sees it, the master's SMInfo when one
+/// answers, and the fabric's counts from ListNodes.
+pub fn status_json(
+    st: &ClusterStatusReply,
+    sm: Option<&SmInfoReply>,
+    nodes: &ListNodesReply,
+) -> Value {
+    let switches = nodes
+        .nodes
+        .iter()
+        .filter(|n| n.node_type == "switch")
+        .count();
+    let links: usize = nodes.nodes.iter().map(|n| n.links.len()).sum::<usize>() / 2;
+    json!({
+        "self_id": st.self_id,
+        "term": st.term,
+        "leader_id": st.leader_id,
+        "commit_index": st.commit_index,
+        "applied_index": st.applied_index,
+        "last_sweep_unix_ms": st.last_sweep_unix_ms,
+        "subnet_up_unix_ms": st.subnet_up_unix_ms,
+        "policy_version": st.policy_version,
+        "intent_pending": st.intent_pending,
+        "replicas": st.replicas.iter().map(|r| json!({
+            "id": r.id, "admin_address": r.admin_address, "priority": r.priority,
+            "role": Role::label(r.role), "match_index": r.match_index, "lag": r.lag,
+            "voter": r.voter,
+        })).collect::<Vec<_>>(),
+        "sm": sm.map(|s| json!({
+            "sm_guid": format!("{:#018x}", s.sm_guid), "sm_lid": s.sm_lid,
+            "state": s.state_name, "priority": s.priority, "term": s.term,
+            "replica_id": s.replica_id, "activity_count": s.activity_count,
+        })),
+        "fabric": {
+            "nodes": nodes.nodes.len(),
+            "switches": switches,
+            "hosts": nodes.nodes.len() - switches,
+            "links": links,
+        },
+    })
+}
+
+/// The tenants page: the set's version, each resolved tenant and storage partition, and the
+/// compile warnings.
+pub fn tenants_json(r: &ListTenantsReply) -> Value {
+    json!({
+        "version": r.tenants.as_ref().map_or(0, |t| t.version),
+        "resolved": r.resolved.iter().map(|t| json!({
+            "name": t.name, "pkey": format!("{:#06x}", t.pkey), "kind": t.kind,
+            "ports": t.ports.len(),
+        })).collect::<Vec<_>>(),
+        "warnings": r.warnings,
+    })
 }
 
 #[cfg(test)]

@@ -1,8 +1,8 @@
 //! PortInfo as the master read it, rendered field by field the way `smpquery portinfo`
 //! prints it (names and order of libibmad's fields; values decoded the same way for the
-//! enumerations: link state, widths, speeds, MTUs, VLs). Pure.
+//! enumerations: link state, widths, speeds, MTUs, VLs), and added to the admin API's
+//! GetPort reply ([`fill`]). Pure: the daemon hands in the attribute as its master read it.
 
-use crate::master::PortInfoAsRead;
 use mad::PortInfo;
 use proto::admin::{GetPortReply, PortInfoField};
 
@@ -159,20 +159,33 @@ pub fn fields(p: &PortInfo) -> Vec<(&'static str, String)> {
     ]
 }
 
-/// Adds the master's reading to a GetPort reply: every field, when and by whom it was read,
-/// and the port state as read.
-pub fn fill(reply: &mut GetPortReply, pi: &PortInfoAsRead, replica: u64) {
-    reply.port_info = fields(&pi.info)
+/// When and by whom a PortInfo was read: the master's heavy sweep whose discovery read it,
+/// when that discovery completed (Unix ms; 0 when no longer remembered) and the master's
+/// replica id.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ReadBy {
+    /// Heavy sweep number.
+    pub sweep: u64,
+    /// Unix milliseconds.
+    pub unix_ms: u64,
+    /// The master's replica id.
+    pub replica: u64,
+}
+
+/// Adds the master's reading `info` to a GetPort reply: every field, when and by whom it was
+/// read, and the port state as read.
+pub fn fill(reply: &mut GetPortReply, info: &PortInfo, read: ReadBy) {
+    reply.port_info = fields(info)
         .into_iter()
         .map(|(name, value)| PortInfoField {
             name: name.into(),
             value,
         })
         .collect();
-    reply.read_sweep = pi.sweep;
-    reply.read_unix_ms = pi.read_unix_ms;
-    reply.read_by_replica = replica;
-    reply.port_state = link_state(pi.info.port_state).into();
+    reply.read_sweep = read.sweep;
+    reply.read_unix_ms = read.unix_ms;
+    reply.read_by_replica = read.replica;
+    reply.port_state = link_state(info.port_state).into();
     reply.source = "replicated+master-read".into();
 }
 

@@ -1,13 +1,14 @@
 //! Partition reads of the admin API: validate, diff, plan and audit a policy text against
 //! the master's discovered topology and the P_Key tables recorded as programmed (the audit:
-//! read back from the fabric by the master). Pure.
+//! read back from the fabric by the master, handed in as a [`Readback`]). Pure; a text that
+//! does not parse, or does not compile with the tenants in force, is an [`AdminError`].
 
+use super::AdminError;
+use crate::ReplicatedState;
 use fabric::{Guid, PKey, PortNum, Topology};
-use partitions::{Caps, Options, Severity};
+use partitions::{Caps, Options, PortReading, Severity};
 use proto::admin::*;
-use replica::ReplicatedState;
 use std::collections::BTreeMap;
-use tonic::Status;
 
 /// Partition options as the master uses them (SELF = the master's SM port).
 pub fn options(st: &ReplicatedState) -> Options {
@@ -52,48 +53,46 @@ pub fn validate(st: &ReplicatedState, t: Option<&Topology>, text: &str) -> Valid
     }
 }
 
-/// The INVALID_ARGUMENT status of a text that does not parse, `None` when it parses.
-pub fn syntax_status(text: &str) -> Option<Status> {
+/// The [`AdminError::PolicySyntax`] of a text that does not parse, `None` when it parses.
+pub fn syntax_error(text: &str) -> Option<AdminError> {
     let errs = partitions::parse(text).err()?;
     let first = errs.first()?;
-    Some(Status::invalid_argument(format!(
-        "E_NODE_POLICY_SYNTAX: line {}:{}: {first} ({} error(s); nothing was changed)",
-        first.pos.line,
-        first.pos.col,
-        errs.len()
-    )))
+    Some(AdminError::PolicySyntax {
+        line: first.pos.line,
+        col: first.pos.col,
+        first: first.to_string(),
+        count: errs.len(),
+    })
 }
 
 fn plan_of(
     st: &ReplicatedState,
     t: &Topology,
     text: Option<&str>,
-) -> Result<partitions::Plan, Status> {
-    if let Some(s) = text.and_then(syntax_status) {
-        return Err(s);
+) -> Result<partitions::Plan, AdminError> {
+    if let Some(e) = text.and_then(syntax_error) {
+        return Err(e);
     }
     // The tenants in force are compiled into whatever operator text is planned (issue 12),
     // as the master does.
     let compiled;
-    let text = if replica::tenants::is_empty(st.tenants()) {
+    let text = if crate::tenants::is_empty(st.tenants()) {
         text
     } else {
-        compiled = replica::tenants::compile_on(
+        compiled = crate::tenants::compile_on(
             st.tenants(),
             text,
             st.topology(),
             &st.sm_ports(),
             partitions::tenants::Mode::Lenient,
         )
-        .map_err(|e| Status::failed_precondition(e.to_string()))?
+        .map_err(AdminError::TenantsConflict)?
         .text;
         Some(compiled.as_str())
     };
     let opts = options(st);
     let policy = match text {
-        Some(t) => {
-            partitions::load(t, opts).map_err(|e| Status::invalid_argument(e.to_string()))?
-        }
+        Some(t) => partitions::load(t, opts).map_err(AdminError::Policy)?,
         None => partitions::Policy::no_file(opts),
     };
     Ok(partitions::plan(&policy, t, &Caps::default()))
@@ -146,7 +145,7 @@ pub fn plan(
     st: &ReplicatedState,
     t: &Topology,
     text: Option<&str>,
-) -> Result<PlanPolicyReply, Status> {
+) -> Result<PlanPolicyReply, AdminError> {
     let text = text.or_else(|| (st.policy().version > 0).then_some(st.policy().text.as_str()));
     let p = plan_of(st, t, text)?;
     let ports = planned(t, &p)
@@ -170,7 +169,7 @@ pub fn plan(
 }
 
 /// Which tables `text` would change against the tables recorded as programmed.
-pub fn diff(st: &ReplicatedState, t: &Topology, text: &str) -> Result<DiffPolicyReply, Status> {
+pub fn diff(st: &ReplicatedState, t: &Topology, text: &str) -> Result<DiffPolicyReply, AdminError> {
     let p = plan_of(st, t, Some(text))?;
     let mut changes = Vec::new();
     let mut unchanged = 0;
@@ -202,29 +201,30 @@ pub fn diff(st: &ReplicatedState, t: &Topology, text: &str) -> Result<DiffPolicy
     })
 }
 
+/// What the master read back from the fabric for an audit (the daemon converts sm-core's
+/// read-back report into it).
+#[derive(Clone, Debug, Default)]
+pub struct Readback {
+    /// Every table read, in (node GUID, port) order.
+    pub readings: Vec<PortReading>,
+    /// Ports (node GUID, port) that did not answer every Get after all retries.
+    pub unanswered: Vec<(Guid, u8)>,
+    /// SMPs the sweeper sent while the read-back ran.
+    pub smps: u64,
+    /// How long it took, in milliseconds.
+    pub read_ms: u64,
+    /// When it was read (Unix ms).
+    pub read_unix_ms: u64,
+    /// The master's replica id.
+    pub replica: u64,
+}
+
 /// Isolation audit over the P_Key tables the master read back from the fabric (`rb`),
-/// against the policy in force; `replica` is the master's replica id.
-pub fn audit(
-    st: &ReplicatedState,
-    t: &Topology,
-    rb: &sm_core::ReadbackReport,
-    replica: u64,
-    read_unix_ms: u64,
-) -> Result<AuditReply, Status> {
+/// against the policy in force.
+pub fn audit(st: &ReplicatedState, t: &Topology, rb: &Readback) -> AuditReply {
     let text = (st.policy().version > 0).then_some(st.policy().text.as_str());
     let intent = plan_of(st, t, text).ok();
-    let readings: Vec<partitions::PortReading> = rb
-        .tables
-        .iter()
-        .map(|x| partitions::PortReading {
-            node: x.node,
-            port: x.port,
-            pkeys: x.pkeys.iter().map(|k| PKey(*k)).collect(),
-            capacity: Some(x.capacity),
-            enforce_in: x.enforce_in,
-            enforce_out: x.enforce_out,
-        })
-        .collect();
+    let readings = &rb.readings;
     let names: BTreeMap<u16, String> = intent
         .as_ref()
         .map(|p| {
@@ -234,18 +234,18 @@ pub fn audit(
                 .collect()
         })
         .unwrap_or_default();
-    let r = partitions::audit(t, &readings, intent.as_ref(), &names);
-    Ok(AuditReply {
+    let r = partitions::audit(t, readings, intent.as_ref(), &names);
+    AuditReply {
         source: "fabric".into(),
-        read_unix_ms,
-        read_by_replica: replica,
+        read_unix_ms: rb.read_unix_ms,
+        read_by_replica: rb.replica,
         unanswered: rb
             .unanswered
             .iter()
             .map(|(g, p)| format!("{:#018x} port {p}", g.0))
             .collect(),
         smps: rb.smps,
-        read_ms: rb.finished.saturating_sub(rb.requested) / 1_000_000,
+        read_ms: rb.read_ms,
         ports: readings.len() as u32,
         has_errors: r.has_errors(),
         findings: r
@@ -261,5 +261,5 @@ pub fn audit(
             })
             .collect(),
         report_json: serde_json::to_string(&r).unwrap_or_default(),
-    })
+    }
 }

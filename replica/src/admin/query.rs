@@ -1,12 +1,13 @@
 //! Fabric reads of the admin API (SmInfo, nodes, ports, routes, trace), computed from the
 //! replicated state (LIDs, programmed LFTs and P_Key tables, master record) and the
-//! master's discovered topology. Pure functions: the service decides where they run.
+//! master's discovered topology. Pure functions: the daemon's service decides where they
+//! run; an unknown LID, port or a LID that is not a switch is an [`AdminError`].
 
+use super::AdminError;
+use crate::{NO_ROUTE, ReplicatedState};
 use fabric::{Guid, NodeId, NodeType, PortNum, PortRef, Topology};
 use proto::admin::*;
-use replica::{NO_ROUTE, ReplicatedState};
 use std::collections::BTreeMap;
-use tonic::Status;
 
 /// Name of a node type as the API spells it.
 pub fn type_name(t: NodeType) -> &'static str {
@@ -154,10 +155,8 @@ pub fn list_nodes(st: &ReplicatedState, t: &Topology, req: &ListNodesRequest) ->
     }
 }
 
-fn unknown_lid(lid: u32) -> Status {
-    Status::not_found(format!(
-        "E_ADMIN_NO_LID: no port has LID {lid} (see `smctl nodes` for the LIDs in use)"
-    ))
+fn unknown_lid(lid: u32) -> AdminError {
+    AdminError::NoLid(lid)
 }
 
 /// One port.
@@ -165,24 +164,21 @@ pub fn get_port(
     st: &ReplicatedState,
     t: &Topology,
     req: &GetPortRequest,
-) -> Result<GetPortReply, Status> {
+) -> Result<GetPortReply, AdminError> {
     let lid = u16::try_from(req.lid).map_err(|_| unknown_lid(req.lid))?;
     let (id, own_port) = node_of_lid(st, t, lid).ok_or_else(|| unknown_lid(req.lid))?;
     let n = t.node(id);
     let pn = u8::try_from(req.port).ok().filter(|p| *p <= n.num_ports());
     let Some(pn) = pn else {
-        return Err(Status::not_found(format!(
-            "E_ADMIN_NO_PORT: node {:#018x} ({}) has ports 0..={}, not {}",
-            n.node_guid.0,
-            n.description,
-            n.num_ports(),
-            req.port
-        )));
+        return Err(AdminError::NoPort {
+            node_guid: n.node_guid.0,
+            description: n.description.clone(),
+            num_ports: n.num_ports(),
+            port: req.port,
+        });
     };
     if !n.is_switch() && pn == 0 {
-        return Err(Status::not_found(format!(
-            "E_ADMIN_NO_PORT: a CA has no port 0 (LID {lid} is port {own_port})"
-        )));
+        return Err(AdminError::CaPortZero { lid, own_port });
     }
     let p = &n.ports[pn as usize];
     let lid_guid = if n.is_switch() {
@@ -235,15 +231,16 @@ pub fn get_route(
     st: &ReplicatedState,
     t: &Topology,
     req: &GetRouteRequest,
-) -> Result<GetRouteReply, Status> {
+) -> Result<GetRouteReply, AdminError> {
     let lid = u16::try_from(req.lid).map_err(|_| unknown_lid(req.lid))?;
     let (id, _) = node_of_lid(st, t, lid).ok_or_else(|| unknown_lid(req.lid))?;
     let n = t.node(id);
     if !n.is_switch() {
-        return Err(Status::not_found(format!(
-            "E_ADMIN_NOT_SWITCH: LID {lid} is {} ({:#018x}), not a switch",
-            n.description, n.node_guid.0
-        )));
+        return Err(AdminError::NotSwitch {
+            lid,
+            description: n.description.clone(),
+            node_guid: n.node_guid.0,
+        });
     }
     let lft = st.lft(n.node_guid).unwrap_or(&[]);
     let idx = lid_index(st);
@@ -279,7 +276,7 @@ pub fn trace(
     st: &ReplicatedState,
     t: &Topology,
     req: &TracePathRequest,
-) -> Result<TracePathReply, Status> {
+) -> Result<TracePathReply, AdminError> {
     let slid = u16::try_from(req.slid).map_err(|_| unknown_lid(req.slid))?;
     let dlid = u16::try_from(req.dlid).map_err(|_| unknown_lid(req.dlid))?;
     let (src, sport) = node_of_lid(st, t, slid).ok_or_else(|| unknown_lid(req.slid))?;
