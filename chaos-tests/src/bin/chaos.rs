@@ -166,6 +166,13 @@ fn run_sim(
         t.net_faults += st.net_faults;
         t.fabric_faults += st.fabric_faults;
         t.policies_proposed += st.policies_proposed;
+        t.reads += st.reads;
+        t.transfers += st.transfers;
+        t.graceful_stops += st.graceful_stops;
+        t.membership_changes += st.membership_changes;
+        t.group_joins += st.group_joins;
+        t.mft_sets += st.mft_sets;
+        t.quiet_mft_sets += st.quiet_mft_sets;
         t.masters += st.masters;
         t.failovers += st.failovers;
         t.failover_ns.extend(&st.failover_ns);
@@ -238,6 +245,14 @@ fn run_sim(
         total.fabric_faults
     );
     println!("| client policy proposals | {} |", total.policies_proposed);
+    println!(
+        "| linearizable reads checked / transfers / graceful stops / voters removed / group joins | {} / {} / {} / {} / {} |",
+        total.reads,
+        total.transfers,
+        total.graceful_stops,
+        total.membership_changes,
+        total.group_joins
+    );
     println!("| masters started | {} |", total.masters);
     println!("| faults hitting the master | {} |", total.failovers);
     if let (Some(a), Some(m), Some(b)) = (pick(0.0), pick(0.5), pick(1.0)) {
@@ -253,7 +268,10 @@ fn run_sim(
         "| quiet takeovers watched (no LFT write allowed) | {} |",
         total.quiet_takeovers
     );
-    println!("| Sets accepted by the fabric | {} |", total.sets);
+    println!(
+        "| Sets accepted by the fabric (MFT Sets; MFT Sets in quiet takeovers) | {} ({}; {}) |",
+        total.sets, total.mft_sets, total.quiet_mft_sets
+    );
     println!("| simulation steps | {} |", total.steps);
     println!("| invariant checks | {} |", total.checks);
     for (code, (count, first)) in &known {
