@@ -30,7 +30,6 @@ impl Sweeper {
         self.during_routing.result = None;
         for s in &mut self.switches {
             s.psc_seen = false;
-            s.ports_changed = false;
             s.lft_failed = false;
         }
         self.events.push_back(Event::HeavySweepStarted {
@@ -132,7 +131,6 @@ impl Sweeper {
                 fdb_top: known_top.unwrap_or(0),
                 lft_idx: NONE,
                 psc_seen: false,
-                ports_changed: false,
                 lft_failed: false,
                 mft_top_want: None,
             });

@@ -5,7 +5,7 @@
 //!
 //! It must never do IO, read a clock, spawn a thread or use unseeded randomness. Time is
 //! passed in as [`VTime`] (nanoseconds on any clock the caller likes); SMPs go out through
-//! [`Sweeper::poll_transmit`] and come back through [`Sweeper::handle_response`].
+//! [`Sweeper::poll_transmit`] and come back through [`Sweeper::handle_mad`].
 //!
 //! Driver loop (single thread, deterministic; `fabric` stands for any transport):
 //!

@@ -710,7 +710,6 @@ impl Sweeper {
                 let n = &self.nodes[req.node as usize];
                 let pi = n.port_index(req.port);
                 let is_switch = n.is_switch;
-                let sw = n.sw;
                 let lease = self.cfg.m_key_lease_period;
                 let node_guid = n.guid;
                 let p = &mut self.ports[pi];
@@ -757,9 +756,6 @@ impl Sweeper {
                     });
                 }
                 p.programmed = true;
-                if req.arg >= 3 && is_switch {
-                    self.switches[sw as usize].ports_changed = true;
-                }
             }
             Op::SwitchInfoSet => {
                 let s = &mut self.switches[n.sw as usize];

@@ -83,8 +83,6 @@ pub(crate) struct Switch {
     pub lft_idx: u32,
     /// SwitchInfo.PortStateChange was seen set in this sweep.
     pub psc_seen: bool,
-    /// A port state of this switch was changed by this sweep.
-    pub ports_changed: bool,
     /// A Set for the LFT failed in this sweep.
     pub lft_failed: bool,
     /// MulticastFDBTop the next SwitchInfo Set writes (switches that support it, once

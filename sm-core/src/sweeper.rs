@@ -417,13 +417,8 @@ impl Sweeper {
     }
 
     /// A MAD that reached the SM: a response to one of its requests, a trap, or a request
-    /// addressed to its port (SMInfo). Same as [`Sweeper::handle_mad`] with an unknown source.
-    pub fn handle_response(&mut self, now: VTime, smp: Smp) {
-        self.handle_mad(now, Lid(0), smp);
-    }
-
-    /// Like [`Sweeper::handle_response`], with the LRH source LID when the transport
-    /// knows it (needed to answer LID-routed requests).
+    /// addressed to its port (SMInfo). `slid` is the LRH source LID when the transport knows
+    /// it (needed to answer LID-routed requests; `Lid(0)` when unknown).
     pub fn handle_mad(&mut self, now: VTime, slid: Lid, smp: Smp) {
         self.now = self.now.max(now);
         if smp.class != MgmtClass::SUBN_LID_ROUTED && smp.class != MgmtClass::SUBN_DIRECTED_ROUTE {
