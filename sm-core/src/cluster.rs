@@ -70,7 +70,7 @@ impl Sweeper {
         ) {
             self.forget_planned();
         }
-        self.win.clear();
+        self.io.window().clear();
         self.awaiting_intent = None;
         self.current_intent = None;
         self.reapply_id = None;
@@ -266,11 +266,11 @@ impl Sweeper {
 
     /// Discovery (or a pre-routing step) finished: rotation, re-apply, then LIDs.
     pub(crate) fn pre_routing(&mut self, from: Phase) {
-        if from == Phase::Discovering && self.start_rekey() && !self.win.idle() {
+        if from == Phase::Discovering && self.start_rekey() && !self.io.idle() {
             return;
         }
         if matches!(from, Phase::Discovering | Phase::Rekey) && self.start_reapply() {
-            if !self.win.idle() {
+            if !self.io.idle() {
                 return;
             }
             self.finish_reapply();

@@ -18,7 +18,7 @@ impl Sweeper {
         self.dirty = false;
         self.act_count = self.act_count.wrapping_add(1);
         self.phase = Phase::Discovering;
-        self.sweep_start = self.counters;
+        self.sweep_start = *self.io.counters();
         self.paths.clear();
         self.disc_links = 0;
         self.disc_ports = 0;
@@ -302,7 +302,7 @@ impl Sweeper {
                 self.switches[n.sw as usize].lft_valid = false;
             }
         }
-        self.all_active = all_active;
+        self.io.set_all_active(all_active);
         let nodes = self.nodes.iter().filter(|n| n.seen == sweep).count();
         let switches = self
             .nodes
@@ -314,7 +314,7 @@ impl Sweeper {
             switches,
             ports: self.disc_ports as usize,
             links: self.disc_links as usize,
-            smps: self.counters.since(&self.sweep_start).total(),
+            smps: self.io.counters().since(&self.sweep_start).total(),
             min_smps: self.disc_min,
         });
         // Switches not reached this sweep keep nothing we believe about them.

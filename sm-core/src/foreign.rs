@@ -126,8 +126,6 @@ pub(crate) struct ForeignState {
     disabled: bool,
     /// Polls of the followed master since standing by.
     polls_made: u32,
-    /// SMPs sent outside the window (traps 144, ACKNOWLEDGEs), for their tids.
-    trap_tid: u32,
 }
 
 impl Sweeper {
@@ -356,7 +354,7 @@ impl Sweeper {
     pub(super) fn stop_writing(&mut self) {
         self.state = SmState::Standby;
         self.subnet_up = false;
-        self.lid_ok = false;
+        self.io.set_lid_ok(false);
         self.phase = Phase::Idle;
         self.heavy_pending = None;
         self.first_sweep_done = true;

@@ -17,7 +17,7 @@ impl Sweeper {
         // every interval is a heavy sweep (the SM's own link may come up later, and no
         // trap would say so).
         self.light_changed = !self.subnet_up || self.dirty;
-        self.light_start = self.counters;
+        self.light_start = *self.io.counters();
         let sweep = self.sweep;
         for k in 0..self.switches.len() {
             let node = self.switches[k].node;
@@ -39,7 +39,7 @@ impl Sweeper {
 
     pub(crate) fn finish_light(&mut self) {
         self.phase = Phase::Idle;
-        let smps = self.counters.since(&self.light_start).total();
+        let smps = self.io.counters().since(&self.light_start).total();
         self.events.push_back(Event::LightSweepComplete {
             changed: self.light_changed,
             smps,

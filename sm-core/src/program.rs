@@ -286,7 +286,7 @@ impl Sweeper {
     /// While Sets sent during routing are still in flight, the result waits for them
     /// (`advance` brings it back once the window is idle).
     pub(crate) fn start_programming(&mut self, r: RoutingOutcome) {
-        if !self.win.idle() {
+        if !self.io.idle() {
             self.during_routing.result = Some(Box::new(r));
             return;
         }
@@ -415,7 +415,7 @@ impl Sweeper {
         for stage in done + 1..=5 {
             self.phase = Phase::Programming(stage);
             self.plan_stage(stage);
-            if !self.win.idle() {
+            if !self.io.idle() {
                 return;
             }
             if stage == 2 {
@@ -597,14 +597,15 @@ impl Sweeper {
         let ln = &self.nodes[self.local as usize];
         let sm = &self.ports[ln.port_index(self.local_port)];
         let clean = self.failed_sets == 0 && inactive == 0 && !self.dirty;
-        self.lid_ok = clean && sm.lid.0 != 0 && sm.info.lid == sm.lid;
-        self.all_active = clean;
+        let lid_ok = clean && sm.lid.0 != 0 && sm.info.lid == sm.lid;
+        self.io.set_lid_ok(lid_ok);
+        self.io.set_all_active(clean);
         if !self.subnet_up && clean {
             self.subnet_up = true;
             self.state = mad::SmState::Master;
             self.events.push_back(Event::SubnetUp {
                 at: self.now,
-                counters: self.counters.since(&self.sweep_start),
+                counters: self.io.counters().since(&self.sweep_start),
             });
         }
         if !clean {

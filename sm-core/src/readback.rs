@@ -205,7 +205,7 @@ impl Sweeper {
             targets,
             by_port,
             done: 0,
-            counters: self.counters,
+            counters: *self.io.counters(),
         });
         for (k, (node, port, switch_ext)) in first.into_iter().enumerate() {
             if switch_ext {
@@ -229,8 +229,7 @@ impl Sweeper {
 
     fn push_readback(&mut self, k: usize, node: u32, port: u8, arg: u16) {
         let lid_routed = self.cfg.lid_routed_programming
-            && self.lid_ok
-            && self.all_active
+            && self.io.lid_routes()
             && self.target_lid(node, port).0 != 0;
         let req = Req {
             op: Op::ReadBack,
@@ -245,7 +244,7 @@ impl Sweeper {
             a.targets[k].pending += 1;
         }
         let g = self.gate_of(&req);
-        self.win.push(g, req);
+        self.io.push(g, req);
     }
 
     /// Method, attribute and modifier of a read-back request.
@@ -378,7 +377,7 @@ impl Sweeper {
             sweep: a.sweep,
             tables,
             unanswered,
-            smps: self.counters.since(&a.counters).total(),
+            smps: self.io.counters().since(&a.counters).total(),
             requested: a.requested,
             started: a.started,
             finished: self.now,

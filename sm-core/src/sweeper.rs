@@ -6,7 +6,7 @@ use crate::config::SweeperConfig;
 use crate::counters::Counters;
 use crate::events::{Event, RoutingOutcome, SweepReason};
 use crate::intent::IntentEvent;
-use crate::io::{Op, Req, Transmit, Window};
+use crate::io::{Io, Op, Req, Transmit};
 use crate::state::{NONE, Node, Port, Switch};
 use crate::{SmError, VTime};
 use fabric::{Guid, Lid};
@@ -56,10 +56,8 @@ pub struct Sweeper {
     pub(crate) now: VTime,
     pub(crate) phase: Phase,
     pub(crate) sweep: u64,
-    pub(crate) win: Window,
+    pub(crate) io: Io,
     pub(crate) events: VecDeque<Event>,
-    pub(crate) out: VecDeque<Transmit>,
-    pub(crate) counters: Counters,
     pub(crate) sweep_start: Counters,
     pub(crate) nodes: Vec<Node>,
     pub(crate) ports: Vec<Port>,
@@ -75,10 +73,6 @@ pub struct Sweeper {
     /// Tables last handed to the switches (by GUID) and the max LID they cover.
     pub(crate) lfts: Option<Arc<Lfts>>,
     pub(crate) max_lid: u16,
-    /// LID-routed SMPs may be used (the SM port has its LID and LFTs are programmed).
-    pub(crate) lid_ok: bool,
-    /// Every linked port was ACTIVE when this sweep discovered it.
-    pub(crate) all_active: bool,
     pub(crate) subnet_up: bool,
     pub(crate) heavy_pending: Option<SweepReason>,
     pub(crate) next_light: Option<VTime>,
@@ -157,14 +151,12 @@ impl Sweeper {
         let standby = cfg.role == Role::Standby;
         Ok(Sweeper {
             policy_text: cfg.partitions_conf.clone(),
-            win: Window::new(cfg.window),
+            io: Io::new(cfg.window),
             cfg,
             now: 0,
             phase: Phase::Idle,
             sweep: 0,
             events: VecDeque::new(),
-            out: VecDeque::new(),
-            counters: Counters::default(),
             sweep_start: Counters::default(),
             nodes: Vec::new(),
             ports: Vec::new(),
@@ -182,8 +174,6 @@ impl Sweeper {
             act_count: 0,
             lfts: known,
             max_lid: known_top,
-            lid_ok: false,
-            all_active: false,
             subnet_up: false,
             heavy_pending: (!standby).then_some(SweepReason::Initial),
             next_light: (!standby).then_some(0),
@@ -225,7 +215,7 @@ impl Sweeper {
 
     /// Counters since the sweeper started.
     pub fn counters(&self) -> &Counters {
-        &self.counters
+        self.io.counters()
     }
 
     /// Current phase.
@@ -330,27 +320,28 @@ impl Sweeper {
 
     /// The next SMP to send, if the window allows one.
     pub fn poll_transmit(&mut self) -> Option<Transmit> {
-        if let Some(t) = self.out.pop_front() {
+        if let Some(t) = self.io.pop_out() {
             return Some(t);
         }
         if !self.may_transmit() {
             return None;
         }
         loop {
-            let (slot, tid, _gate, req) = self.win.next(self.cfg.per_switch_window)?;
+            let (slot, tid, _gate, req) = self.io.window().next(self.cfg.per_switch_window)?;
             let full_tid = (u64::from(self.cfg.tid_high) << 32) | u64::from(tid);
             match self.build(&req, full_tid) {
                 Some(t) => {
                     let (_, key) = self.key_for(&req);
-                    self.win.set_key(slot, key);
-                    self.win.arm(self.now + self.cfg.timeout, slot, tid);
-                    self.counters
-                        .record(t.smp.attr_id, t.smp.method, t.smp.is_directed());
+                    let deadline = self.now + self.cfg.timeout;
+                    let win = self.io.window();
+                    win.set_key(slot, key);
+                    win.arm(deadline, slot, tid);
+                    self.io.record(&t);
                     return Some(t);
                 }
                 None => {
                     // Cannot be built (path too long, target vanished): counts as failed.
-                    if let Some(r) = self.win.cancel(slot) {
+                    if let Some(r) = self.io.window().cancel(slot) {
                         self.fail(r);
                     }
                 }
@@ -366,7 +357,7 @@ impl Sweeper {
     /// When `handle_timeout` must next be called (None: nothing scheduled, e.g. waiting
     /// for a routing result or idle with light sweeps off).
     pub fn poll_timeout(&mut self) -> Option<VTime> {
-        let d = self.win.next_deadline();
+        let d = self.io.window().next_deadline();
         let l = match self.phase {
             Phase::Idle => self.next_light,
             Phase::Lids => Some(self.now),
@@ -381,21 +372,21 @@ impl Sweeper {
     /// Handles expired requests and due sweeps.
     pub fn handle_timeout(&mut self, now: VTime) {
         self.now = self.now.max(now);
-        while let Some((gate, mut req)) = self.win.expired(now) {
-            self.counters.timeouts += 1;
+        while let Some((gate, mut req)) = self.io.window().expired(now) {
+            self.io.counters_mut().timeouts += 1;
             if !matches!(req.op, Op::SmInfoGet | Op::SmInfoSet) {
                 self.key_timed_out(&req);
             }
             if req.lid_routed {
                 // One LID-routed try: the route may cross a link that just went away.
-                self.counters.dr_fallbacks += 1;
+                self.io.counters_mut().dr_fallbacks += 1;
                 req.tries = 0;
                 req.lid_routed = false;
                 let g = self.gate_of(&req);
-                self.win.requeue(g, req, true);
+                self.io.window().requeue(g, req, true);
             } else if req.tries < self.cfg.retries {
                 req.tries += 1;
-                self.win.requeue(gate, req, true);
+                self.io.window().requeue(gate, req, true);
             } else {
                 self.fail(req);
             }
@@ -433,18 +424,18 @@ impl Sweeper {
         } else {
             let tid = smp.tid as u32;
             if (smp.tid >> 32) as u32 != self.cfg.tid_high {
-                self.counters.stale += 1;
+                self.io.counters_mut().stale += 1;
                 return;
             }
-            let Some((_gate, req)) = self.win.complete(tid) else {
-                self.counters.stale += 1;
+            let Some((_gate, req)) = self.io.window().complete(tid) else {
+                self.io.counters_mut().stale += 1;
                 return;
             };
             if smp.status & 0x7FFF != 0 {
-                self.counters.error_status += 1;
+                self.io.counters_mut().error_status += 1;
                 self.fail(req);
             } else {
-                self.win.pending -= 1;
+                self.io.settle();
                 self.on_reply(req, &smp);
             }
         }
@@ -515,13 +506,12 @@ impl Sweeper {
         } else {
             slid
         };
-        self.counters.record(r.attr_id, r.method, r.is_directed());
-        self.out.push_back(Transmit { dlid, smp: r });
+        self.io.send(Transmit { dlid, smp: r });
         self.apply_sm_info_set(verdict);
     }
 
     fn on_trap(&mut self, smp: Smp) {
-        self.counters.traps += 1;
+        self.io.counters_mut().traps += 1;
         let Ok(n) = smp.attr::<Notice>() else {
             return;
         };
@@ -531,8 +521,7 @@ impl Sweeper {
         // The SMA checks the M_Key of a TrapRepress like that of a Set: a repress with a
         // wrong key is a violation, which is itself trapped (a storm).
         r.m_key = self.key_at_lid(n.issuer_lid);
-        self.counters.record(r.attr_id, r.method, r.is_directed());
-        self.out.push_back(Transmit {
+        self.io.send(Transmit {
             dlid: n.issuer_lid,
             smp: r,
         });
@@ -623,8 +612,7 @@ impl Sweeper {
             _ => false,
         };
         let lid_routed = self.cfg.lid_routed_programming
-            && self.lid_ok
-            && self.all_active
+            && self.io.lid_routes()
             && after_tables
             && self.target_lid(node, port).0 != 0;
         let req = Req {
@@ -637,7 +625,7 @@ impl Sweeper {
             key: 0,
         };
         let g = self.gate_of(&req);
-        self.win.push(g, req);
+        self.io.push(g, req);
     }
 
     /// The LID a LID-routed SMP to `node` goes to (0 when it has none in the fabric yet).
@@ -738,14 +726,13 @@ impl Sweeper {
 
     /// Common failure path: a request was given up.
     pub(crate) fn fail(&mut self, req: Req) {
-        self.counters.failures += 1;
-        self.win.pending -= 1;
+        self.io.give_up();
         self.on_failure(req);
     }
 
     /// Moves to the next phase when the current one has nothing left in flight.
     pub(crate) fn advance(&mut self) {
-        while self.win.idle() {
+        while self.io.idle() {
             match self.phase {
                 Phase::Discovering => self.finish_discovery(),
                 Phase::Programming(s) => self.next_stage(s),
@@ -769,7 +756,7 @@ impl Sweeper {
                 },
                 Phase::Lids | Phase::AwaitIntent => return,
             }
-            if !self.win.idle() {
+            if !self.io.idle() {
                 return;
             }
             if matches!(
@@ -790,7 +777,7 @@ impl Sweeper {
     pub(crate) fn finish_heavy(&mut self) {
         self.phase = Phase::Idle;
         self.first_sweep_done = true;
-        let c = self.counters.since(&self.sweep_start);
+        let c = self.io.counters().since(&self.sweep_start);
         self.events.push_back(Event::HeavySweepComplete {
             sweep: self.sweep,
             counters: c,

@@ -285,9 +285,7 @@ impl Sweeper {
             let tid = self.own_tid();
             match self.build(&req, tid) {
                 Some(t) => {
-                    self.counters
-                        .record(t.smp.attr_id, t.smp.method, t.smp.is_directed());
-                    self.out.push_back(t);
+                    self.io.send(t);
                     true
                 }
                 None => false,
@@ -476,16 +474,11 @@ impl Sweeper {
         let tid = self.own_tid();
         let mut smp = Smp::lid_routed(Method::TRAP, tid, AttributeId::NOTICE, 0);
         smp.set_attr(&notice);
-        self.counters.record(smp.attr_id, smp.method, false);
-        self.out.push_back(Transmit { dlid, smp });
+        self.io.send(Transmit { dlid, smp });
     }
 
-    /// A transaction id for an SMP sent outside the window (a trap, an ACKNOWLEDGE): slot
-    /// 0xFFFF, which no window has, so an answer to it is never taken for another's.
     fn own_tid(&mut self) -> u64 {
-        self.foreign.trap_tid = self.foreign.trap_tid.wrapping_add(1);
-        let low = (self.foreign.trap_tid << 16) | 0xFFFF;
-        (u64::from(self.cfg.tid_high) << 32) | u64::from(low)
+        self.io.own_tid(self.cfg.tid_high)
     }
 
     /// (node, port) of the SM port `guid`: from the last SMInfo query, else any port of
