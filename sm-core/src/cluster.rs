@@ -122,13 +122,13 @@ impl Sweeper {
     /// The M_Key believed in force at `(node GUID, port)`'s management port (None when the
     /// port is unknown).
     pub fn m_key_in_force(&self, node: Guid, port: u8) -> Option<u64> {
-        let &i = self.by_guid.get(&node)?;
-        let n = &self.nodes[i as usize];
+        let i = self.disc.find(node)?;
+        let n = self.disc.node(i);
         if port > n.nports {
             return None;
         }
         let p = if n.is_switch { 0 } else { port };
-        let k = self.ports[n.port_index(p)].key_idx;
+        let k = self.disc.port(n.port_index(p)).key_idx;
         self.keys.get(usize::from(k)).copied()
     }
 
@@ -136,12 +136,12 @@ impl Sweeper {
     /// term's M_Key. 0 after a clean sweep: the previous terms' keys can be retired from
     /// the replicated record.
     pub fn ports_on_old_keys(&self) -> usize {
-        let sweep = self.sweep;
+        let sweep = self.disc.sweep();
         let mut n_old = 0;
-        for n in self.nodes.iter().filter(|n| n.seen == sweep) {
+        for n in self.disc.nodes().iter().filter(|n| n.seen == sweep) {
             let range = if n.is_switch { 0..=0 } else { 1..=n.nports };
             for p in range {
-                let port = &self.ports[n.port_index(p)];
+                let port = self.disc.port(n.port_index(p));
                 if port.info_sweep == 0 || port.info.lid.0 == 0 {
                     continue;
                 }
@@ -154,39 +154,29 @@ impl Sweeper {
         n_old
     }
 
-    /// Index of the port whose M_Key a request is checked against (None: unknown target).
-    pub(crate) fn mgmt_index(&self, req: &Req) -> Option<usize> {
-        if req.node == NONE || req.op == Op::Probe {
-            return None;
-        }
-        let n = &self.nodes[req.node as usize];
-        Some(if n.is_switch {
-            n.port_index(0)
-        } else {
-            self.route_port(req.node, req.port)
-        })
-    }
-
     /// The key (and its candidate index) a request carries.
     pub(crate) fn key_for(&self, req: &Req) -> (u64, u8) {
-        let k = self.mgmt_index(req).map_or(0, |i| self.ports[i].key_idx);
+        let k = self
+            .disc
+            .mgmt_index(req)
+            .map_or(0, |i| self.disc.port(i).key_idx);
         (self.keys.get(usize::from(k)).copied().unwrap_or(0), k)
     }
 
     /// A PortInfo of the request's management port was read (Get) or written (Set
     /// response): what it shows about the key in force.
     pub(crate) fn note_key(&mut self, req: &Req, info: &PortInfo) {
-        let Some(mi) = self.mgmt_index(req) else {
+        let Some(mi) = self.disc.mgmt_index(req) else {
             return;
         };
-        let n = &self.nodes[req.node as usize];
+        let n = self.disc.node(req.node);
         // A switch reports port 0's M_Key for every port; a CA port only its own.
         if !n.is_switch && mi != n.port_index(req.port) {
             return;
         }
         if info.m_key != 0 {
             if let Some(k) = self.keys.iter().position(|&x| x == info.m_key) {
-                self.ports[mi].key_idx = k as u8;
+                self.disc.port_mut(mi).key_idx = k as u8;
             }
         } else if info.m_key_protect_bits != 0 && self.keys.len() > 1 {
             // Hidden (or truly zero, when any key passes): the key sent may be wrong.
@@ -197,14 +187,14 @@ impl Sweeper {
     /// A request timed out: with several candidate keys, the one it carried may be wrong.
     pub(crate) fn key_timed_out(&mut self, req: &Req) {
         if self.keys.len() > 1
-            && let Some(mi) = self.mgmt_index(req)
+            && let Some(mi) = self.disc.mgmt_index(req)
         {
             self.next_key(mi, req.key);
         }
     }
 
     fn next_key(&mut self, mi: usize, used: u8) {
-        let p = &mut self.ports[mi];
+        let p = self.disc.port_mut(mi);
         if p.key_idx == used {
             p.key_idx = ((usize::from(used) + 1) % self.keys.len()) as u8;
         }
@@ -216,8 +206,9 @@ impl Sweeper {
         if self.cfg.m_key_prev.is_empty() {
             return false;
         }
-        let sweep = self.sweep;
+        let sweep = self.disc.sweep();
         let todo: Vec<(u32, u8)> = self
+            .disc
             .end_ports_seen()
             .filter(|&(_, _, n, port)| {
                 let i2 = &port.info;
@@ -245,8 +236,8 @@ impl Sweeper {
     /// The PortInfo a rotation Set writes: the port's fields as read, with this term's
     /// M_Key settings and MasterSMLID pointing at this SM (when its port has a LID).
     pub(crate) fn rekey_info(&self, node: u32, port: u8) -> PortInfo {
-        let n = &self.nodes[node as usize];
-        let mut pi = self.ports[n.port_index(port)].info;
+        let n = self.disc.node(node);
+        let mut pi = self.disc.port(n.port_index(port)).info;
         pi.port_state = 0;
         pi.port_phys_state = 0;
         pi.link_down_default_state = 0;
@@ -254,9 +245,13 @@ impl Sweeper {
         pi.m_key = self.cfg.m_key;
         pi.m_key_protect_bits = self.cfg.m_key_protect_bits;
         pi.m_key_lease_period = self.cfg.m_key_lease_period;
-        if self.local != NONE {
-            let ln = &self.nodes[self.local as usize];
-            let own = self.ports[ln.port_index(self.local_port)].info.lid;
+        if self.disc.local() != NONE {
+            let ln = self.disc.node(self.disc.local());
+            let own = self
+                .disc
+                .port(ln.port_index(self.disc.local_port()))
+                .info
+                .lid;
             if own.0 != 0 {
                 pi.master_sm_lid = own;
             }

@@ -161,6 +161,7 @@ impl Sweeper {
     /// This SM's (priority, port GUID) for the ranking.
     fn own_rank(&self) -> (u8, Guid) {
         let guid = self
+            .disc
             .sm_port_guid()
             .or(self.cfg.sm_port_guid)
             .unwrap_or(Guid(0));
@@ -183,15 +184,16 @@ impl Sweeper {
             self.pre_routing(Phase::Discovering);
             return;
         }
-        let sweep = self.sweep;
+        let sweep = self.disc.sweep();
         // A switch's SM sits behind port 0; a CA's at each port reached.
         let targets: Vec<(u32, u8)> = self
+            .disc
             .end_ports_seen()
             .filter(|&(i, p, n, port)| {
                 port.info_sweep == sweep
                     && port.info.capability_mask & PortInfo::CAP_IS_SM != 0
                     && (n.is_switch || port.path_sweep == sweep)
-                    && !(i == self.local && p == self.local_port)
+                    && !(i == self.disc.local() && p == self.disc.local_port())
                     && !self.cfg.peer_sms.contains(&port.guid)
             })
             .map(|(i, p, _, _)| (i, p))
@@ -203,7 +205,7 @@ impl Sweeper {
         self.phase = Phase::SmInfo;
         self.send_owed_ack();
         for (node, p) in targets {
-            self.disc_min += 1;
+            self.disc.count_min();
             self.push(Op::SmInfoGet, node, p, 0);
         }
     }
@@ -444,11 +446,11 @@ impl Sweeper {
     /// A block read back: equal to what the routing wants?
     pub(crate) fn on_lft_block(&mut self, req: Req, smp: &mad::Smp) {
         let got = LinearForwardingTable::decode(&smp.data);
-        let n = &self.nodes[req.node as usize];
+        let n = self.disc.node(req.node);
         if n.sw == NONE {
             return;
         }
-        let s = &self.switches[n.sw as usize];
+        let s = self.disc.switch(n.sw);
         let Some(t) = self
             .lfts
             .as_ref()

@@ -125,15 +125,6 @@ pub enum IntentEvent {
     },
 }
 
-/// The last LID a table routes (0 when none): what LinearFDBTop was set to by the master
-/// that programmed it (tables kept in 64-entry blocks are padded with no-route entries).
-pub(crate) fn routed_top(t: &SwitchLft) -> u16 {
-    t.ports
-        .iter()
-        .rposition(|&p| p != NO_ROUTE)
-        .map_or(0, |i| i as u16)
-}
-
 impl Sweeper {
     /// Gated mode, routing diffed: builds the sweep's intent. Returns true when the sweep
     /// now waits for it to be committed.
@@ -144,8 +135,8 @@ impl Sweeper {
         let mut it = Intent::default();
         if let Some(l) = self.lfts.clone() {
             for &(node, b) in &self.lft_todo {
-                let n = &self.nodes[node as usize];
-                let s = &self.switches[n.sw as usize];
+                let n = self.disc.node(node);
+                let s = self.disc.switch(n.sw);
                 let Some(t) = l.switches.get(s.lft_idx as usize) else {
                     continue;
                 };
@@ -163,8 +154,8 @@ impl Sweeper {
         let todo = self.pkey_todo.iter().map(|&x| (x, false));
         let assumed = self.pkey_assumed.iter().map(|&x| (x, true));
         for ((node, port, b), assumed) in todo.chain(assumed) {
-            let n = &self.nodes[node as usize];
-            let p = &self.ports[n.port_index(port)];
+            let n = self.disc.node(node);
+            let p = self.disc.port(n.port_index(port));
             let mut keys = [0u16; 32];
             let lo = usize::from(b) * 32;
             for (k, e) in keys.iter_mut().enumerate() {
@@ -230,15 +221,15 @@ impl Sweeper {
     /// and its ports' P_KeyTables become unknown, and the sweep counts as not clean.
     pub(crate) fn forget_planned(&mut self) {
         for &(node, _) in &self.lft_todo {
-            let sw = self.nodes[node as usize].sw;
+            let sw = self.disc.node(node).sw;
             if sw != NONE {
-                self.switches[sw as usize].lft_valid = false;
-                self.switches[sw as usize].lft_failed = true;
+                self.disc.switch_mut(sw).lft_valid = false;
+                self.disc.switch_mut(sw).lft_failed = true;
             }
         }
         for &(node, port, _) in &self.pkey_todo {
-            let i = self.nodes[node as usize].port_index(port);
-            self.ports[i].pkey_known_valid = false;
+            let i = self.disc.node(node).port_index(port);
+            self.disc.port_mut(i).pkey_known_valid = false;
         }
         self.mcast_forget_planned();
         self.dirty = true;
@@ -251,9 +242,9 @@ impl Sweeper {
 
     /// PortInfo field changes stage 1 (and stage 3, for CA ports still in INIT) will write.
     fn planned_port_changes(&self) -> Vec<PortChange> {
-        let sweep = self.sweep;
+        let sweep = self.disc.sweep();
         let mut v = Vec::new();
-        for (i, p, n, port) in self.end_ports_seen() {
+        for (i, p, n, port) in self.disc.end_ports_seen() {
             if port.lid.0 == 0 || (!n.is_switch && port.remote_sweep != sweep) {
                 continue;
             }
@@ -299,10 +290,11 @@ impl Sweeper {
     ) -> IntentEvent {
         let (mut failed_switches, mut failed_ports) = unreached;
         failed_switches.extend(
-            self.switches
+            self.disc
+                .switches()
                 .iter()
                 .filter(|s| s.lft_failed)
-                .map(|s| self.nodes[s.node as usize].guid),
+                .map(|s| self.disc.node(s.node).guid),
         );
         failed_switches.extend(self.mcast_failed_switches());
         failed_switches.sort_unstable();
@@ -316,18 +308,18 @@ impl Sweeper {
         // believes a table programmed that the replicated state (and the next master) no
         // longer records, and never rewrites it.
         for g in &failed_switches {
-            if let Some(&i) = self.by_guid.get(g) {
-                let sw = self.nodes[i as usize].sw;
+            if let Some(i) = self.disc.find(*g) {
+                let sw = self.disc.node(i).sw;
                 if sw != crate::state::NONE {
-                    self.switches[sw as usize].lft_valid = false;
+                    self.disc.switch_mut(sw).lft_valid = false;
                 }
             }
         }
         for (g, p) in &failed_ports {
-            if let Some(&i) = self.by_guid.get(g) {
-                let n = &self.nodes[i as usize];
+            if let Some(i) = self.disc.find(*g) {
+                let n = self.disc.node(i);
                 if *p <= n.nports {
-                    self.ports[n.port_index(*p)].pkey_known_valid = false;
+                    self.disc.port_mut(n.port_index(*p)).pkey_known_valid = false;
                 }
             }
         }
@@ -348,7 +340,7 @@ impl Sweeper {
         };
         self.phase = Phase::Reapply;
         self.reapply_id = Some(it.id);
-        let sweep = self.sweep;
+        let sweep = self.disc.sweep();
         // LFT: the known tables with the intent's blocks laid over them.
         let mut tables: BTreeMap<Guid, SwitchLft> = self
             .lfts
@@ -384,8 +376,7 @@ impl Sweeper {
             .enumerate()
             .map(|(k, s)| (s.guid, k))
             .collect();
-        for s in &mut self.switches {
-            let g = self.nodes[s.node as usize].guid;
+        for (g, s) in self.disc.switches_by_guid_mut() {
             s.lft_idx = idx.get(&g).map_or(NONE, |&k| k as u32);
             if let (Some(&h), Some(c)) = (had.get(&g), covered.get(&g)) {
                 // Valid afterwards: it was known valid, or the intent alone covers it.
@@ -394,20 +385,19 @@ impl Sweeper {
         }
         self.lfts = Some(Arc::new(lfts));
         for w in &it.lft_blocks {
-            match self.by_guid.get(&w.switch).copied() {
+            match self.disc.find(w.switch) {
                 Some(node)
-                    if self.nodes[node as usize].seen == sweep
-                        && self.nodes[node as usize].sw != NONE =>
+                    if self.disc.node(node).seen == sweep && self.disc.node(node).sw != NONE =>
                 {
                     self.reapplied[0] += 1;
                     self.queue_reapply(Op::LftSet, node, 0, w.block);
                 }
                 _ => {
-                    if let Some(&node) = self.by_guid.get(&w.switch) {
-                        let sw = self.nodes[node as usize].sw;
+                    if let Some(node) = self.disc.find(w.switch) {
+                        let sw = self.disc.node(node).sw;
                         if sw != NONE {
-                            self.switches[sw as usize].lft_failed = true;
-                            self.switches[sw as usize].lft_valid = false;
+                            self.disc.switch_mut(sw).lft_failed = true;
+                            self.disc.switch_mut(sw).lft_valid = false;
                         }
                     }
                     self.reapply_unreached.0.push(w.switch);
@@ -418,17 +408,16 @@ impl Sweeper {
         let mut pcov: HashMap<(Guid, u8), (bool, Vec<bool>)> = HashMap::new();
         for w in &it.pkey_blocks {
             let Some(node) = self
-                .by_guid
-                .get(&w.node)
-                .copied()
-                .filter(|&n| self.nodes[n as usize].seen == sweep)
-                .filter(|&n| w.port <= self.nodes[n as usize].nports)
+                .disc
+                .find(w.node)
+                .filter(|&n| self.disc.node(n).seen == sweep)
+                .filter(|&n| w.port <= self.disc.node(n).nports)
             else {
                 self.reapply_unreached.1.push((w.node, w.port));
                 continue;
             };
-            let pi = self.nodes[node as usize].port_index(w.port);
-            let p = &mut self.ports[pi];
+            let pi = self.disc.node(node).port_index(w.port);
+            let p = self.disc.port_mut(pi);
             let e = pcov.entry((w.node, w.port)).or_insert_with(|| {
                 // What is known of an unknown table is only what the intent writes.
                 if !p.pkey_known_valid {

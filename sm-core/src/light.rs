@@ -18,10 +18,9 @@ impl Sweeper {
         // trap would say so).
         self.light_changed = !self.subnet_up || self.dirty;
         self.light_start = *self.io.counters();
-        let sweep = self.sweep;
-        for k in 0..self.switches.len() {
-            let node = self.switches[k].node;
-            if self.nodes[node as usize].seen == sweep {
+        for k in 0..self.disc.switches().len() {
+            let node = self.disc.switches()[k].node;
+            if self.disc.seen(node) {
                 self.push(Op::LightSwitchInfo, node, 0, 0);
             }
         }
@@ -30,8 +29,8 @@ impl Sweeper {
     }
 
     pub(crate) fn on_light_switch_info(&mut self, req: Req, info: SwitchInfo) {
-        let sw = self.nodes[req.node as usize].sw;
-        let s = &mut self.switches[sw as usize];
+        let sw = self.disc.node(req.node).sw;
+        let s = self.disc.switch_mut(sw);
         if info.port_state_change || !s.lft_valid || info.linear_fdb_top != s.fdb_top {
             self.light_changed = true;
         }

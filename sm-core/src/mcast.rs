@@ -136,10 +136,11 @@ impl Sweeper {
         self.mcast.planned.clear();
         self.mcast.failed_switches.clear();
         let lost: Vec<Guid> = self
-            .switches
+            .disc
+            .switches()
             .iter()
             .filter(|s| !s.lft_valid)
-            .map(|s| self.nodes[s.node as usize].guid)
+            .map(|s| self.disc.node(s.node).guid)
             .collect();
         for g in lost {
             if let Some(t) = self.mcast.known.remove(&g) {
@@ -160,7 +161,7 @@ impl Sweeper {
             return;
         };
         let want: Mfts = McastGraph::new(input).tables(groups);
-        let sweep = self.sweep;
+        let sweep = self.disc.sweep();
         // Every (switch, position, block) wanted non-zero, known non-zero or unknown.
         let mut keys: BTreeSet<(Guid, u8, u16)> = BTreeSet::new();
         for (&sw, t) in &want {
@@ -181,10 +182,10 @@ impl Sweeper {
         let empty = BTreeMap::new();
         let mut writes = Vec::new();
         for (sw, pos, block) in keys {
-            let Some(&node) = self.by_guid.get(&sw) else {
+            let Some(node) = self.disc.find(sw) else {
                 continue;
             };
-            let n = &self.nodes[node as usize];
+            let n = self.disc.node(node);
             if n.seen != sweep || !n.is_switch || usize::from(pos) * 16 > usize::from(n.nports) {
                 continue;
             }
@@ -267,9 +268,9 @@ impl Sweeper {
         let mut tops: Vec<(u32, u16)> = self.mft_tops().into_iter().collect();
         tops.sort_unstable();
         for (node, top) in tops {
-            let sw = self.nodes[node as usize].sw as usize;
-            if self.switches[sw].info.multicast_fdb_top != top {
-                self.switches[sw].mft_top_want = Some(top);
+            let sw = self.disc.node(node).sw as usize;
+            if self.disc.switches()[sw].info.multicast_fdb_top != top {
+                self.disc.switches_mut()[sw].mft_top_want = Some(top);
                 self.planned_sets += 1;
                 self.push(Op::SwitchInfoSet, node, 0, 0);
             }
@@ -293,13 +294,13 @@ impl Sweeper {
                 *h = (*h).max(block);
             }
         }
-        let sweep = self.sweep;
-        for s in &self.switches {
-            let n = &self.nodes[s.node as usize];
+        let sweep = self.disc.sweep();
+        for s in self.disc.switches() {
+            let n = self.disc.node(s.node);
             if n.seen != sweep {
                 continue;
             }
-            let p0 = &self.ports[n.port_index(0)];
+            let p0 = self.disc.port(n.port_index(0));
             if p0.info.capability_mask & PortInfo::CAP_IS_MULTICAST_FDB_TOP_SUPPORTED == 0 {
                 continue;
             }
@@ -397,12 +398,11 @@ impl Sweeper {
     /// known once written.
     pub(crate) fn mcast_reapply(&mut self, blocks: &[MftBlockWrite]) -> Vec<Guid> {
         let mut unreached = Vec::new();
-        let sweep = self.sweep;
+        let sweep = self.disc.sweep();
         for w in blocks {
-            match self.by_guid.get(&w.switch).copied() {
+            match self.disc.find(w.switch) {
                 Some(node)
-                    if self.nodes[node as usize].seen == sweep
-                        && self.nodes[node as usize].is_switch =>
+                    if self.disc.node(node).seen == sweep && self.disc.node(node).is_switch =>
                 {
                     self.mcast
                         .writing
@@ -438,7 +438,7 @@ impl Sweeper {
         else {
             return;
         };
-        let g = self.nodes[req.node as usize].guid;
+        let g = self.disc.node(req.node).guid;
         self.mcast.unknown.remove(&(g, req.port, req.arg));
         if masks == [0; 32] {
             if let Some(t) = self.mcast.known.get_mut(&g) {
@@ -458,7 +458,7 @@ impl Sweeper {
 
     /// An MFT Set was given up: the block is unknown.
     pub(crate) fn mft_failed(&mut self, req: &Req) {
-        let g = self.nodes[req.node as usize].guid;
+        let g = self.disc.node(req.node).guid;
         if let Some(t) = self.mcast.known.get_mut(&g) {
             t.remove(&(req.port, req.arg));
         }

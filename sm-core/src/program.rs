@@ -75,11 +75,11 @@ const ACTIVE: u8 = 4;
 impl Sweeper {
     /// Builds the topology, assigns LIDs, plans P_KeyTables and returns the routing job.
     pub(crate) fn prepare_routing(&mut self) -> Result<RoutingJob, SmError> {
-        let sweep = self.sweep;
+        let sweep = self.disc.sweep();
         let mut topo = Topology::new();
-        let mut tnode = vec![NONE; self.nodes.len()];
+        let mut tnode = vec![NONE; self.disc.nodes().len()];
         let mut order = Vec::new();
-        for (i, n) in self.nodes.iter().enumerate() {
+        for (i, n) in self.disc.nodes().iter().enumerate() {
             if n.seen != sweep {
                 continue;
             }
@@ -89,7 +89,7 @@ impl Sweeper {
             order.push(i);
             if !n.is_switch {
                 for p in 1..=n.nports {
-                    let port = &self.ports[n.port_index(p)];
+                    let port = self.disc.port(n.port_index(p));
                     if port.path_sweep == sweep && port.guid.0 != 0 {
                         topo.set_port_guid(PortRef::new(id, p), port.guid)?;
                     }
@@ -97,9 +97,9 @@ impl Sweeper {
             }
         }
         for &i in &order {
-            let n = &self.nodes[i];
+            let n = &self.disc.nodes()[i];
             for p in 1..=n.nports {
-                let port = &self.ports[n.port_index(p)];
+                let port = self.disc.port(n.port_index(p));
                 if port.remote_sweep != sweep || port.remote == NONE {
                     continue;
                 }
@@ -118,7 +118,7 @@ impl Sweeper {
         let mut reqs = Vec::new();
         let mut where_ = Vec::new();
         for &i in &order {
-            let n = &self.nodes[i];
+            let n = &self.disc.nodes()[i];
             let end_ports: &[u8] = if n.is_switch { &[0] } else { &[] };
             let mut add = |p: u8, lmc: u8, ports: &crate::state::Port| {
                 let current = if ports.info_sweep == sweep {
@@ -134,11 +134,11 @@ impl Sweeper {
                 where_.push((i, p));
             };
             for &p in end_ports {
-                add(p, 0, &self.ports[n.port_index(p)]);
+                add(p, 0, self.disc.port(n.port_index(p)));
             }
             if !n.is_switch {
                 for p in 1..=n.nports {
-                    let port = &self.ports[n.port_index(p)];
+                    let port = self.disc.port(n.port_index(p));
                     if port.remote_sweep == sweep {
                         add(p, self.cfg.lmc, port);
                     }
@@ -148,8 +148,8 @@ impl Sweeper {
         let (assigned, outcome) = lids::assign(&reqs, &mut self.cfg.guid2lid)?;
         let mut la = LidAssignment::new();
         for ((&(i, p), lid), r) in where_.iter().zip(&assigned).zip(&reqs) {
-            let n = &self.nodes[i];
-            let port = &mut self.ports[n.port_index(p)];
+            let n = &self.disc.nodes()[i];
+            let port = self.disc.port_mut(n.port_index(p));
             if port.lid != *lid && port.lid.0 != 0 {
                 port.pkey_known_valid = port.pkey_known_valid && port.info.lid == *lid;
             }
@@ -157,8 +157,8 @@ impl Sweeper {
             port.lmc = r.lmc;
             la.set(PortRef::new(NodeId(tnode[i]), p), *lid, r.lmc)?;
         }
-        let ln = &self.nodes[self.local as usize];
-        self.sm_lid = self.ports[ln.port_index(self.local_port)].lid;
+        let ln = self.disc.node(self.disc.local());
+        self.sm_lid = self.disc.port(ln.port_index(self.disc.local_port())).lid;
         self.events.push_back(Event::LidsAssigned {
             from_map: outcome.from_map,
             kept: outcome.kept,
@@ -167,7 +167,10 @@ impl Sweeper {
             max_lid: outcome.max_lid,
         });
         self.plan_partitions(&topo)?;
-        let sm_port = PortRef::new(NodeId(tnode[self.local as usize]), self.local_port);
+        let sm_port = PortRef::new(
+            NodeId(tnode[self.disc.local() as usize]),
+            self.disc.local_port(),
+        );
         let input = RoutingInput::new(&topo, &la, Some(sm_port))?;
         self.mcast_keep_input(&input);
         Ok(RoutingJob {
@@ -184,23 +187,27 @@ impl Sweeper {
 
     fn plan_partitions(&mut self, topo: &Topology) -> Result<(), SmError> {
         let mut opts = self.cfg.partition_options;
-        opts.sm_port_guid = self.sm_port_guid();
+        opts.sm_port_guid = self.disc.sm_port_guid();
         let policy = match &self.policy_text {
             Some(t) => partitions::load(t, opts)?,
             None => partitions::Policy::no_file(opts),
         };
-        let sweep = self.sweep;
+        let sweep = self.disc.sweep();
         let mut caps = partitions::Caps::default();
         let mut pcap = BTreeMap::new();
         let mut ecap = BTreeMap::new();
-        for n in self.nodes.iter().filter(|n| n.seen == sweep) {
+        for i in 0..self.disc.nodes().len() as u32 {
+            let n = self.disc.node(i);
+            if n.seen != sweep {
+                continue;
+            }
             pcap.insert(n.guid, n.info.partition_cap);
             if n.is_switch {
-                let s = &self.switches[n.sw as usize];
+                let s = self.disc.switch(n.sw);
                 ecap.insert(n.guid, s.info.partition_enforcement_cap);
             }
             for p in 0..=n.nports {
-                let port = &mut self.ports[n.port_index(p)];
+                let port = self.disc.port_of_mut(i, p);
                 port.pkey_want.clear();
                 port.enforce_in = false;
                 port.enforce_out = false;
@@ -216,10 +223,10 @@ impl Sweeper {
             if let Some(t) = &sp.table {
                 self.set_pkey_want(sp.switch_guid, sp.port, &t.entries());
             }
-            if let Some(&i) = self.by_guid.get(&sp.switch_guid) {
-                let n = &self.nodes[i as usize];
+            if let Some(i) = self.disc.find(sp.switch_guid) {
+                let n = self.disc.node(i);
                 if sp.port <= n.nports {
-                    let port = &mut self.ports[n.port_index(sp.port)];
+                    let port = self.disc.port_mut(n.port_index(sp.port));
                     port.enforce_in = sp.enforce_in;
                     port.enforce_out = sp.enforce_out;
                 }
@@ -229,14 +236,14 @@ impl Sweeper {
     }
 
     fn set_pkey_want(&mut self, node: Guid, port: u8, keys: &[PKey]) {
-        let Some(&i) = self.by_guid.get(&node) else {
+        let Some(i) = self.disc.find(node) else {
             return;
         };
-        let n = &self.nodes[i as usize];
+        let n = self.disc.node(i);
         if port > n.nports {
             return;
         }
-        let p = &mut self.ports[n.port_index(port)];
+        let p = self.disc.port_mut(n.port_index(port));
         p.pkey_want.clear();
         p.pkey_want.extend(keys.iter().map(|k| k.0));
         if p.pkey_known.len() != p.pkey_want.len() {
@@ -263,14 +270,14 @@ impl Sweeper {
 
     /// ARMED Sets (with fields, for CA ports) of every linked port still in INIT.
     fn plan_arm_init(&mut self) {
-        let sweep = self.sweep;
-        for i in 0..self.nodes.len() {
-            if self.nodes[i].seen != sweep {
+        let sweep = self.disc.sweep();
+        for i in 0..self.disc.nodes().len() {
+            if self.disc.nodes()[i].seen != sweep {
                 continue;
             }
-            for p in 1..=self.nodes[i].nports {
-                let pi = self.nodes[i].port_index(p);
-                let port = &self.ports[pi];
+            for p in 1..=self.disc.nodes()[i].nports {
+                let pi = self.disc.nodes()[i].port_index(p);
+                let port = self.disc.port(pi);
                 if port.remote_sweep == sweep
                     && port.info.port_state == INIT
                     && !self.during_routing.sent(pi, sweep, ARMED_SET)
@@ -301,21 +308,21 @@ impl Sweeper {
                     .collect()
             })
             .unwrap_or_default();
-        for s in &mut self.switches {
+        for s in self.disc.switches_mut().iter_mut() {
             s.lft_idx = NONE;
         }
         self.lft_todo.clear();
         let mut max_lid = 0u16;
         for (k, t) in r.lfts.switches.iter().enumerate() {
             max_lid = max_lid.max(t.ports.len().saturating_sub(1) as u16);
-            let Some(&node) = self.by_guid.get(&t.guid) else {
+            let Some(node) = self.disc.find(t.guid) else {
                 continue;
             };
-            let sw = self.nodes[node as usize].sw;
+            let sw = self.disc.node(node).sw;
             if sw == NONE {
                 continue;
             }
-            let s = &mut self.switches[sw as usize];
+            let s = self.disc.switch_mut(sw);
             s.lft_idx = k as u32;
             let prev = if s.lft_valid {
                 old_idx
@@ -362,16 +369,16 @@ impl Sweeper {
     /// Decides the P_KeyTable blocks this sweep writes (`pkey_todo`); what is known of each
     /// port becomes what it is about to hold (a failed Set marks it unknown again).
     fn plan_pkeys(&mut self) {
-        let sweep = self.sweep;
+        let sweep = self.disc.sweep();
         self.pkey_todo.clear();
         self.pkey_assumed.clear();
-        for i in 0..self.nodes.len() {
-            if self.nodes[i].seen != sweep {
+        for i in 0..self.disc.nodes().len() {
+            if self.disc.nodes()[i].seen != sweep {
                 continue;
             }
-            for p in 0..=self.nodes[i].nports {
-                let pi = self.nodes[i].port_index(p);
-                let port = &mut self.ports[pi];
+            for p in 0..=self.disc.nodes()[i].nports {
+                let pi = self.disc.nodes()[i].port_index(p);
+                let port = self.disc.port_mut(pi);
                 if port.pkey_want.is_empty() {
                     continue;
                 }
@@ -427,7 +434,7 @@ impl Sweeper {
 
     fn after_tables(&mut self) {
         let top = self.max_lid;
-        for s in &mut self.switches {
+        for s in self.disc.switches_mut().iter_mut() {
             if s.lft_idx != NONE && !s.lft_failed {
                 s.lft_valid = true;
                 // A LinearFDBTop found right (another SM, or an earlier life of this one,
@@ -441,24 +448,24 @@ impl Sweeper {
     }
 
     fn end_ports_of(&self, i: usize) -> (bool, u8) {
-        let n = &self.nodes[i];
+        let n = &self.disc.nodes()[i];
         (n.is_switch, n.nports)
     }
 
     fn plan_stage(&mut self, stage: u8) {
-        let sweep = self.sweep;
-        let n_nodes = self.nodes.len();
+        let sweep = self.disc.sweep();
+        let n_nodes = self.disc.nodes().len();
         match stage {
             1 => {
                 for i in 0..n_nodes {
-                    if self.nodes[i].seen != sweep {
+                    if self.disc.nodes()[i].seen != sweep {
                         continue;
                     }
                     let (is_switch, nports) = self.end_ports_of(i);
                     let range = if is_switch { 0..=0 } else { 1..=nports };
                     for p in range {
-                        let pi = self.nodes[i].port_index(p);
-                        let port = &self.ports[pi];
+                        let pi = self.disc.nodes()[i].port_index(p);
+                        let port = self.disc.port(pi);
                         if port.lid.0 == 0
                             || (!is_switch && port.remote_sweep != sweep)
                             || self.during_routing.sent(pi, sweep, FIELDS | ARMED_SET)
@@ -467,7 +474,7 @@ impl Sweeper {
                         }
                         // A CA port still in INIT gets its fields with the ARMED Set of
                         // stage 3 (one SMP instead of two); the SM's own port first.
-                        let own = i as u32 == self.local && p == self.local_port;
+                        let own = i as u32 == self.disc.local() && p == self.disc.local_port();
                         if !is_switch && !own && port.info.port_state == INIT {
                             continue;
                         }
@@ -489,17 +496,17 @@ impl Sweeper {
                 self.stage_counts[0] += todo.len() as u64;
                 self.lft_todo = todo;
                 let mft_tops = self.mft_tops();
-                for k in 0..self.switches.len() {
-                    let s = &self.switches[k];
+                for k in 0..self.disc.switches().len() {
+                    let s = &self.disc.switches()[k];
                     let node = s.node;
-                    if self.nodes[node as usize].seen != sweep {
+                    if self.disc.node(node).seen != sweep {
                         continue;
                     }
                     let mft_top = mft_tops.get(&node).copied();
                     let top = s.lft_idx != NONE && s.info.linear_fdb_top != self.max_lid
                         || mft_top.is_some_and(|t| t != s.info.multicast_fdb_top);
                     let psc_seen = s.psc_seen;
-                    self.switches[k].mft_top_want = mft_top;
+                    self.disc.switches_mut()[k].mft_top_want = mft_top;
                     // One SwitchInfo Set writes LinearFDBTop (and MulticastFDBTop where the
                     // switch supports it and the groups are known) and clears PortStateChange
                     // (stage 5 then has nothing left for this switch). Clearing here rather
@@ -507,7 +514,7 @@ impl Sweeper {
                     // the bit (IBA: only transitions from or to Down do), a link that
                     // changes later sets it again.
                     if psc_seen {
-                        self.switches[k].psc_seen = false;
+                        self.disc.switches_mut()[k].psc_seen = false;
                         self.queue_set(Op::SwitchInfoSet, node, 0, 1);
                     } else if top {
                         self.queue_set(Op::SwitchInfoSet, node, 0, 0);
@@ -523,13 +530,13 @@ impl Sweeper {
             }
             3 | 4 => {
                 for i in 0..n_nodes {
-                    if self.nodes[i].seen != sweep {
+                    if self.disc.nodes()[i].seen != sweep {
                         continue;
                     }
                     let (is_switch, nports) = self.end_ports_of(i);
                     for p in 1..=nports {
-                        let pi = self.nodes[i].port_index(p);
-                        let port = &self.ports[pi];
+                        let pi = self.disc.nodes()[i].port_index(p);
+                        let port = self.disc.port(pi);
                         if port.remote_sweep != sweep
                             || (stage == 3 && self.during_routing.sent(pi, sweep, ARMED_SET))
                         {
@@ -553,9 +560,9 @@ impl Sweeper {
                 }
             }
             5 => {
-                for k in 0..self.switches.len() {
-                    let s = &self.switches[k];
-                    if self.nodes[s.node as usize].seen == sweep && s.psc_seen {
+                for k in 0..self.disc.switches().len() {
+                    let s = &self.disc.switches()[k];
+                    if self.disc.node(s.node).seen == sweep && s.psc_seen {
                         self.queue_set(Op::SwitchInfoSet, s.node, 0, 1);
                     }
                 }
@@ -584,18 +591,18 @@ impl Sweeper {
             failed: self.failed_sets,
         });
         self.intent_finished();
-        let sweep = self.sweep;
+        let sweep = self.disc.sweep();
         let mut inactive = 0usize;
-        for n in self.nodes.iter().filter(|n| n.seen == sweep) {
+        for n in self.disc.nodes().iter().filter(|n| n.seen == sweep) {
             for p in 1..=n.nports {
-                let port = &self.ports[n.port_index(p)];
+                let port = self.disc.port(n.port_index(p));
                 if port.remote_sweep == sweep && port.info.port_state != ACTIVE {
                     inactive += 1;
                 }
             }
         }
-        let ln = &self.nodes[self.local as usize];
-        let sm = &self.ports[ln.port_index(self.local_port)];
+        let ln = self.disc.node(self.disc.local());
+        let sm = self.disc.port(ln.port_index(self.disc.local_port()));
         let clean = self.failed_sets == 0 && inactive == 0 && !self.dirty;
         let lid_ok = clean && sm.lid.0 != 0 && sm.info.lid == sm.lid;
         self.io.set_lid_ok(lid_ok);
@@ -617,8 +624,8 @@ impl Sweeper {
 
     /// The PortInfo this SM wants a port to hold at a stage.
     pub(crate) fn desired(&self, node: u32, port: u8, stage: u8) -> PortInfo {
-        let n = &self.nodes[node as usize];
-        let p = &self.ports[n.port_index(port)];
+        let n = self.disc.node(node);
+        let p = self.disc.port(n.port_index(port));
         let mut pi = p.info;
         pi.port_state = 0;
         pi.port_phys_state = 0;
@@ -661,10 +668,10 @@ impl Sweeper {
 
     /// Writes the data of a Set request; None when it no longer makes sense.
     pub(crate) fn fill_set(&self, req: &Req, data: &mut [u8; 64]) -> Option<()> {
-        let n = &self.nodes[req.node as usize];
+        let n = self.disc.node(req.node);
         match req.op {
             Op::LftSet => {
-                let s = &self.switches[n.sw as usize];
+                let s = self.disc.switch(n.sw);
                 let t = &self.lfts.as_ref()?.switches[s.lft_idx as usize];
                 let mut lft = LinearForwardingTable::default();
                 let lo = (usize::from(req.arg) * 64).min(t.ports.len());
@@ -674,7 +681,7 @@ impl Sweeper {
                 lft.encode(data);
             }
             Op::PKeySet => {
-                let p = &self.ports[n.port_index(req.port)];
+                let p = self.disc.port(n.port_index(req.port));
                 let mut t = mad::PKeyTable::default();
                 let lo = usize::from(req.arg) * 32;
                 for (k, e) in t.keys.iter_mut().enumerate() {
@@ -688,7 +695,7 @@ impl Sweeper {
             Op::RekeySet => self.rekey_info(req.node, req.port).encode(data),
             Op::MftSet => self.fill_mft(req, data)?,
             Op::SwitchInfoSet => {
-                let s = &self.switches[n.sw as usize];
+                let s = self.disc.switch(n.sw);
                 let mut si: SwitchInfo = s.info;
                 si.linear_fdb_top = self.max_lid;
                 if let Some(t) = s.mft_top_want {
@@ -703,17 +710,17 @@ impl Sweeper {
     }
 
     pub(crate) fn on_set_done(&mut self, req: Req, smp: &Smp) {
-        let n = &self.nodes[req.node as usize];
+        let n = self.disc.node(req.node);
         match req.op {
             Op::PortInfoSet | Op::RekeySet => {
                 let info = PortInfo::decode(&smp.data);
                 self.note_key(&req, &info);
-                let n = &self.nodes[req.node as usize];
+                let n = self.disc.node(req.node);
                 let pi = n.port_index(req.port);
                 let is_switch = n.is_switch;
                 let lease = self.cfg.m_key_lease_period;
                 let node_guid = n.guid;
-                let p = &mut self.ports[pi];
+                let p = self.disc.port_mut(pi);
                 let mut not_held = Vec::new();
                 if (!is_switch || req.port == 0)
                     && p.lid.0 != 0
@@ -759,7 +766,7 @@ impl Sweeper {
                 p.programmed = true;
             }
             Op::SwitchInfoSet => {
-                let s = &mut self.switches[n.sw as usize];
+                let s = self.disc.switch_mut(n.sw);
                 s.info = SwitchInfo::decode(&smp.data);
                 s.fdb_top = self.max_lid;
             }
@@ -770,19 +777,19 @@ impl Sweeper {
 
     pub(crate) fn on_set_failed(&mut self, req: Req) {
         self.failed_sets += 1;
-        let n = &self.nodes[req.node as usize];
+        let n = self.disc.node(req.node);
+        let (guid, sw) = (n.guid, n.sw);
         match req.op {
             Op::LftSet => {
-                let s = &mut self.switches[n.sw as usize];
+                let s = self.disc.switch_mut(sw);
                 s.lft_failed = true;
                 s.lft_valid = false;
             }
             Op::PKeySet => {
-                let pi = n.port_index(req.port);
-                self.ports[pi].pkey_known_valid = false;
-                self.failed_ports.push((n.guid, req.port));
+                self.disc.port_of_mut(req.node, req.port).pkey_known_valid = false;
+                self.failed_ports.push((guid, req.port));
             }
-            Op::PortInfoSet | Op::RekeySet => self.failed_ports.push((n.guid, req.port)),
+            Op::PortInfoSet | Op::RekeySet => self.failed_ports.push((guid, req.port)),
             Op::MftSet => self.mft_failed(&req),
             _ => {}
         }

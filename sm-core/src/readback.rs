@@ -157,21 +157,21 @@ impl Sweeper {
         let Some((id, requested)) = self.readback.waiting.pop_front() else {
             return;
         };
-        let sweep = self.sweep;
+        let sweep = self.disc.sweep();
         let mut targets = Vec::new();
-        for (i, n) in self.nodes.iter().enumerate() {
+        for (i, n) in self.disc.nodes().iter().enumerate() {
             if n.seen != sweep {
                 continue;
             }
             if n.is_switch {
                 targets.push(Target::new(i as u32, 0, n.info.partition_cap));
-                let ecap = self.switches[n.sw as usize].info.partition_enforcement_cap;
+                let ecap = self.disc.switch(n.sw).info.partition_enforcement_cap;
                 for p in 1..=n.nports {
-                    let port = &self.ports[n.port_index(p)];
+                    let port = self.disc.port(n.port_index(p));
                     if port.remote_sweep != sweep || port.remote == NONE {
                         continue;
                     }
-                    if self.nodes[port.remote as usize].is_switch {
+                    if self.disc.node(port.remote).is_switch {
                         continue;
                     }
                     let mut t = Target::new(i as u32, p, ecap);
@@ -180,7 +180,7 @@ impl Sweeper {
                 }
             } else {
                 for p in 1..=n.nports {
-                    if self.ports[n.port_index(p)].path_sweep == sweep {
+                    if self.disc.port(n.port_index(p)).path_sweep == sweep {
                         targets.push(Target::new(i as u32, p, n.info.partition_cap));
                     }
                 }
@@ -230,7 +230,7 @@ impl Sweeper {
     fn push_readback(&mut self, k: usize, node: u32, port: u8, arg: u16) {
         let lid_routed = self.cfg.lid_routed_programming
             && self.io.lid_routes()
-            && self.target_lid(node, port).0 != 0;
+            && self.disc.target_lid(node, port).0 != 0;
         let req = Req {
             op: Op::ReadBack,
             node,
@@ -243,7 +243,7 @@ impl Sweeper {
         if let Some(a) = self.readback.active.as_mut() {
             a.targets[k].pending += 1;
         }
-        let g = self.gate_of(&req);
+        let g = self.disc.gate_of(&req);
         self.io.push(g, req);
     }
 
@@ -253,7 +253,8 @@ impl Sweeper {
             (Method::GET, AttributeId::PORT_INFO, u32::from(req.port))
         } else {
             let switch = self
-                .nodes
+                .disc
+                .nodes()
                 .get(req.node as usize)
                 .is_some_and(|n| n.is_switch);
             // A CA's SMA applies the table to the port the SMP arrives on (port field 0).
@@ -264,12 +265,6 @@ impl Sweeper {
                 PKeyTable::modifier(port, req.arg),
             )
         }
-    }
-
-    /// A directed-route read-back needs a path of the current sweep (a heavy sweep that
-    /// started since clears the path arena).
-    pub(crate) fn readback_path_ok(&self, req: &Req) -> bool {
-        req.node == NONE || self.ports[self.route_port(req.node, req.port)].path_sweep == self.sweep
     }
 
     fn target_of(&self, req: &Req) -> Option<usize> {
@@ -353,12 +348,16 @@ impl Sweeper {
         let mut tables = Vec::new();
         let mut unanswered = Vec::new();
         for t in a.targets {
-            let n = &self.nodes[t.node as usize];
+            let n = self.disc.node(t.node);
             if t.failed {
                 unanswered.push((n.guid, t.port));
                 continue;
             }
-            let lid = self.ports[self.route_port(t.node, t.port)].info.lid;
+            let lid = self
+                .disc
+                .port(self.disc.route_port(t.node, t.port))
+                .info
+                .lid;
             tables.push(PortTable {
                 node: n.guid,
                 port: t.port,

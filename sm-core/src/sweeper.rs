@@ -1,18 +1,22 @@
 //! The sweeper: the SM's state machine, driven by responses and timeouts, read through
 //! `poll_transmit` / `poll_event` / `poll_timeout`.
 
+mod heavy;
+mod requests;
+
 use crate::config::Role;
 use crate::config::SweeperConfig;
 use crate::counters::Counters;
+use crate::discovery::Discovery;
 use crate::events::{Event, RoutingOutcome, SweepReason};
 use crate::intent::IntentEvent;
-use crate::io::{Io, Op, Req, Transmit};
-use crate::state::{NONE, Node, Port, Switch};
+use crate::io::{Io, Op, Transmit};
+use crate::state::routed_top;
 use crate::{SmError, VTime};
 use fabric::{Guid, Lid};
-use mad::{AttributeId, Method, MgmtClass, Notice, SmInfo, SmState, Smp};
+use mad::{Method, MgmtClass, SmState, Smp};
 use routing::Lfts;
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::sync::Arc;
 
 /// Where the sweeper is.
@@ -55,18 +59,11 @@ pub struct Sweeper {
     pub(crate) policy_text: Option<String>,
     pub(crate) now: VTime,
     pub(crate) phase: Phase,
-    pub(crate) sweep: u64,
     pub(crate) io: Io,
     pub(crate) events: VecDeque<Event>,
     pub(crate) sweep_start: Counters,
-    pub(crate) nodes: Vec<Node>,
-    pub(crate) ports: Vec<Port>,
-    pub(crate) switches: Vec<Switch>,
-    pub(crate) by_guid: HashMap<Guid, u32>,
-    pub(crate) paths: Vec<u8>,
-    /// The SM's own node and port (known after the hop-0 NodeInfo).
-    pub(crate) local: u32,
-    pub(crate) local_port: u8,
+    /// The fabric as discovered.
+    pub(crate) disc: Discovery,
     pub(crate) sm_lid: Lid,
     pub(crate) state: SmState,
     pub(crate) act_count: u32,
@@ -78,10 +75,6 @@ pub struct Sweeper {
     pub(crate) next_light: Option<VTime>,
     pub(crate) light_changed: bool,
     pub(crate) light_start: Counters,
-    /// Discovery statistics of the current sweep.
-    pub(crate) disc_links: u64,
-    pub(crate) disc_ports: u64,
-    pub(crate) disc_min: u64,
     /// Sets planned in the current sweep (for the minimum-SMP figure) and failed.
     pub(crate) planned_sets: u64,
     pub(crate) failed_sets: u64,
@@ -139,7 +132,7 @@ impl Sweeper {
         let mcast = crate::mcast::McastState::new(cfg.known_mfts.as_deref());
         let known_top = known
             .as_ref()
-            .and_then(|l| l.switches.iter().map(crate::intent::routed_top).max())
+            .and_then(|l| l.switches.iter().map(routed_top).max())
             .unwrap_or(0);
         let mut keys: Vec<u64> = Vec::new();
         for &k in cfg.m_key_prev.iter().chain(std::iter::once(&cfg.m_key)) {
@@ -155,16 +148,9 @@ impl Sweeper {
             cfg,
             now: 0,
             phase: Phase::Idle,
-            sweep: 0,
             events: VecDeque::new(),
             sweep_start: Counters::default(),
-            nodes: Vec::new(),
-            ports: Vec::new(),
-            switches: Vec::new(),
-            by_guid: HashMap::new(),
-            paths: Vec::new(),
-            local: NONE,
-            local_port: 0,
+            disc: Discovery::new(),
             sm_lid: Lid(0),
             state: if standby {
                 SmState::Standby
@@ -179,9 +165,6 @@ impl Sweeper {
             next_light: (!standby).then_some(0),
             light_changed: false,
             light_start: Counters::default(),
-            disc_links: 0,
-            disc_ports: 0,
-            disc_min: 0,
             planned_sets: 0,
             failed_sets: 0,
             stage_counts: [0; 4],
@@ -253,9 +236,9 @@ impl Sweeper {
     /// ([`SweeperConfig::known_pkeys`]).
     pub fn pkey_tables(&self) -> crate::PKeyTables {
         let mut m = crate::PKeyTables::new();
-        for n in &self.nodes {
+        for n in self.disc.nodes() {
             for p in 0..=n.nports {
-                let port = &self.ports[n.port_index(p)];
+                let port = self.disc.port(n.port_index(p));
                 if port.pkey_known_valid && !port.pkey_known.is_empty() {
                     m.insert((n.guid, p), port.pkey_known.clone());
                 }
@@ -266,7 +249,7 @@ impl Sweeper {
 
     /// Number of the current (or last) heavy sweep.
     pub fn sweep_number(&self) -> u64 {
-        self.sweep
+        self.disc.sweep()
     }
 
     /// Asks for a sweep: heavy (rediscover, re-route, program) or light (poll for change).
@@ -308,7 +291,7 @@ impl Sweeper {
         }
         self.cfg.partitions_conf.clone_from(&text);
         self.policy_text = text;
-        let first = self.sweep + 1;
+        let first = self.disc.sweep() + 1;
         self.request_sweep(now, true);
         Ok(first)
     }
@@ -382,7 +365,7 @@ impl Sweeper {
                 self.io.counters_mut().dr_fallbacks += 1;
                 req.tries = 0;
                 req.lid_routed = false;
-                let g = self.gate_of(&req);
+                let g = self.disc.gate_of(&req);
                 self.io.window().requeue(g, req, true);
             } else if req.tries < self.cfg.retries {
                 req.tries += 1;
@@ -449,7 +432,7 @@ impl Sweeper {
             return;
         }
         match result {
-            Ok(r) if r.sweep == self.sweep => self.start_programming(r),
+            Ok(r) if r.sweep == self.disc.sweep() => self.start_programming(r),
             Ok(_) => {}
             Err(e) => {
                 self.events.push_back(Event::RoutingFailed(e.to_string()));
@@ -457,277 +440,6 @@ impl Sweeper {
             }
         }
         self.advance();
-    }
-
-    /// Requests addressed to the SM's port: SMInfo Get/Set is answered with this SM's
-    /// priority, GUID, state, and SM_Key only to authenticated requesters: the SMP carries
-    /// this SM's M_Key (any SMP does while M_Key is 0, as in OpenSM, which ignores an SM
-    /// whose answer lacks its key) or the SMInfo presented the SM_Key. A Set with a
-    /// handover modifier is checked, answered and acted on as `foreign::handover` says.
-    fn on_request(&mut self, slid: Lid, smp: Smp) {
-        if smp.attr_id != AttributeId::SM_INFO
-            || (smp.method != Method::GET && smp.method != Method::SET)
-        {
-            return;
-        }
-        let verdict = if smp.method == Method::SET {
-            self.check_sm_info_set(&smp)
-        } else {
-            crate::foreign::SetVerdict::AsGet
-        };
-        if matches!(verdict, crate::foreign::SetVerdict::Ignore) {
-            return;
-        }
-        let guid = self
-            .sm_port_guid()
-            .or(self.cfg.sm_port_guid)
-            .unwrap_or(Guid(0));
-        let mut r = smp.make_response();
-        let info = SmInfo {
-            guid,
-            sm_key: if self.cfg.m_key == 0
-                || smp.m_key == self.cfg.m_key
-                || smp
-                    .attr::<SmInfo>()
-                    .is_ok_and(|i| i.sm_key == self.cfg.sm_key)
-            {
-                self.cfg.sm_key
-            } else {
-                0
-            },
-            act_count: self.act_count,
-            priority: self.cfg.sm_priority,
-            sm_state: self.state.to_wire(),
-        };
-        r.set_attr(&info);
-        r.status = verdict.status();
-        let dlid = if r.is_directed() {
-            Lid::PERMISSIVE
-        } else {
-            slid
-        };
-        self.io.send(Transmit { dlid, smp: r });
-        self.apply_sm_info_set(verdict);
-    }
-
-    fn on_trap(&mut self, smp: Smp) {
-        self.io.counters_mut().traps += 1;
-        let Ok(n) = smp.attr::<Notice>() else {
-            return;
-        };
-        let mut r = smp.clone();
-        r.method = Method::TRAP_REPRESS;
-        r.status = 0;
-        // The SMA checks the M_Key of a TrapRepress like that of a Set: a repress with a
-        // wrong key is a violation, which is itself trapped (a storm).
-        r.m_key = self.key_at_lid(n.issuer_lid);
-        self.io.send(Transmit {
-            dlid: n.issuer_lid,
-            smp: r,
-        });
-        let number = n.trap_number().unwrap_or(0);
-        self.events.push_back(Event::Trap {
-            number,
-            issuer: n.issuer_lid,
-        });
-        if matches!(number, 128 | 144 | 145) {
-            self.heavy_pending.get_or_insert(SweepReason::Trap(number));
-            if self.phase == Phase::Idle {
-                self.start_pending_heavy();
-            }
-        }
-    }
-
-    /// The M_Key believed in force at the end port answering to `lid` (this term's key
-    /// when no port is known by that LID).
-    fn key_at_lid(&self, lid: Lid) -> u64 {
-        for n in &self.nodes {
-            let range = if n.is_switch { 0..=0 } else { 1..=n.nports };
-            for p in range {
-                let port = &self.ports[n.port_index(p)];
-                let lo = port.info.lid.0;
-                if lo != 0 && lid.0 >= lo && lid.0 - lo < (1u16 << port.info.lmc.min(7)) {
-                    let mi = if n.is_switch {
-                        n.first_port as usize
-                    } else {
-                        n.port_index(p)
-                    };
-                    let k = self.ports[mi].key_idx;
-                    return self
-                        .keys
-                        .get(usize::from(k))
-                        .copied()
-                        .unwrap_or(self.cfg.m_key);
-                }
-            }
-        }
-        self.cfg.m_key
-    }
-
-    pub(crate) fn sm_port_guid(&self) -> Option<Guid> {
-        (self.local != NONE).then(|| {
-            let n = &self.nodes[self.local as usize];
-            self.ports[n.port_index(self.local_port)].guid
-        })
-    }
-
-    /// The gate of a request: the switch whose VL15 buffer it occupies last.
-    pub(crate) fn gate_of(&self, req: &Req) -> u32 {
-        if req.node == NONE {
-            return NONE;
-        }
-        if req.op == Op::Probe {
-            return req.node;
-        }
-        let n = &self.nodes[req.node as usize];
-        if n.is_switch {
-            return req.node;
-        }
-        let p = &self.ports[self.route_port(req.node, req.port)];
-        if p.via == NONE { req.node } else { p.via }
-    }
-
-    /// Index of the port whose path (and LID) reaches `node` for a request about `port`:
-    /// a CA port reached on its own is addressed through itself (a CA's SMA applies
-    /// P_KeyTable and other per-port attributes to the port an SMP arrives on).
-    pub(crate) fn route_port(&self, node: u32, port: u8) -> usize {
-        let n = &self.nodes[node as usize];
-        if !n.is_switch && port != 0 && port <= n.nports {
-            let i = n.port_index(port);
-            if self.ports[i].path_sweep != 0 {
-                return i;
-            }
-        }
-        n.port_index(n.path_port)
-    }
-
-    pub(crate) fn push(&mut self, op: Op, node: u32, port: u8, arg: u16) {
-        // LID routes are trusted only once this sweep's LFTs are written (port bring-up,
-        // PortStateChange clears) and for light-sweep polls; discovery, LID changes and
-        // table writes happen while routes may be in flux, so they go directed.
-        let after_tables = match op {
-            Op::PortInfoSet => arg >= 3,
-            Op::SwitchInfoSet => arg == 1,
-            Op::LightSwitchInfo => true,
-            _ => false,
-        };
-        let lid_routed = self.cfg.lid_routed_programming
-            && self.io.lid_routes()
-            && after_tables
-            && self.target_lid(node, port).0 != 0;
-        let req = Req {
-            op,
-            node,
-            port,
-            arg,
-            tries: 0,
-            lid_routed,
-            key: 0,
-        };
-        let g = self.gate_of(&req);
-        self.io.push(g, req);
-    }
-
-    /// The LID a LID-routed SMP to `node` goes to (0 when it has none in the fabric yet).
-    pub(crate) fn target_lid(&self, node: u32, port: u8) -> Lid {
-        if node == NONE {
-            return Lid(0);
-        }
-        let p = &self.ports[self.route_port(node, port)];
-        if p.info.lid == p.lid && p.lid.0 != 0 {
-            p.lid
-        } else {
-            Lid(0)
-        }
-    }
-
-    /// Builds the SMP of a request.
-    pub(crate) fn build(&mut self, req: &Req, tid: u64) -> Option<Transmit> {
-        let (method, attr, attr_mod) = match req.op {
-            Op::Probe => (Method::GET, AttributeId::NODE_INFO, 0),
-            Op::NodeDesc => (Method::GET, AttributeId::NODE_DESCRIPTION, 0),
-            Op::PortInfoGet => (Method::GET, AttributeId::PORT_INFO, u32::from(req.port)),
-            Op::SwitchInfoGet | Op::LightSwitchInfo => (Method::GET, AttributeId::SWITCH_INFO, 0),
-            Op::LftSet => (
-                Method::SET,
-                AttributeId::LINEAR_FORWARDING_TABLE,
-                u32::from(req.arg),
-            ),
-            Op::PKeySet => (
-                Method::SET,
-                AttributeId::P_KEY_TABLE,
-                mad::PKeyTable::modifier(req.port, req.arg),
-            ),
-            Op::PortInfoSet | Op::RekeySet => {
-                (Method::SET, AttributeId::PORT_INFO, u32::from(req.port))
-            }
-            Op::SwitchInfoSet => (Method::SET, AttributeId::SWITCH_INFO, 0),
-            Op::MftSet => (
-                Method::SET,
-                AttributeId::MULTICAST_FORWARDING_TABLE,
-                Sweeper::mft_modifier(req),
-            ),
-            Op::ReadBack => self.readback_attr(req),
-            Op::SmInfoGet => (Method::GET, AttributeId::SM_INFO, 0),
-            Op::SmInfoSet => (Method::SET, AttributeId::SM_INFO, u32::from(req.arg)),
-            Op::LftGet => (
-                Method::GET,
-                AttributeId::LINEAR_FORWARDING_TABLE,
-                u32::from(req.arg),
-            ),
-        };
-        let (mut smp, dlid) = if req.lid_routed {
-            let lid = self.target_lid(req.node, req.port);
-            if lid.0 == 0 {
-                return None;
-            }
-            (Smp::lid_routed(method, tid, attr, attr_mod), lid)
-        } else {
-            if req.op == Op::ReadBack && !self.readback_path_ok(req) {
-                return None;
-            }
-            let mut buf = [0u8; 64];
-            let len = self.path_to(req, &mut buf)?;
-            (
-                Smp::directed(method, tid, attr, attr_mod, &buf[..len]).ok()?,
-                Lid::PERMISSIVE,
-            )
-        };
-        smp.m_key = self.key_for(req).0;
-        if req.op == Op::SmInfoSet {
-            self.fill_sm_info_set(req, &mut smp.data);
-        } else if method == Method::SET {
-            self.fill_set(req, &mut smp.data)?;
-        }
-        Some(Transmit { dlid, smp })
-    }
-
-    /// Copies the directed path of a request into `buf` (a probe goes one hop past its
-    /// node) and returns its length.
-    fn path_to(&self, req: &Req, buf: &mut [u8; 64]) -> Option<usize> {
-        if req.node == NONE {
-            return Some(0);
-        }
-        let p = &self.ports[self.route_port(req.node, req.port)];
-        if p.path_sweep == 0 {
-            return None;
-        }
-        let (off, len) = (p.path_off as usize, p.path_len as usize);
-        buf[..len].copy_from_slice(&self.paths[off..off + len]);
-        if req.op == Op::Probe {
-            if len >= mad::smp::MAX_HOPS as usize {
-                return None;
-            }
-            buf[len] = req.port;
-            return Some(len + 1);
-        }
-        Some(len)
-    }
-
-    /// Common failure path: a request was given up.
-    pub(crate) fn fail(&mut self, req: Req) {
-        self.io.give_up();
-        self.on_failure(req);
     }
 
     /// Moves to the next phase when the current one has nothing left in flight.
@@ -765,33 +477,6 @@ impl Sweeper {
             ) {
                 return;
             }
-        }
-    }
-
-    pub(crate) fn start_pending_heavy(&mut self) {
-        let reason = self.heavy_pending.take().unwrap_or(SweepReason::Requested);
-        self.start_heavy(reason);
-    }
-
-    /// Ends a heavy sweep (complete or abandoned) and schedules the next sweep.
-    pub(crate) fn finish_heavy(&mut self) {
-        self.phase = Phase::Idle;
-        self.first_sweep_done = true;
-        let c = self.io.counters().since(&self.sweep_start);
-        self.events.push_back(Event::HeavySweepComplete {
-            sweep: self.sweep,
-            counters: c,
-            min_smps: self.disc_min + self.planned_sets,
-        });
-        self.schedule_next();
-        self.start_waiting_readback();
-    }
-
-    pub(crate) fn schedule_next(&mut self) {
-        if self.heavy_pending.is_some() {
-            self.start_pending_heavy();
-        } else {
-            self.next_light = Some(self.now + self.cfg.sweep_interval);
         }
     }
 }

@@ -442,13 +442,17 @@ impl Sweeper {
     /// A trap 144 (LID-routed, from this SM's port) to the master `f`: this SM is here and
     /// outranks it (OpenSM's standby sends the same; a master sweeps on it).
     pub(super) fn notify_master(&mut self, f: Followed) {
-        if self.local == NONE {
+        if self.disc.local() == NONE {
             return;
         }
-        let n = &self.nodes[self.local as usize];
-        let own = &self.ports[n.port_index(self.local_port)].info;
+        let n = self.disc.node(self.disc.local());
+        let own = self.disc.port(n.port_index(self.disc.local_port())).info;
         let (lid, cap) = (own.lid, own.capability_mask);
-        let at = self.ports[self.route_port(f.node, f.port)].info.lid;
+        let at = self
+            .disc
+            .port(self.disc.route_port(f.node, f.port))
+            .info
+            .lid;
         let dlid = if at.0 != 0 { at } else { own.master_sm_lid };
         if lid.0 == 0 || dlid.0 == 0 {
             return;
@@ -487,16 +491,6 @@ impl Sweeper {
         if let Some(k) = self.foreign.found.iter().position(|r| r.port_guid == guid) {
             return self.foreign.found_at.get(k).copied();
         }
-        for (i, n) in self.nodes.iter().enumerate() {
-            let range = if n.is_switch { 0..=0 } else { 1..=n.nports };
-            for p in range {
-                if self.ports[n.port_index(p)].guid == guid
-                    && self.ports[self.route_port(i as u32, p)].path_sweep != 0
-                {
-                    return Some((i as u32, p));
-                }
-            }
-        }
-        None
+        self.disc.end_port_with_path(guid)
     }
 }
