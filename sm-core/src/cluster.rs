@@ -227,7 +227,7 @@ impl Sweeper {
         }
         self.phase = Phase::Rekey;
         for (node, p) in todo {
-            self.planned_sets += 1;
+            self.prog.count_planned();
             self.push(Op::RekeySet, node, p, 0);
         }
         true

@@ -189,6 +189,21 @@ impl Discovery {
             })
     }
 
+    /// Linked ports of this sweep's nodes that are not ACTIVE.
+    pub fn linked_not_active(&self) -> usize {
+        let sweep = self.sweep;
+        let mut inactive = 0usize;
+        for n in self.nodes.iter().filter(|n| n.seen == sweep) {
+            for p in 1..=n.nports {
+                let port = &self.ports[n.port_index(p)];
+                if port.remote_sweep == sweep && port.info.port_state != 4 {
+                    inactive += 1;
+                }
+            }
+        }
+        inactive
+    }
+
     /// Index of the port whose path (and LID) reaches `node` for a request about `port`:
     /// a CA port reached on its own is addressed through itself (a CA's SMA applies
     /// P_KeyTable and other per-port attributes to the port an SMP arrives on).

@@ -45,11 +45,9 @@ pub(crate) use handover::SetVerdict;
 
 use crate::events::{Event, SweepReason};
 use crate::io::{Op, Req};
-use crate::state::NONE;
 use crate::sweeper::{Phase, Sweeper};
 use fabric::Guid;
 use mad::{LinearForwardingTable, PortInfo, SmInfo, SmState, SmpAttribute};
-use routing::NO_ROUTE;
 
 /// An SM found at another port of the fabric (from its SMInfo answer).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -430,13 +428,13 @@ impl Sweeper {
     /// Routing planned `lft_todo`: after taking over from a foreign master, read those
     /// blocks back first. Returns true when reads were queued (the check runs).
     pub(crate) fn start_lft_check(&mut self) -> bool {
-        if !std::mem::take(&mut self.foreign.verify_lfts) || self.lft_todo.is_empty() {
+        if !std::mem::take(&mut self.foreign.verify_lfts) || self.prog.lft_todo().is_empty() {
             return false;
         }
         self.foreign.lft_same.clear();
-        self.foreign.lft_read = self.lft_todo.len();
+        self.foreign.lft_read = self.prog.lft_todo().len();
         self.phase = Phase::LftCheck;
-        let todo = self.lft_todo.clone();
+        let todo = self.prog.lft_todo().to_vec();
         for (node, b) in todo {
             self.push(Op::LftGet, node, 0, b);
         }
@@ -446,29 +444,11 @@ impl Sweeper {
     /// A block read back: equal to what the routing wants?
     pub(crate) fn on_lft_block(&mut self, req: Req, smp: &mad::Smp) {
         let got = LinearForwardingTable::decode(&smp.data);
-        let n = self.disc.node(req.node);
-        if n.sw == NONE {
-            return;
-        }
-        let s = self.disc.switch(n.sw);
-        let Some(t) = self
-            .lfts
-            .as_ref()
-            .and_then(|l| l.switches.get(s.lft_idx as usize))
-        else {
-            return;
-        };
-        let lo = (usize::from(req.arg) * 64).min(t.ports.len());
-        let hi = (lo + 64).min(t.ports.len());
-        let same = (0..64).all(|k| {
-            let want = if lo + k < hi {
-                t.ports[lo + k]
-            } else {
-                NO_ROUTE
-            };
-            got.ports[k] == want
-        });
-        if same {
+        if self
+            .prog
+            .lft_block_matches(&self.disc, req.node, req.arg, &got)
+            == Some(true)
+        {
             self.foreign.lft_same.push((req.node, req.arg));
         }
     }
@@ -476,7 +456,7 @@ impl Sweeper {
     /// The read-back ended: only blocks that differ (or could not be read) are written.
     pub(crate) fn finish_lft_check(&mut self) {
         let same = std::mem::take(&mut self.foreign.lft_same);
-        self.lft_todo.retain(|x| !same.contains(x));
+        self.prog.keep_lft_blocks(&same);
         self.events.push_back(Event::LftsChecked {
             read: self.foreign.lft_read,
             kept: same.len(),

@@ -19,12 +19,8 @@
 
 use crate::VTime;
 use crate::io::Op;
-use crate::state::NONE;
 use crate::sweeper::{Phase, Sweeper};
 use fabric::{Guid, Lid};
-use routing::{BLOCK_LIDS, Lfts, NO_ROUTE, SwitchLft};
-use std::collections::{BTreeMap, HashMap};
-use std::sync::Arc;
 
 /// One 64-entry LinearForwardingTable block to write.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -132,44 +128,13 @@ impl Sweeper {
         if !self.cfg.gate_programming {
             return false;
         }
-        let mut it = Intent::default();
-        if let Some(l) = self.lfts.clone() {
-            for &(node, b) in &self.lft_todo {
-                let n = self.disc.node(node);
-                let s = self.disc.switch(n.sw);
-                let Some(t) = l.switches.get(s.lft_idx as usize) else {
-                    continue;
-                };
-                let mut ports = [NO_ROUTE; 64];
-                let lo = (usize::from(b) * BLOCK_LIDS).min(t.ports.len());
-                let hi = (lo + BLOCK_LIDS).min(t.ports.len());
-                ports[..hi - lo].copy_from_slice(&t.ports[lo..hi]);
-                it.lft_blocks.push(LftBlockWrite {
-                    switch: n.guid,
-                    block: b,
-                    ports,
-                });
-            }
-        }
-        let todo = self.pkey_todo.iter().map(|&x| (x, false));
-        let assumed = self.pkey_assumed.iter().map(|&x| (x, true));
-        for ((node, port, b), assumed) in todo.chain(assumed) {
-            let n = self.disc.node(node);
-            let p = self.disc.port(n.port_index(port));
-            let mut keys = [0u16; 32];
-            let lo = usize::from(b) * 32;
-            for (k, e) in keys.iter_mut().enumerate() {
-                *e = p.pkey_want.get(lo + k).copied().unwrap_or(0);
-            }
-            it.pkey_blocks.push(PKeyBlockWrite {
-                node: n.guid,
-                port,
-                block: b,
-                keys,
-                assumed,
-            });
-        }
-        it.port_changes = self.planned_port_changes();
+        let (lft_blocks, pkey_blocks) = self.prog.intent_blocks(&self.disc);
+        let mut it = Intent {
+            lft_blocks,
+            pkey_blocks,
+            ..Intent::default()
+        };
+        it.port_changes = self.prog.planned_port_changes(&self.disc, &self.wanted());
         it.mft_blocks = self.mft_intent_blocks();
         if it.is_empty() {
             return false;
@@ -220,17 +185,7 @@ impl Sweeper {
     /// What this sweep planned to write is not known to be written: its switches' tables
     /// and its ports' P_KeyTables become unknown, and the sweep counts as not clean.
     pub(crate) fn forget_planned(&mut self) {
-        for &(node, _) in &self.lft_todo {
-            let sw = self.disc.node(node).sw;
-            if sw != NONE {
-                self.disc.switch_mut(sw).lft_valid = false;
-                self.disc.switch_mut(sw).lft_failed = true;
-            }
-        }
-        for &(node, port, _) in &self.pkey_todo {
-            let i = self.disc.node(node).port_index(port);
-            self.disc.port_mut(i).pkey_known_valid = false;
-        }
+        self.prog.forget_planned(&mut self.disc);
         self.mcast_forget_planned();
         self.dirty = true;
     }
@@ -240,44 +195,13 @@ impl Sweeper {
         self.intent_events.pop_front()
     }
 
-    /// PortInfo field changes stage 1 (and stage 3, for CA ports still in INIT) will write.
-    fn planned_port_changes(&self) -> Vec<PortChange> {
-        let sweep = self.disc.sweep();
-        let mut v = Vec::new();
-        for (i, p, n, port) in self.disc.end_ports_seen() {
-            if port.lid.0 == 0 || (!n.is_switch && port.remote_sweep != sweep) {
-                continue;
-            }
-            let want = self.desired(i, p, 1);
-            if crate::program::fields_differ(&port.info, &want) {
-                v.push(PortChange {
-                    node: n.guid,
-                    port: p,
-                    port_guid: port.guid,
-                    lid: want.lid,
-                    lmc: want.lmc,
-                    master_sm_lid: want.master_sm_lid,
-                    m_key: want.m_key,
-                    m_key_protect_bits: want.m_key_protect_bits,
-                    m_key_lease_period: want.m_key_lease_period,
-                    subnet_prefix: want.gid_prefix,
-                });
-            }
-        }
-        v
-    }
-
     /// At the end of programming: IntentDone for the sweep's intent.
     pub(crate) fn intent_finished(&mut self) {
         let Some(id) = self.current_intent.take() else {
             return;
         };
-        let ev = self.done_event(
-            id,
-            self.stage_counts[0],
-            self.stage_counts[1],
-            Default::default(),
-        );
+        let [lft_blocks, pkey_blocks, ..] = self.prog.stage_counts();
+        let ev = self.done_event(id, lft_blocks, pkey_blocks, Default::default());
         self.intent_events.push_back(ev);
     }
 
@@ -299,7 +223,7 @@ impl Sweeper {
         failed_switches.extend(self.mcast_failed_switches());
         failed_switches.sort_unstable();
         failed_switches.dedup();
-        failed_ports.append(&mut self.failed_ports);
+        failed_ports.append(&mut self.prog.take_failed_ports());
         failed_ports.sort_unstable();
         failed_ports.dedup();
         // The replicated state drops what it knows of every failed switch (LFT, MFT) and
@@ -340,104 +264,19 @@ impl Sweeper {
         };
         self.phase = Phase::Reapply;
         self.reapply_id = Some(it.id);
-        let sweep = self.disc.sweep();
         // LFT: the known tables with the intent's blocks laid over them.
-        let mut tables: BTreeMap<Guid, SwitchLft> = self
-            .lfts
-            .as_ref()
-            .map(|l| l.switches.iter().map(|s| (s.guid, s.clone())).collect())
-            .unwrap_or_default();
-        let mut had: HashMap<Guid, bool> = HashMap::new();
-        let mut covered: HashMap<Guid, Vec<bool>> = HashMap::new();
-        for w in &it.lft_blocks {
-            let t = tables.entry(w.switch).or_insert_with(|| SwitchLft {
-                guid: w.switch,
-                lid: Lid(0),
-                ports: Vec::new(),
-            });
-            had.entry(w.switch).or_insert(!t.ports.is_empty());
-            let lo = usize::from(w.block) * BLOCK_LIDS;
-            if t.ports.len() < lo + BLOCK_LIDS {
-                t.ports.resize(lo + BLOCK_LIDS, NO_ROUTE);
-            }
-            t.ports[lo..lo + BLOCK_LIDS].copy_from_slice(&w.ports);
-            let c = covered.entry(w.switch).or_default();
-            if c.len() <= usize::from(w.block) {
-                c.resize(usize::from(w.block) + 1, false);
-            }
-            c[usize::from(w.block)] = true;
-        }
-        let lfts = Lfts {
-            switches: tables.into_values().collect(),
-        };
-        let idx: HashMap<Guid, usize> = lfts
-            .switches
-            .iter()
-            .enumerate()
-            .map(|(k, s)| (s.guid, k))
-            .collect();
-        for (g, s) in self.disc.switches_by_guid_mut() {
-            s.lft_idx = idx.get(&g).map_or(NONE, |&k| k as u32);
-            if let (Some(&h), Some(c)) = (had.get(&g), covered.get(&g)) {
-                // Valid afterwards: it was known valid, or the intent alone covers it.
-                s.lft_valid = (h && s.lft_valid) || (!h && c.iter().all(|&x| x));
-            }
-        }
-        self.lfts = Some(Arc::new(lfts));
-        for w in &it.lft_blocks {
-            match self.disc.find(w.switch) {
-                Some(node)
-                    if self.disc.node(node).seen == sweep && self.disc.node(node).sw != NONE =>
-                {
-                    self.reapplied[0] += 1;
-                    self.queue_reapply(Op::LftSet, node, 0, w.block);
-                }
-                _ => {
-                    if let Some(node) = self.disc.find(w.switch) {
-                        let sw = self.disc.node(node).sw;
-                        if sw != NONE {
-                            self.disc.switch_mut(sw).lft_failed = true;
-                            self.disc.switch_mut(sw).lft_valid = false;
-                        }
-                    }
-                    self.reapply_unreached.0.push(w.switch);
-                }
-            }
+        let (sets, unreached) = self.prog.reapply_lfts(&mut self.disc, &it.lft_blocks);
+        self.reapply_unreached.0.extend(unreached);
+        for (node, block) in sets {
+            self.reapplied[0] += 1;
+            self.queue_reapply(Op::LftSet, node, 0, block);
         }
         // P_Keys: the intent's blocks laid over what is known of each port.
-        let mut pcov: HashMap<(Guid, u8), (bool, Vec<bool>)> = HashMap::new();
-        for w in &it.pkey_blocks {
-            let Some(node) = self
-                .disc
-                .find(w.node)
-                .filter(|&n| self.disc.node(n).seen == sweep)
-                .filter(|&n| w.port <= self.disc.node(n).nports)
-            else {
-                self.reapply_unreached.1.push((w.node, w.port));
-                continue;
-            };
-            let pi = self.disc.node(node).port_index(w.port);
-            let p = self.disc.port_mut(pi);
-            let e = pcov.entry((w.node, w.port)).or_insert_with(|| {
-                // What is known of an unknown table is only what the intent writes.
-                if !p.pkey_known_valid {
-                    p.pkey_known.clear();
-                }
-                (p.pkey_known_valid, Vec::new())
-            });
-            let lo = usize::from(w.block) * 32;
-            if p.pkey_known.len() < lo + 32 {
-                p.pkey_known.resize(lo + 32, 0);
-            }
-            p.pkey_known[lo..lo + 32].copy_from_slice(&w.keys);
-            p.pkey_want.clone_from(&p.pkey_known);
-            if e.1.len() <= usize::from(w.block) {
-                e.1.resize(usize::from(w.block) + 1, false);
-            }
-            e.1[usize::from(w.block)] = true;
-            p.pkey_known_valid = e.0 || e.1.iter().all(|&x| x);
+        let (sets, unreached) = self.prog.reapply_pkeys(&mut self.disc, &it.pkey_blocks);
+        self.reapply_unreached.1.extend(unreached);
+        for (node, port, block) in sets {
             self.reapplied[1] += 1;
-            self.queue_reapply(Op::PKeySet, node, w.port, w.block);
+            self.queue_reapply(Op::PKeySet, node, port, block);
         }
         let unreached = self.mcast_reapply(&it.mft_blocks);
         self.reapply_unreached.0.extend(unreached);
@@ -445,7 +284,7 @@ impl Sweeper {
     }
 
     fn queue_reapply(&mut self, op: Op, node: u32, port: u8, arg: u16) {
-        self.planned_sets += 1;
+        self.prog.count_planned();
         self.push(op, node, port, arg);
     }
 

@@ -227,7 +227,7 @@ impl Sweeper {
         let mut todo: Vec<(u32, u8, u16)> = self.mcast.writing.keys().copied().collect();
         todo.sort_unstable();
         for (node, pos, block) in todo {
-            self.planned_sets += 1;
+            self.prog.count_planned();
             self.push(Op::MftSet, node, pos, block);
         }
     }
@@ -263,7 +263,6 @@ impl Sweeper {
 
     fn run_mcast_pass(&mut self) {
         self.phase = Phase::Multicast;
-        self.failed_sets = 0;
         self.queue_mfts();
         let mut tops: Vec<(u32, u16)> = self.mft_tops().into_iter().collect();
         tops.sort_unstable();
@@ -271,7 +270,7 @@ impl Sweeper {
             let sw = self.disc.node(node).sw as usize;
             if self.disc.switches()[sw].info.multicast_fdb_top != top {
                 self.disc.switches_mut()[sw].mft_top_want = Some(top);
-                self.planned_sets += 1;
+                self.prog.count_planned();
                 self.push(Op::SwitchInfoSet, node, 0, 0);
             }
         }
@@ -407,7 +406,7 @@ impl Sweeper {
                     self.mcast
                         .writing
                         .insert((node, w.position, w.block), w.masks);
-                    self.planned_sets += 1;
+                    self.prog.count_planned();
                     self.push(Op::MftSet, node, w.position, w.block);
                 }
                 _ => unreached.push(w.switch),

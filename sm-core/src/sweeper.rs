@@ -2,6 +2,7 @@
 //! `poll_transmit` / `poll_event` / `poll_timeout`.
 
 mod heavy;
+mod programming;
 mod requests;
 
 use crate::config::Role;
@@ -11,13 +12,13 @@ use crate::discovery::Discovery;
 use crate::events::{Event, RoutingOutcome, SweepReason};
 use crate::intent::IntentEvent;
 use crate::io::{Io, Op, Transmit};
-use crate::state::routed_top;
+use crate::lids::LidState;
+use crate::program::Programming;
 use crate::{SmError, VTime};
 use fabric::{Guid, Lid};
 use mad::{Method, MgmtClass, SmState, Smp};
 use routing::Lfts;
 use std::collections::VecDeque;
-use std::sync::Arc;
 
 /// Where the sweeper is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -56,7 +57,6 @@ pub enum Phase {
 /// The SM's sans-IO brain. See the crate documentation for the driver loop.
 pub struct Sweeper {
     pub(crate) cfg: SweeperConfig,
-    pub(crate) policy_text: Option<String>,
     pub(crate) now: VTime,
     pub(crate) phase: Phase,
     pub(crate) io: Io,
@@ -64,30 +64,20 @@ pub struct Sweeper {
     pub(crate) sweep_start: Counters,
     /// The fabric as discovered.
     pub(crate) disc: Discovery,
-    pub(crate) sm_lid: Lid,
+    /// The SM's LID.
+    pub(crate) lids: LidState,
+    /// Routing result, partition policy and the Sets of a heavy sweep.
+    pub(crate) prog: Programming,
     pub(crate) state: SmState,
     pub(crate) act_count: u32,
-    /// Tables last handed to the switches (by GUID) and the max LID they cover.
-    pub(crate) lfts: Option<Arc<Lfts>>,
-    pub(crate) max_lid: u16,
     pub(crate) subnet_up: bool,
     pub(crate) heavy_pending: Option<SweepReason>,
     pub(crate) next_light: Option<VTime>,
     pub(crate) light_changed: bool,
     pub(crate) light_start: Counters,
-    /// Sets planned in the current sweep (for the minimum-SMP figure) and failed.
-    pub(crate) planned_sets: u64,
-    pub(crate) failed_sets: u64,
-    pub(crate) stage_counts: [u64; 4],
     pub(crate) first_sweep_done: bool,
     /// The current or last heavy sweep gave up on a request or left a port not ACTIVE.
     pub(crate) dirty: bool,
-    /// LFT blocks (switch node, block) the current routing result changes.
-    pub(crate) lft_todo: Vec<(u32, u16)>,
-    /// P_KeyTable blocks (node, port, block) the current sweep writes.
-    pub(crate) pkey_todo: Vec<(u32, u8, u16)>,
-    /// P_KeyTable blocks of fresh ports taken to hold what is wanted already (IBA default).
-    pub(crate) pkey_assumed: Vec<(u32, u8, u16)>,
     /// No Set may leave (not leader of the current term with a valid lease).
     pub(crate) fenced: bool,
     /// Sets leave only before this time (None: no lease).
@@ -104,10 +94,6 @@ pub struct Sweeper {
     pub(crate) reapplied: [u64; 2],
     pub(crate) reapply_unreached: (Vec<Guid>, Vec<(Guid, u8)>),
     pub(crate) intent_events: VecDeque<IntentEvent>,
-    /// Ports (node GUID, port) a P_Key or PortInfo Set failed on in this sweep.
-    pub(crate) failed_ports: Vec<(Guid, u8)>,
-    /// Sets sent while the daemon routes (ungated mode, see `program`).
-    pub(crate) during_routing: crate::program::DuringRouting,
     /// Multicast groups and forwarding tables.
     pub(crate) mcast: crate::mcast::McastState,
     /// P_KeyTable read-backs (see `readback`).
@@ -128,12 +114,8 @@ impl Sweeper {
                 "lmc must be 0..=7, sm_priority 0..=15, per_switch_window >= 1".into(),
             ));
         }
-        let known = cfg.known_lfts.clone();
         let mcast = crate::mcast::McastState::new(cfg.known_mfts.as_deref());
-        let known_top = known
-            .as_ref()
-            .and_then(|l| l.switches.iter().map(routed_top).max())
-            .unwrap_or(0);
+        let prog = Programming::new(cfg.partitions_conf.clone(), cfg.known_lfts.clone());
         let mut keys: Vec<u64> = Vec::new();
         for &k in cfg.m_key_prev.iter().chain(std::iter::once(&cfg.m_key)) {
             if !keys.contains(&k) {
@@ -143,7 +125,6 @@ impl Sweeper {
         keys.truncate(255);
         let standby = cfg.role == Role::Standby;
         Ok(Sweeper {
-            policy_text: cfg.partitions_conf.clone(),
             io: Io::new(cfg.window),
             cfg,
             now: 0,
@@ -151,28 +132,21 @@ impl Sweeper {
             events: VecDeque::new(),
             sweep_start: Counters::default(),
             disc: Discovery::new(),
-            sm_lid: Lid(0),
+            lids: LidState::default(),
+            prog,
             state: if standby {
                 SmState::Standby
             } else {
                 SmState::Discovering
             },
             act_count: 0,
-            lfts: known,
-            max_lid: known_top,
             subnet_up: false,
             heavy_pending: (!standby).then_some(SweepReason::Initial),
             next_light: (!standby).then_some(0),
             light_changed: false,
             light_start: Counters::default(),
-            planned_sets: 0,
-            failed_sets: 0,
-            stage_counts: [0; 4],
             first_sweep_done: false,
             dirty: false,
-            lft_todo: Vec::new(),
-            pkey_todo: Vec::new(),
-            pkey_assumed: Vec::new(),
             fenced: false,
             lease_until: None,
             keys,
@@ -183,8 +157,6 @@ impl Sweeper {
             reapplied: [0; 2],
             reapply_unreached: (Vec::new(), Vec::new()),
             intent_events: VecDeque::new(),
-            failed_ports: Vec::new(),
-            during_routing: Default::default(),
             mcast,
             readback: Default::default(),
             foreign: Default::default(),
@@ -213,7 +185,7 @@ impl Sweeper {
 
     /// The SM's own LID (0 before LIDs are assigned).
     pub fn sm_lid(&self) -> Lid {
-        self.sm_lid
+        self.lids.sm_lid()
     }
 
     /// SMInfo.SMState this SM answers with.
@@ -228,7 +200,7 @@ impl Sweeper {
 
     /// The forwarding tables last handed out for programming (by switch GUID).
     pub fn lfts(&self) -> Option<&Lfts> {
-        self.lfts.as_deref()
+        self.prog.lfts()
     }
 
     /// The P_KeyTables this SM knows the ports hold (what it wrote or was told), by
@@ -290,7 +262,7 @@ impl Sweeper {
             partitions::load(t, self.cfg.partition_options)?;
         }
         self.cfg.partitions_conf.clone_from(&text);
-        self.policy_text = text;
+        self.prog.set_policy_text(text);
         let first = self.disc.sweep() + 1;
         self.request_sweep(now, true);
         Ok(first)
@@ -298,7 +270,7 @@ impl Sweeper {
 
     /// The partition policy text in force (None: no partitions file).
     pub fn policy_text(&self) -> Option<&str> {
-        self.policy_text.as_deref()
+        self.prog.policy_text()
     }
 
     /// The next SMP to send, if the window allows one.
@@ -462,8 +434,8 @@ impl Sweeper {
                         return;
                     }
                 }
-                Phase::Routing => match self.during_routing.result.take() {
-                    Some(r) => self.start_programming(*r),
+                Phase::Routing => match self.prog.take_held_result() {
+                    Some(r) => self.start_programming(r),
                     None => return,
                 },
                 Phase::Lids | Phase::AwaitIntent => return,

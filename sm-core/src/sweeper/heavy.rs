@@ -2,9 +2,12 @@
 //! of the sweep and the scheduling of the next one.
 
 use super::{Phase, Sweeper};
-use crate::events::{Event, SweepReason};
+use crate::SmError;
+use crate::events::{Event, RoutingJob, SweepReason};
 use crate::io::Op;
 use crate::state::NONE;
+use fabric::{NodeId, PortRef};
+use routing::{EngineOptions, RoutingInput};
 
 impl Sweeper {
     /// Starts a heavy sweep: discovery from the SM's own node.
@@ -14,11 +17,7 @@ impl Sweeper {
         self.act_count = self.act_count.wrapping_add(1);
         self.phase = Phase::Discovering;
         self.sweep_start = *self.io.counters();
-        self.planned_sets = 0;
-        self.failed_sets = 0;
-        self.stage_counts = [0; 4];
-        self.failed_ports.clear();
-        self.during_routing.result = None;
+        self.prog.start_sweep();
         self.events.push_back(Event::HeavySweepStarted {
             sweep: self.disc.sweep(),
             reason,
@@ -50,6 +49,43 @@ impl Sweeper {
         self.after_discovery();
     }
 
+    /// Builds the topology, assigns LIDs, plans P_KeyTables and returns the routing job.
+    fn prepare_routing(&mut self) -> Result<RoutingJob, SmError> {
+        let (topo, tnode, order) = self.disc.topology(true)?;
+        let (la, outcome) = self.lids.assign(
+            &mut self.disc,
+            &mut self.cfg.guid2lid,
+            self.cfg.lmc,
+            &order,
+            &tnode,
+        )?;
+        self.events.push_back(Event::LidsAssigned {
+            from_map: outcome.from_map,
+            kept: outcome.kept,
+            new: outcome.new,
+            changed: outcome.changed,
+            max_lid: outcome.max_lid,
+        });
+        self.prog
+            .plan_partitions(&mut self.disc, &topo, self.cfg.partition_options)?;
+        let sm_port = PortRef::new(
+            NodeId(tnode[self.disc.local() as usize]),
+            self.disc.local_port(),
+        );
+        let input = RoutingInput::new(&topo, &la, Some(sm_port))?;
+        self.mcast_keep_input(&input);
+        Ok(RoutingJob {
+            sweep: self.disc.sweep(),
+            input,
+            engines: self.cfg.engines.clone(),
+            options: EngineOptions {
+                updn_roots: self.cfg.updn_roots.clone(),
+            },
+            shards: self.cfg.routing_shards.max(1),
+            prev: self.prog.lfts_shared(),
+        })
+    }
+
     /// Phase::Lids: assigns LIDs, plans partitions, builds and emits the routing job.
     pub(crate) fn run_lids(&mut self) {
         match self.prepare_routing() {
@@ -78,7 +114,7 @@ impl Sweeper {
         self.events.push_back(Event::HeavySweepComplete {
             sweep: self.disc.sweep(),
             counters: c,
-            min_smps: self.disc.min_smps() + self.planned_sets,
+            min_smps: self.disc.min_smps() + self.prog.planned_sets(),
         });
         self.schedule_next();
         self.start_waiting_readback();

@@ -115,7 +115,7 @@ impl Sweeper {
                     &req,
                     NodeInfo::decode(&smp.data),
                     self.cfg.known_pkeys.as_deref(),
-                    self.lfts.as_deref(),
+                    self.prog.lfts(),
                 );
                 for (op, node, port) in gets {
                     self.push(op, node, port, 0);
