@@ -71,10 +71,7 @@ impl Sweeper {
             self.forget_planned();
         }
         self.io.window().clear();
-        self.awaiting_intent = None;
-        self.current_intent = None;
-        self.reapply_id = None;
-        self.intent_events.clear();
+        self.intent.drop_all();
         self.forget_foreign();
         self.cfg.role = Role::Standby;
         self.state = SmState::Standby;

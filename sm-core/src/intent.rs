@@ -16,11 +16,14 @@
 //!   (their PortInfo changes are not: the sweep that follows writes every field that
 //!   differs, with this master's LIDs, MasterSMLID and M_Key), then
 //!   [`IntentEvent::Done`] with the intent's id, then LIDs and routing.
+//!
+//! [`IntentState`] keeps the intent bookkeeping of a sweeper: the id counter, the intent
+//! waiting for its commit and the one being programmed, the re-apply under way and the
+//! events for the driver. It never builds an intent's content (the sweeper asks
+//! programming and multicast for it) and never starts programming.
 
-use crate::VTime;
-use crate::io::Op;
-use crate::sweeper::{Phase, Sweeper};
 use fabric::{Guid, Lid};
+use std::collections::VecDeque;
 
 /// One 64-entry LinearForwardingTable block to write.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -121,181 +124,105 @@ pub enum IntentEvent {
     },
 }
 
-impl Sweeper {
-    /// Gated mode, routing diffed: builds the sweep's intent. Returns true when the sweep
-    /// now waits for it to be committed.
-    pub(crate) fn gate(&mut self) -> bool {
-        if !self.cfg.gate_programming {
-            return false;
-        }
-        let (lft_blocks, pkey_blocks) = self.prog.intent_blocks(&self.disc);
-        let mut it = Intent {
-            lft_blocks,
-            pkey_blocks,
-            ..Intent::default()
-        };
-        it.port_changes = self.prog.planned_port_changes(&self.disc, &self.wanted());
-        it.mft_blocks = self.mft_intent_blocks();
-        if it.is_empty() {
-            return false;
-        }
-        self.intent_seq += 1;
-        it.id = self.cfg.intent_id_base.wrapping_add(self.intent_seq);
-        self.awaiting_intent = Some(it.id);
-        self.phase = Phase::AwaitIntent;
-        self.intent_events.push_back(IntentEvent::Program(it));
-        true
+/// The intent bookkeeping of a sweeper (see the module documentation).
+#[derive(Debug, Default)]
+pub(crate) struct IntentState {
+    /// Intent counter (ids are `intent_id_base + seq`).
+    seq: u64,
+    /// The intent waiting for its commit.
+    awaiting: Option<u64>,
+    /// The intent being programmed.
+    current: Option<u64>,
+    /// The previous master's intent being re-applied.
+    reapply_id: Option<u64>,
+    /// Blocks re-applied (LFT, P_Key).
+    reapplied: [u64; 2],
+    /// Switches and ports the re-apply did not reach.
+    reapply_unreached: (Vec<Guid>, Vec<(Guid, u8)>),
+    /// What the driver must commit.
+    events: VecDeque<IntentEvent>,
+}
+
+impl IntentState {
+    /// The id of the next intent.
+    pub fn next_id(&mut self, base: u64) -> u64 {
+        self.seq += 1;
+        base.wrapping_add(self.seq)
     }
 
-    /// The driver committed intent `id`: programming starts.
-    pub fn handle_intent_committed(&mut self, now: VTime, id: u64) {
-        self.now = self.now.max(now);
-        if self.phase != Phase::AwaitIntent || self.awaiting_intent != Some(id) {
-            return;
-        }
-        if self.mcast_intent_committed(id) {
-            self.advance();
-            return;
-        }
-        self.awaiting_intent = None;
-        self.current_intent = Some(id);
-        self.phase = Phase::Programming(0);
-        self.next_stage(0);
-        self.advance();
+    /// Hands an intent to the driver and waits for its commit.
+    pub fn propose(&mut self, it: Intent) {
+        self.awaiting = Some(it.id);
+        self.events.push_back(IntentEvent::Program(it));
     }
 
-    /// The driver could not commit intent `id` (lost leadership, proposal dropped): nothing
-    /// of it is written, what it would have changed is marked unknown, and the sweep ends
-    /// (a heavy sweep follows at the next interval).
-    pub fn handle_intent_rejected(&mut self, now: VTime, id: u64) {
-        self.now = self.now.max(now);
-        if self.phase != Phase::AwaitIntent || self.awaiting_intent != Some(id) {
-            return;
-        }
-        if self.mcast_intent_rejected(id) {
-            self.advance();
-            return;
-        }
-        self.awaiting_intent = None;
-        self.forget_planned();
-        self.finish_heavy();
-        self.advance();
+    /// Is intent `id` the one waiting for its commit?
+    pub fn awaits(&self, id: u64) -> bool {
+        self.awaiting == Some(id)
     }
 
-    /// What this sweep planned to write is not known to be written: its switches' tables
-    /// and its ports' P_KeyTables become unknown, and the sweep counts as not clean.
-    pub(crate) fn forget_planned(&mut self) {
-        self.prog.forget_planned(&mut self.disc);
-        self.mcast_forget_planned();
-        self.dirty = true;
+    /// Intent `id` was committed: it is being programmed.
+    pub fn committed(&mut self, id: u64) {
+        self.awaiting = None;
+        self.current = Some(id);
     }
 
-    /// The next intent event for the driver to commit.
-    pub fn poll_intent(&mut self) -> Option<IntentEvent> {
-        self.intent_events.pop_front()
+    /// The intent waiting was not committed.
+    pub fn rejected(&mut self) {
+        self.awaiting = None;
     }
 
-    /// At the end of programming: IntentDone for the sweep's intent.
-    pub(crate) fn intent_finished(&mut self) {
-        let Some(id) = self.current_intent.take() else {
-            return;
-        };
-        let [lft_blocks, pkey_blocks, ..] = self.prog.stage_counts();
-        let ev = self.done_event(id, lft_blocks, pkey_blocks, Default::default());
-        self.intent_events.push_back(ev);
+    /// The intent being programmed, which is done.
+    pub fn take_current(&mut self) -> Option<u64> {
+        self.current.take()
     }
 
-    fn done_event(
-        &mut self,
-        id: u64,
-        lft_blocks: u64,
-        pkey_blocks: u64,
-        unreached: (Vec<Guid>, Vec<(Guid, u8)>),
-    ) -> IntentEvent {
-        let (mut failed_switches, mut failed_ports) = unreached;
-        failed_switches.extend(
-            self.disc
-                .switches()
-                .iter()
-                .filter(|s| s.lft_failed)
-                .map(|s| self.disc.node(s.node).guid),
-        );
-        failed_switches.extend(self.mcast_failed_switches());
-        failed_switches.sort_unstable();
-        failed_switches.dedup();
-        failed_ports.append(&mut self.prog.take_failed_ports());
-        failed_ports.sort_unstable();
-        failed_ports.dedup();
-        // The replicated state drops what it knows of every failed switch (LFT, MFT) and
-        // port (P_KeyTable, PortInfo) when this is committed: forget the same here, so the
-        // next sweep writes them again and the record comes back. Otherwise this sweeper
-        // believes a table programmed that the replicated state (and the next master) no
-        // longer records, and never rewrites it.
-        for g in &failed_switches {
-            if let Some(i) = self.disc.find(*g) {
-                let sw = self.disc.node(i).sw;
-                if sw != crate::state::NONE {
-                    self.disc.switch_mut(sw).lft_valid = false;
-                }
-            }
-        }
-        for (g, p) in &failed_ports {
-            if let Some(i) = self.disc.find(*g) {
-                let n = self.disc.node(i);
-                if *p <= n.nports {
-                    self.disc.port_mut(n.port_index(*p)).pkey_known_valid = false;
-                }
-            }
-        }
-        IntentEvent::Done {
+    /// An IntentDone for the driver.
+    pub fn push_done(&mut self, ev: IntentEvent) {
+        self.events.push_back(ev);
+    }
+
+    /// The next event for the driver.
+    pub fn poll(&mut self) -> Option<IntentEvent> {
+        self.events.pop_front()
+    }
+
+    /// The term ended: no intent waits, is programmed or re-applied, none is handed out.
+    pub fn drop_all(&mut self) {
+        self.awaiting = None;
+        self.current = None;
+        self.reapply_id = None;
+        self.events.clear();
+    }
+
+    /// The previous master's intent `id` is being re-applied.
+    pub fn start_reapply(&mut self, id: u64) {
+        self.reapply_id = Some(id);
+    }
+
+    /// One LFT (`lft`) or P_Key block re-applied.
+    pub fn count_reapplied(&mut self, lft: bool) {
+        self.reapplied[usize::from(!lft)] += 1;
+    }
+
+    /// Switches the re-apply did not reach.
+    pub fn unreached_switches(&mut self, guids: impl IntoIterator<Item = Guid>) {
+        self.reapply_unreached.0.extend(guids);
+    }
+
+    /// Ports the re-apply did not reach.
+    pub fn unreached_ports(&mut self, ports: impl IntoIterator<Item = (Guid, u8)>) {
+        self.reapply_unreached.1.extend(ports);
+    }
+
+    /// The re-apply ended: its id, the blocks re-applied (LFT, P_Key) and the switches and
+    /// ports not reached. None when none runs.
+    pub fn finish_reapply(&mut self) -> Option<(u64, [u64; 2], (Vec<Guid>, Vec<(Guid, u8)>))> {
+        let id = self.reapply_id.take()?;
+        Some((
             id,
-            failed_switches,
-            failed_ports,
-            lft_blocks,
-            pkey_blocks,
-        }
-    }
-
-    /// Re-programs the pending intent (after the first discovery). Returns false when there
-    /// is none.
-    pub(crate) fn start_reapply(&mut self) -> bool {
-        let Some(it) = self.cfg.pending_intent.take() else {
-            return false;
-        };
-        self.phase = Phase::Reapply;
-        self.reapply_id = Some(it.id);
-        // LFT: the known tables with the intent's blocks laid over them.
-        let (sets, unreached) = self.prog.reapply_lfts(&mut self.disc, &it.lft_blocks);
-        self.reapply_unreached.0.extend(unreached);
-        for (node, block) in sets {
-            self.reapplied[0] += 1;
-            self.queue_reapply(Op::LftSet, node, 0, block);
-        }
-        // P_Keys: the intent's blocks laid over what is known of each port.
-        let (sets, unreached) = self.prog.reapply_pkeys(&mut self.disc, &it.pkey_blocks);
-        self.reapply_unreached.1.extend(unreached);
-        for (node, port, block) in sets {
-            self.reapplied[1] += 1;
-            self.queue_reapply(Op::PKeySet, node, port, block);
-        }
-        let unreached = self.mcast_reapply(&it.mft_blocks);
-        self.reapply_unreached.0.extend(unreached);
-        true
-    }
-
-    fn queue_reapply(&mut self, op: Op, node: u32, port: u8, arg: u16) {
-        self.prog.count_planned();
-        self.push(op, node, port, arg);
-    }
-
-    /// Every re-applied Set answered or given up: IntentDone for the pending intent.
-    pub(crate) fn finish_reapply(&mut self) {
-        let Some(id) = self.reapply_id.take() else {
-            return;
-        };
-        let [l, p] = self.reapplied;
-        let unreached = std::mem::take(&mut self.reapply_unreached);
-        let ev = self.done_event(id, l, p, unreached);
-        self.intent_events.push_back(ev);
+            self.reapplied,
+            std::mem::take(&mut self.reapply_unreached),
+        ))
     }
 }

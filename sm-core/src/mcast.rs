@@ -245,17 +245,15 @@ impl Sweeper {
             return;
         }
         if self.cfg.gate_programming {
-            self.intent_seq += 1;
-            let id = self.cfg.intent_id_base.wrapping_add(self.intent_seq);
+            let id = self.intent.next_id(self.cfg.intent_id_base);
             let it = crate::Intent {
                 id,
                 mft_blocks: self.mcast.planned.clone(),
                 ..Default::default()
             };
             self.mcast.pass_intent = Some(id);
-            self.awaiting_intent = Some(id);
             self.phase = Phase::AwaitIntent;
-            self.intent_events.push_back(IntentEvent::Program(it));
+            self.intent.propose(it);
             return;
         }
         self.run_mcast_pass();
@@ -333,8 +331,7 @@ impl Sweeper {
         if self.mcast.pass_intent != Some(id) {
             return false;
         }
-        self.awaiting_intent = None;
-        self.current_intent = Some(id);
+        self.intent.committed(id);
         self.mcast.pass_intent = None;
         self.run_mcast_pass();
         true
@@ -346,7 +343,7 @@ impl Sweeper {
         if self.mcast.pass_intent != Some(id) {
             return false;
         }
-        self.awaiting_intent = None;
+        self.intent.rejected();
         self.mcast.pass_intent = None;
         self.mcast.writing.clear();
         self.mcast.planned.clear();
@@ -358,7 +355,7 @@ impl Sweeper {
     /// Every Set of a standalone pass answered or given up.
     pub(crate) fn finish_mcast_pass(&mut self) {
         self.phase = Phase::Idle;
-        if let Some(id) = self.current_intent.take() {
+        if let Some(id) = self.intent.take_current() {
             let ev = IntentEvent::Done {
                 id,
                 failed_switches: self.mcast_failed_switches(),
@@ -366,7 +363,7 @@ impl Sweeper {
                 lft_blocks: 0,
                 pkey_blocks: 0,
             };
-            self.intent_events.push_back(ev);
+            self.intent.push_done(ev);
         }
         // A heavy sweep asked for while this pass ran (it plans the MFTs itself), or
         // groups handed over meanwhile.

@@ -772,6 +772,33 @@ impl Programming {
         }
     }
 
+    /// Switches an LFT Set failed on in this sweep.
+    pub fn lft_failed_switches<'a>(&self, disc: &'a Discovery) -> impl Iterator<Item = Guid> + 'a {
+        disc.switches()
+            .iter()
+            .filter(|s| s.lft_failed)
+            .map(|s| disc.node(s.node).guid)
+    }
+
+    /// The tables of `switches` and the P_KeyTables of `ports` are not known to be held.
+    pub fn forget_failed(&self, disc: &mut Discovery, switches: &[Guid], ports: &[(Guid, u8)]) {
+        for g in switches {
+            if let Some(i) = disc.find(*g) {
+                let sw = disc.node(i).sw;
+                if sw != NONE {
+                    disc.switch_mut(sw).lft_valid = false;
+                }
+            }
+        }
+        for (g, p) in ports {
+            if let Some(i) = disc.find(*g) {
+                if *p <= disc.node(i).nports {
+                    disc.port_of_mut(i, *p).pkey_known_valid = false;
+                }
+            }
+        }
+    }
+
     /// Re-apply of a previous master's intent, LFT part: the known tables with the
     /// intent's blocks laid over them become the programmed tables. Returns the LFT Sets
     /// (switch node, block) to queue and the switches not reached.

@@ -2,6 +2,7 @@
 //! `poll_transmit` / `poll_event` / `poll_timeout`.
 
 mod heavy;
+mod intent;
 mod programming;
 mod requests;
 
@@ -10,12 +11,12 @@ use crate::config::SweeperConfig;
 use crate::counters::Counters;
 use crate::discovery::Discovery;
 use crate::events::{Event, RoutingOutcome, SweepReason};
-use crate::intent::IntentEvent;
+use crate::intent::IntentState;
 use crate::io::{Io, Op, Transmit};
 use crate::lids::LidState;
 use crate::program::Programming;
 use crate::{SmError, VTime};
-use fabric::{Guid, Lid};
+use fabric::Lid;
 use mad::{Method, MgmtClass, SmState, Smp};
 use routing::Lfts;
 use std::collections::VecDeque;
@@ -84,16 +85,8 @@ pub struct Sweeper {
     pub(crate) lease_until: Option<VTime>,
     /// Candidate M_Keys: `m_key_prev` then `m_key` (ports index into it).
     pub(crate) keys: Vec<u64>,
-    /// Intent counter, the intent waiting for its commit, and the one being programmed.
-    pub(crate) intent_seq: u64,
-    pub(crate) awaiting_intent: Option<u64>,
-    pub(crate) current_intent: Option<u64>,
-    /// The previous master's intent being re-applied, blocks re-applied (LFT, P_Key) and
-    /// targets not reached.
-    pub(crate) reapply_id: Option<u64>,
-    pub(crate) reapplied: [u64; 2],
-    pub(crate) reapply_unreached: (Vec<Guid>, Vec<(Guid, u8)>),
-    pub(crate) intent_events: VecDeque<IntentEvent>,
+    /// Intents handed to the driver, programmed and re-applied.
+    pub(crate) intent: IntentState,
     /// Multicast groups and forwarding tables.
     pub(crate) mcast: crate::mcast::McastState,
     /// P_KeyTable read-backs (see `readback`).
@@ -150,13 +143,7 @@ impl Sweeper {
             fenced: false,
             lease_until: None,
             keys,
-            intent_seq: 0,
-            awaiting_intent: None,
-            current_intent: None,
-            reapply_id: None,
-            reapplied: [0; 2],
-            reapply_unreached: (Vec::new(), Vec::new()),
-            intent_events: VecDeque::new(),
+            intent: IntentState::default(),
             mcast,
             readback: Default::default(),
             foreign: Default::default(),
