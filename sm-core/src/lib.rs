@@ -79,6 +79,7 @@ mod foreign;
 mod guid2lid;
 mod intent;
 mod io;
+mod keys;
 pub mod lids;
 mod light;
 mod mcast;

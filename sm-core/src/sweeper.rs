@@ -1,11 +1,13 @@
 //! The sweeper: the SM's state machine, driven by responses and timeouts, read through
 //! `poll_transmit` / `poll_event` / `poll_timeout`.
 
+mod cluster;
 mod heavy;
 mod intent;
 mod programming;
 mod requests;
 
+use crate::cluster::Fencing;
 use crate::config::Role;
 use crate::config::SweeperConfig;
 use crate::counters::Counters;
@@ -13,6 +15,7 @@ use crate::discovery::Discovery;
 use crate::events::{Event, RoutingOutcome, SweepReason};
 use crate::intent::IntentState;
 use crate::io::{Io, Op, Transmit};
+use crate::keys::MKeys;
 use crate::lids::LidState;
 use crate::program::Programming;
 use crate::{SmError, VTime};
@@ -79,12 +82,10 @@ pub struct Sweeper {
     pub(crate) first_sweep_done: bool,
     /// The current or last heavy sweep gave up on a request or left a port not ACTIVE.
     pub(crate) dirty: bool,
-    /// No Set may leave (not leader of the current term with a valid lease).
-    pub(crate) fenced: bool,
-    /// Sets leave only before this time (None: no lease).
-    pub(crate) lease_until: Option<VTime>,
-    /// Candidate M_Keys: `m_key_prev` then `m_key` (ports index into it).
-    pub(crate) keys: Vec<u64>,
+    /// The fence and the write lease.
+    pub(crate) fencing: Fencing,
+    /// Candidate M_Keys.
+    pub(crate) keys: MKeys,
     /// Intents handed to the driver, programmed and re-applied.
     pub(crate) intent: IntentState,
     /// Multicast groups and forwarding tables.
@@ -109,13 +110,7 @@ impl Sweeper {
         }
         let mcast = crate::mcast::McastState::new(cfg.known_mfts.as_deref());
         let prog = Programming::new(cfg.partitions_conf.clone(), cfg.known_lfts.clone());
-        let mut keys: Vec<u64> = Vec::new();
-        for &k in cfg.m_key_prev.iter().chain(std::iter::once(&cfg.m_key)) {
-            if !keys.contains(&k) {
-                keys.push(k);
-            }
-        }
-        keys.truncate(255);
+        let keys = MKeys::new(&cfg);
         let standby = cfg.role == Role::Standby;
         Ok(Sweeper {
             io: Io::new(cfg.window),
@@ -140,8 +135,7 @@ impl Sweeper {
             light_start: Counters::default(),
             first_sweep_done: false,
             dirty: false,
-            fenced: false,
-            lease_until: None,
+            fencing: Fencing::default(),
             keys,
             intent: IntentState::default(),
             mcast,
@@ -317,7 +311,7 @@ impl Sweeper {
         while let Some((gate, mut req)) = self.io.window().expired(now) {
             self.io.counters_mut().timeouts += 1;
             if !matches!(req.op, Op::SmInfoGet | Op::SmInfoSet) {
-                self.key_timed_out(&req);
+                self.keys.timed_out(&mut self.disc, &req);
             }
             if req.lid_routed {
                 // One LID-routed try: the route may cross a link that just went away.

@@ -127,4 +127,22 @@ impl Sweeper {
             self.next_light = Some(self.now + self.cfg.sweep_interval);
         }
     }
+
+    /// Discovery (or a pre-routing step) finished: rotation, re-apply, then LIDs.
+    pub(crate) fn pre_routing(&mut self, from: Phase) {
+        if from == Phase::Discovering && self.start_rekey() && !self.io.idle() {
+            return;
+        }
+        if matches!(from, Phase::Discovering | Phase::Rekey) && self.start_reapply() {
+            if !self.io.idle() {
+                return;
+            }
+            self.finish_reapply();
+        } else if from == Phase::Reapply {
+            self.finish_reapply();
+        }
+        // LIDs, partitions and the routing input are prepared on the next timeout (due at
+        // once), so a driver sees discovery end before that work starts.
+        self.phase = Phase::Lids;
+    }
 }

@@ -4,6 +4,7 @@
 use super::{Phase, Sweeper};
 use crate::events::{Event, RoutingOutcome};
 use crate::io::{Op, Req};
+use crate::keys::rekey_info;
 use crate::program::{Set, Wanted};
 use mad::{PortInfo, SmState, Smp, SmpAttribute};
 use std::collections::HashMap;
@@ -27,7 +28,7 @@ impl Sweeper {
     /// Not in a cluster's sweeper (gated, fenced or under a lease): there every Set waits
     /// for its intent and its lease, in stage order.
     pub(crate) fn plan_during_routing(&mut self) {
-        if self.cfg.gate_programming || self.fenced || self.lease_until.is_some() {
+        if self.cfg.gate_programming || self.fencing.is_fenced() || self.fencing.has_lease() {
             return;
         }
         self.plan_stage(1);
@@ -139,7 +140,7 @@ impl Sweeper {
     pub(crate) fn fill_set(&self, req: &Req, data: &mut [u8; 64]) -> Option<()> {
         match req.op {
             Op::RekeySet => {
-                self.rekey_info(req.node, req.port).encode(data);
+                rekey_info(&self.disc, &self.cfg, req.node, req.port).encode(data);
                 Some(())
             }
             Op::MftSet => self.fill_mft(req, data),

@@ -259,15 +259,6 @@ impl Sweeper {
     /// The M_Key believed in force at the end port answering to `lid` (this term's key
     /// when no port is known by that LID).
     fn key_at_lid(&self, lid: Lid) -> u64 {
-        match self.disc.mgmt_index_at_lid(lid) {
-            Some(mi) => {
-                let k = self.disc.port(mi).key_idx;
-                self.keys
-                    .get(usize::from(k))
-                    .copied()
-                    .unwrap_or(self.cfg.m_key)
-            }
-            None => self.cfg.m_key,
-        }
+        self.keys.key_at_lid(&self.disc, lid, self.cfg.m_key)
     }
 }
