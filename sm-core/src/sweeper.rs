@@ -4,6 +4,7 @@
 mod cluster;
 mod heavy;
 mod intent;
+mod mcast;
 mod programming;
 mod requests;
 
@@ -17,6 +18,7 @@ use crate::intent::IntentState;
 use crate::io::{Io, Op, Transmit};
 use crate::keys::MKeys;
 use crate::lids::LidState;
+use crate::mcast::Multicast;
 use crate::program::Programming;
 use crate::{SmError, VTime};
 use fabric::Lid;
@@ -89,7 +91,7 @@ pub struct Sweeper {
     /// Intents handed to the driver, programmed and re-applied.
     pub(crate) intent: IntentState,
     /// Multicast groups and forwarding tables.
-    pub(crate) mcast: crate::mcast::McastState,
+    pub(crate) mcast: Multicast,
     /// P_KeyTable read-backs (see `readback`).
     pub(crate) readback: crate::readback::Readbacks,
     /// Other SMs on the fabric (see `foreign`).
@@ -108,7 +110,7 @@ impl Sweeper {
                 "lmc must be 0..=7, sm_priority 0..=15, per_switch_window >= 1".into(),
             ));
         }
-        let mcast = crate::mcast::McastState::new(cfg.known_mfts.as_deref());
+        let mcast = Multicast::new(cfg.known_mfts.as_deref());
         let prog = Programming::new(cfg.partitions_conf.clone(), cfg.known_lfts.clone());
         let keys = MKeys::new(&cfg);
         let standby = cfg.role == Role::Standby;

@@ -73,7 +73,7 @@ impl Sweeper {
             self.disc.local_port(),
         );
         let input = RoutingInput::new(&topo, &la, Some(sm_port))?;
-        self.mcast_keep_input(&input);
+        self.mcast.keep_input(&input);
         Ok(RoutingJob {
             sweep: self.disc.sweep(),
             input,

@@ -22,7 +22,7 @@ impl Sweeper {
             ..Intent::default()
         };
         it.port_changes = self.prog.planned_port_changes(&self.disc, &self.wanted());
-        it.mft_blocks = self.mft_intent_blocks();
+        it.mft_blocks = self.mcast.planned().to_vec();
         if it.is_empty() {
             return false;
         }
@@ -70,7 +70,7 @@ impl Sweeper {
     /// and its ports' P_KeyTables become unknown, and the sweep counts as not clean.
     pub(crate) fn forget_planned(&mut self) {
         self.prog.forget_planned(&mut self.disc);
-        self.mcast_forget_planned();
+        self.mcast.forget_planned();
         self.dirty = true;
     }
 
@@ -98,7 +98,7 @@ impl Sweeper {
     ) -> IntentEvent {
         let (mut failed_switches, mut failed_ports) = unreached;
         failed_switches.extend(self.prog.lft_failed_switches(&self.disc));
-        failed_switches.extend(self.mcast_failed_switches());
+        failed_switches.extend(self.mcast.take_failed_switches());
         failed_switches.sort_unstable();
         failed_switches.dedup();
         failed_ports.append(&mut self.prog.take_failed_ports());

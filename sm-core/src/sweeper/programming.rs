@@ -48,7 +48,7 @@ impl Sweeper {
         self.events.push_back(done);
         self.prog
             .plan_pkeys(&mut self.disc, self.cfg.assume_default_pkeys);
-        self.plan_mfts();
+        self.mcast.plan(&self.disc);
         if self.start_lft_check() {
             return;
         }
@@ -143,7 +143,7 @@ impl Sweeper {
                 rekey_info(&self.disc, &self.cfg, req.node, req.port).encode(data);
                 Some(())
             }
-            Op::MftSet => self.fill_mft(req, data),
+            Op::MftSet => self.mcast.fill(req, data),
             _ => self.prog.fill_set(&self.disc, &self.wanted(), req, data),
         }
     }

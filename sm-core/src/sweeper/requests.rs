@@ -5,6 +5,7 @@
 use super::{Phase, Sweeper};
 use crate::events::{Event, SweepReason};
 use crate::io::{Op, Req, Transmit};
+use crate::mcast::Multicast;
 use fabric::{Guid, Lid};
 use mad::{
     AttributeId, Method, NodeDescription, NodeInfo, Notice, PortInfo, SmInfo, Smp, SmpAttribute,
@@ -64,7 +65,7 @@ impl Sweeper {
             Op::MftSet => (
                 Method::SET,
                 AttributeId::MULTICAST_FORWARDING_TABLE,
-                Sweeper::mft_modifier(req),
+                Multicast::modifier(req),
             ),
             Op::ReadBack => self.readback_attr(req),
             Op::SmInfoGet => (Method::GET, AttributeId::SM_INFO, 0),
