@@ -6,6 +6,7 @@ mod heavy;
 mod intent;
 mod mcast;
 mod programming;
+mod readback;
 mod requests;
 
 use crate::cluster::Fencing;
@@ -20,6 +21,7 @@ use crate::keys::MKeys;
 use crate::lids::LidState;
 use crate::mcast::Multicast;
 use crate::program::Programming;
+use crate::readback::Readback;
 use crate::{SmError, VTime};
 use fabric::Lid;
 use mad::{Method, MgmtClass, SmState, Smp};
@@ -93,7 +95,7 @@ pub struct Sweeper {
     /// Multicast groups and forwarding tables.
     pub(crate) mcast: Multicast,
     /// P_KeyTable read-backs (see `readback`).
-    pub(crate) readback: crate::readback::Readbacks,
+    pub(crate) readback: Readback,
     /// Other SMs on the fabric (see `foreign`).
     pub(crate) foreign: crate::foreign::ForeignState,
 }
@@ -141,7 +143,7 @@ impl Sweeper {
             keys,
             intent: IntentState::default(),
             mcast,
-            readback: Default::default(),
+            readback: Readback::default(),
             foreign: Default::default(),
         })
     }

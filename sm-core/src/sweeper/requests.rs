@@ -6,6 +6,7 @@ use super::{Phase, Sweeper};
 use crate::events::{Event, SweepReason};
 use crate::io::{Op, Req, Transmit};
 use crate::mcast::Multicast;
+use crate::readback::Readback;
 use fabric::{Guid, Lid};
 use mad::{
     AttributeId, Method, NodeDescription, NodeInfo, Notice, PortInfo, SmInfo, Smp, SmpAttribute,
@@ -67,7 +68,7 @@ impl Sweeper {
                 AttributeId::MULTICAST_FORWARDING_TABLE,
                 Multicast::modifier(req),
             ),
-            Op::ReadBack => self.readback_attr(req),
+            Op::ReadBack => Readback::attr(&self.disc, req),
             Op::SmInfoGet => (Method::GET, AttributeId::SM_INFO, 0),
             Op::SmInfoSet => (Method::SET, AttributeId::SM_INFO, u32::from(req.arg)),
             Op::LftGet => (
