@@ -2,12 +2,14 @@
 //! `poll_transmit` / `poll_event` / `poll_timeout`.
 
 mod cluster;
+mod handover;
 mod heavy;
 mod intent;
 mod mcast;
 mod programming;
 mod readback;
 mod requests;
+mod sms;
 
 use crate::cluster::Fencing;
 use crate::config::Role;
@@ -15,6 +17,7 @@ use crate::config::SweeperConfig;
 use crate::counters::Counters;
 use crate::discovery::Discovery;
 use crate::events::{Event, RoutingOutcome, SweepReason};
+use crate::foreign::ForeignSms;
 use crate::intent::IntentState;
 use crate::io::{Io, Op, Transmit};
 use crate::keys::MKeys;
@@ -97,7 +100,7 @@ pub struct Sweeper {
     /// P_KeyTable read-backs (see `readback`).
     pub(crate) readback: Readback,
     /// Other SMs on the fabric (see `foreign`).
-    pub(crate) foreign: crate::foreign::ForeignState,
+    pub(crate) sms: ForeignSms,
 }
 
 impl Sweeper {
@@ -144,7 +147,7 @@ impl Sweeper {
             intent: IntentState::default(),
             mcast,
             readback: Readback::default(),
-            foreign: Default::default(),
+            sms: ForeignSms::default(),
         })
     }
 

@@ -4,6 +4,7 @@
 
 use super::{Phase, Sweeper};
 use crate::events::{Event, SweepReason};
+use crate::foreign::SetVerdict;
 use crate::io::{Op, Req, Transmit};
 use crate::mcast::Multicast;
 use crate::readback::Readback;
@@ -191,9 +192,9 @@ impl Sweeper {
         let verdict = if smp.method == Method::SET {
             self.check_sm_info_set(&smp)
         } else {
-            crate::foreign::SetVerdict::AsGet
+            SetVerdict::AsGet
         };
-        if matches!(verdict, crate::foreign::SetVerdict::Ignore) {
+        if matches!(verdict, SetVerdict::Ignore) {
             return;
         }
         let guid = self
