@@ -85,9 +85,9 @@ mod light;
 mod mcast;
 mod program;
 mod readback;
+mod schedule;
 mod state;
 mod sweeper;
-mod view;
 
 pub use config::{MS, PKeyTables, Role, SweeperConfig};
 pub use counters::{ATTRS, Counters, METHODS};

@@ -5,11 +5,13 @@ mod cluster;
 mod handover;
 mod heavy;
 mod intent;
+mod light;
 mod mcast;
 mod programming;
 mod readback;
 mod requests;
 mod sms;
+mod views;
 
 use crate::cluster::Fencing;
 use crate::config::Role;
@@ -22,9 +24,11 @@ use crate::intent::IntentState;
 use crate::io::{Io, Op, Transmit};
 use crate::keys::MKeys;
 use crate::lids::LidState;
+use crate::light::Light;
 use crate::mcast::Multicast;
 use crate::program::Programming;
 use crate::readback::Readback;
+use crate::schedule::Schedule;
 use crate::{SmError, VTime};
 use fabric::Lid;
 use mad::{Method, MgmtClass, SmState, Smp};
@@ -66,41 +70,47 @@ pub enum Phase {
 }
 
 /// The SM's sans-IO brain. See the crate documentation for the driver loop.
+///
+/// Its state is split into owned sub-states, one per concern, each in its own module with
+/// the logic that touches only it; the `Sweeper` keeps them together with the SM's own
+/// state and runs what needs several of them (the `sweeper/` modules).
 pub struct Sweeper {
-    pub(crate) cfg: SweeperConfig,
-    pub(crate) now: VTime,
-    pub(crate) phase: Phase,
-    pub(crate) io: Io,
-    pub(crate) events: VecDeque<Event>,
-    pub(crate) sweep_start: Counters,
+    /// The configuration (its guid2lid map, partitions text, role and pending intent
+    /// change as the sweeper runs).
+    cfg: SweeperConfig,
+    /// The sweeper's time (the latest handed in).
+    now: VTime,
+    phase: Phase,
+    /// What the driver reads with `poll_event`.
+    events: VecDeque<Event>,
+    /// SMInfo.SMState this SM answers with.
+    state: SmState,
+    /// SUBNET UP was reached (and not lost to a foreign master or a role change since).
+    subnet_up: bool,
+    /// The SMP window, SMPs outside it, counters.
+    io: Io,
+    /// Sweep scheduling and what the heavy sweeps left.
+    sched: Schedule,
     /// The fabric as discovered.
-    pub(crate) disc: Discovery,
+    disc: Discovery,
     /// The SM's LID.
-    pub(crate) lids: LidState,
+    lids: LidState,
     /// Routing result, partition policy and the Sets of a heavy sweep.
-    pub(crate) prog: Programming,
-    pub(crate) state: SmState,
-    pub(crate) act_count: u32,
-    pub(crate) subnet_up: bool,
-    pub(crate) heavy_pending: Option<SweepReason>,
-    pub(crate) next_light: Option<VTime>,
-    pub(crate) light_changed: bool,
-    pub(crate) light_start: Counters,
-    pub(crate) first_sweep_done: bool,
-    /// The current or last heavy sweep gave up on a request or left a port not ACTIVE.
-    pub(crate) dirty: bool,
-    /// The fence and the write lease.
-    pub(crate) fencing: Fencing,
-    /// Candidate M_Keys.
-    pub(crate) keys: MKeys,
+    prog: Programming,
     /// Intents handed to the driver, programmed and re-applied.
-    pub(crate) intent: IntentState,
+    intent: IntentState,
+    /// The fence and the write lease.
+    fencing: Fencing,
+    /// Candidate M_Keys.
+    keys: MKeys,
+    /// The running light sweep.
+    light: Light,
     /// Multicast groups and forwarding tables.
-    pub(crate) mcast: Multicast,
-    /// P_KeyTable read-backs (see `readback`).
-    pub(crate) readback: Readback,
-    /// Other SMs on the fabric (see `foreign`).
-    pub(crate) sms: ForeignSms,
+    mcast: Multicast,
+    /// P_KeyTable read-backs.
+    readback: Readback,
+    /// Other SMs on the fabric.
+    sms: ForeignSms,
 }
 
 impl Sweeper {
@@ -115,40 +125,36 @@ impl Sweeper {
                 "lmc must be 0..=7, sm_priority 0..=15, per_switch_window >= 1".into(),
             ));
         }
-        let mcast = Multicast::new(cfg.known_mfts.as_deref());
-        let prog = Programming::new(cfg.partitions_conf.clone(), cfg.known_lfts.clone());
-        let keys = MKeys::new(&cfg);
         let standby = cfg.role == Role::Standby;
         Ok(Sweeper {
-            io: Io::new(cfg.window),
-            cfg,
             now: 0,
             phase: Phase::Idle,
             events: VecDeque::new(),
-            sweep_start: Counters::default(),
-            disc: Discovery::new(),
-            lids: LidState::default(),
-            prog,
             state: if standby {
                 SmState::Standby
             } else {
                 SmState::Discovering
             },
-            act_count: 0,
             subnet_up: false,
-            heavy_pending: (!standby).then_some(SweepReason::Initial),
-            next_light: (!standby).then_some(0),
-            light_changed: false,
-            light_start: Counters::default(),
-            first_sweep_done: false,
-            dirty: false,
-            fencing: Fencing::default(),
-            keys,
+            io: Io::new(cfg.window),
+            sched: Schedule::new(standby),
+            disc: Discovery::new(),
+            lids: LidState::default(),
+            prog: Programming::new(cfg.partitions_conf.clone(), cfg.known_lfts.clone()),
             intent: IntentState::default(),
-            mcast,
+            fencing: Fencing::default(),
+            keys: MKeys::new(&cfg),
+            light: Light::default(),
+            mcast: Multicast::new(cfg.known_mfts.as_deref()),
             readback: Readback::default(),
             sms: ForeignSms::default(),
+            cfg,
         })
+    }
+
+    /// SMInfo.ActCount: the number of heavy sweeps started (wrapping).
+    fn act_count(&self) -> u32 {
+        self.disc.sweep() as u32
     }
 
     /// The configuration.
@@ -221,7 +227,7 @@ impl Sweeper {
             return;
         }
         if heavy {
-            self.heavy_pending.get_or_insert(SweepReason::Requested);
+            self.sched.request_heavy(SweepReason::Requested);
         }
         if self.phase == Phase::Idle {
             if heavy {
@@ -302,7 +308,7 @@ impl Sweeper {
     pub fn poll_timeout(&mut self) -> Option<VTime> {
         let d = self.io.window().next_deadline();
         let l = match self.phase {
-            Phase::Idle => self.next_light,
+            Phase::Idle => self.sched.next(),
             Phase::Lids => Some(self.now),
             _ => None,
         };
@@ -337,11 +343,10 @@ impl Sweeper {
         if self.phase == Phase::Lids {
             self.run_lids();
         }
-        if self.phase == Phase::Idle && self.next_light.is_some_and(|t| t <= now) {
-            self.next_light = None;
-            if self.standing_by() && self.heavy_pending.is_none() {
+        if self.phase == Phase::Idle && self.sched.take_due(now) {
+            if self.standing_by() && !self.sched.heavy_pending() {
                 self.start_poll();
-            } else if self.heavy_pending.is_some() {
+            } else if self.sched.heavy_pending() {
                 self.start_pending_heavy();
             } else {
                 self.start_light();

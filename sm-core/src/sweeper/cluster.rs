@@ -60,8 +60,8 @@ impl Sweeper {
         self.cfg.role = Role::Standby;
         self.state = SmState::Standby;
         self.phase = Phase::Idle;
-        self.heavy_pending = None;
-        self.next_light = None;
+        self.sched.drop_heavy();
+        self.sched.set_next(None);
     }
 
     /// Current role.
@@ -80,8 +80,8 @@ impl Sweeper {
                 self.cfg.role = Role::Master;
                 self.state = SmState::Discovering;
                 self.subnet_up = false;
-                self.heavy_pending = Some(SweepReason::Initial);
-                self.next_light = Some(self.now);
+                self.sched.force_heavy(SweepReason::Initial);
+                self.sched.set_next(Some(self.now));
             }
             _ => {}
         }

@@ -60,7 +60,7 @@ impl Sweeper {
                     modifier: SmInfo::MOD_DISCOVER,
                     state: SmState::Discovering,
                 });
-                self.heavy_pending.get_or_insert(SweepReason::MasterGone);
+                self.sched.request_heavy(SweepReason::MasterGone);
                 if self.phase == Phase::Idle {
                     self.start_pending_heavy();
                 }
@@ -69,8 +69,8 @@ impl Sweeper {
                 self.sms.disable();
                 self.state = SmState::NotActive;
                 self.subnet_up = false;
-                self.next_light = None;
-                self.heavy_pending = None;
+                self.sched.set_next(None);
+                self.sched.drop_heavy();
                 self.events.push_back(Event::SmInfoSetApplied {
                     guid,
                     modifier: SmInfo::MOD_DISABLE,
@@ -122,7 +122,7 @@ impl Sweeper {
             guid,
             acknowledged: sent,
         });
-        self.heavy_pending.get_or_insert(SweepReason::Handover);
+        self.sched.request_heavy(SweepReason::Handover);
         if self.phase == Phase::Idle {
             self.start_pending_heavy();
         }
@@ -161,7 +161,8 @@ impl Sweeper {
             Some(HandoverPoll::Taken) => self.handover_taken(false),
             Some(HandoverPoll::Failed) => self.handover_failed(),
             Some(HandoverPoll::Wait) => {
-                self.next_light = Some(self.now + self.cfg.sweep_interval);
+                self.sched
+                    .set_next(Some(self.now + self.cfg.sweep_interval));
             }
         }
     }
@@ -215,7 +216,7 @@ impl Sweeper {
             guid,
             priority,
             self.cfg.sm_key,
-            self.act_count,
+            self.act_count(),
         );
     }
 

@@ -13,10 +13,8 @@ impl Sweeper {
     /// Starts a heavy sweep: discovery from the SM's own node.
     pub(crate) fn start_heavy(&mut self, reason: SweepReason) {
         self.disc.start();
-        self.dirty = false;
-        self.act_count = self.act_count.wrapping_add(1);
         self.phase = Phase::Discovering;
-        self.sweep_start = *self.io.counters();
+        self.sched.heavy_started(*self.io.counters());
         self.prog.start_sweep();
         self.events.push_back(Event::HeavySweepStarted {
             sweep: self.disc.sweep(),
@@ -35,14 +33,14 @@ impl Sweeper {
             switches: found.switches,
             ports: found.ports as usize,
             links: found.links as usize,
-            smps: self.io.counters().since(&self.sweep_start).total(),
+            smps: self.io.counters().since(self.sched.started()).total(),
             min_smps: found.min_smps,
         });
         // Nothing to manage while the SM's own port has no link.
         if !found.linked {
             // Not clean: the link may come back with the port in INIT and no trap says so
             // (no switch is known to poll), so every interval is a heavy sweep until it does.
-            self.dirty = true;
+            self.sched.mark_dirty();
             self.finish_heavy();
             return;
         }
@@ -102,15 +100,15 @@ impl Sweeper {
     }
 
     pub(crate) fn start_pending_heavy(&mut self) {
-        let reason = self.heavy_pending.take().unwrap_or(SweepReason::Requested);
+        let reason = self.sched.take_heavy();
         self.start_heavy(reason);
     }
 
     /// Ends a heavy sweep (complete or abandoned) and schedules the next sweep.
     pub(crate) fn finish_heavy(&mut self) {
         self.phase = Phase::Idle;
-        self.first_sweep_done = true;
-        let c = self.io.counters().since(&self.sweep_start);
+        self.sched.heavy_ended();
+        let c = self.io.counters().since(self.sched.started());
         self.events.push_back(Event::HeavySweepComplete {
             sweep: self.disc.sweep(),
             counters: c,
@@ -121,10 +119,11 @@ impl Sweeper {
     }
 
     pub(crate) fn schedule_next(&mut self) {
-        if self.heavy_pending.is_some() {
+        if self.sched.heavy_pending() {
             self.start_pending_heavy();
         } else {
-            self.next_light = Some(self.now + self.cfg.sweep_interval);
+            self.sched
+                .set_next(Some(self.now + self.cfg.sweep_interval));
         }
     }
 

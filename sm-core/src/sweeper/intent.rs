@@ -71,7 +71,7 @@ impl Sweeper {
     pub(crate) fn forget_planned(&mut self) {
         self.prog.forget_planned(&mut self.disc);
         self.mcast.forget_planned();
-        self.dirty = true;
+        self.sched.mark_dirty();
     }
 
     /// The next intent event for the driver to commit.

@@ -122,7 +122,7 @@ impl Sweeper {
         }
         // A heavy sweep asked for while this pass ran (it plans the MFTs itself), or
         // groups handed over meanwhile.
-        if self.heavy_pending.is_some() {
+        if self.sched.heavy_pending() {
             self.start_pending_heavy();
         } else {
             self.start_mcast_pass();

@@ -117,7 +117,7 @@ impl Sweeper {
         self.intent_finished();
         let inactive = self.disc.linked_not_active();
         let sm = self.disc.sm_port();
-        let clean = self.prog.failed_sets() == 0 && inactive == 0 && !self.dirty;
+        let clean = self.prog.failed_sets() == 0 && inactive == 0 && !self.sched.is_dirty();
         let lid_ok = clean && sm.lid.0 != 0 && sm.info.lid == sm.lid;
         self.io.set_lid_ok(lid_ok);
         self.io.set_all_active(clean);
@@ -126,12 +126,12 @@ impl Sweeper {
             self.state = SmState::Master;
             self.events.push_back(Event::SubnetUp {
                 at: self.now,
-                counters: self.io.counters().since(&self.sweep_start),
+                counters: self.io.counters().since(self.sched.started()),
             });
         }
         if !clean {
             // Something did not take or was not reached: look again at the next interval.
-            self.dirty = true;
+            self.sched.mark_dirty();
         }
         self.finish_heavy();
     }

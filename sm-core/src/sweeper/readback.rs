@@ -40,7 +40,7 @@ impl Sweeper {
                 | Phase::Reapply
                 | Phase::AwaitIntent
         );
-        if !self.first_sweep_done || heavy {
+        if !self.sched.first_done() || heavy {
             return;
         }
         let counters = *self.io.counters();

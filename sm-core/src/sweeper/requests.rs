@@ -162,8 +162,10 @@ impl Sweeper {
             // A probe that never returns: no usable peer on that port this sweep.
             // The sweep goes on with what it has, but is not clean: no SUBNET UP from it,
             // and the next interval brings a heavy sweep.
-            Op::Probe | Op::NodeDesc | Op::PortInfoGet | Op::SwitchInfoGet => self.dirty = true,
-            Op::LightSwitchInfo => self.light_changed = true,
+            Op::Probe | Op::NodeDesc | Op::PortInfoGet | Op::SwitchInfoGet => {
+                self.sched.mark_dirty()
+            }
+            Op::LightSwitchInfo => self.light.changed(),
             Op::ReadBack => self.on_readback_failed(req),
             // Another SM that does not answer (or a block not read back) stops nothing: the
             // SM is taken to be absent, the block is written.
@@ -215,7 +217,7 @@ impl Sweeper {
             } else {
                 0
             },
-            act_count: self.act_count,
+            act_count: self.act_count(),
             priority: self.cfg.sm_priority,
             sm_state: self.state.to_wire(),
         };
@@ -252,7 +254,7 @@ impl Sweeper {
             issuer: n.issuer_lid,
         });
         if matches!(number, 128 | 144 | 145) {
-            self.heavy_pending.get_or_insert(SweepReason::Trap(number));
+            self.sched.request_heavy(SweepReason::Trap(number));
             if self.phase == Phase::Idle {
                 self.start_pending_heavy();
             }

@@ -83,7 +83,7 @@ impl Sweeper {
         if self.phase == Phase::Light {
             let master = self.state == SmState::Master;
             if self.sms.light_answer(&info, self.own_rank(), master) {
-                self.light_changed = true;
+                self.light.changed();
             }
             return;
         }
@@ -132,9 +132,10 @@ impl Sweeper {
         self.subnet_up = false;
         self.io.set_lid_ok(false);
         self.phase = Phase::Idle;
-        self.heavy_pending = None;
-        self.first_sweep_done = true;
-        self.next_light = Some(self.now + self.cfg.sweep_interval);
+        self.sched.drop_heavy();
+        self.sched.heavy_ended();
+        self.sched
+            .set_next(Some(self.now + self.cfg.sweep_interval));
     }
 
     /// A poll of the followed master is due.
@@ -168,7 +169,8 @@ impl Sweeper {
                 if notify {
                     self.notify_master(f);
                 }
-                self.next_light = Some(self.now + self.cfg.sweep_interval);
+                self.sched
+                    .set_next(Some(self.now + self.cfg.sweep_interval));
             }
             MasterPoll::Gone {
                 master,

@@ -1,7 +1,7 @@
 //! Read-only views of the sweeper for operators (the admin API): the topology of the last
 //! completed discovery.
 
-use crate::sweeper::Sweeper;
+use super::Sweeper;
 use fabric::Topology;
 
 impl Sweeper {
@@ -15,9 +15,7 @@ impl Sweeper {
             Err(_) => Topology::new(),
         }
     }
-}
 
-impl Sweeper {
     /// PortInfo of `(node GUID, port)` as this sweeper last read it (a discovery Get, or the
     /// port's answer to a Set), with the heavy sweep it was read in. None when the port was
     /// never read.
