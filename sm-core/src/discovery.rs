@@ -16,13 +16,15 @@
 //! marks unknown what a fresh or vanished node no longer holds.
 
 use crate::SmError;
-use crate::config::PKeyTables;
 use crate::io::{Op, Req};
 use crate::state::{NONE, Node, Port, Switch, routed_top};
 use fabric::{Guid, Lid, NodeId, PortRef, Topology};
 use mad::{NodeDescription, NodeInfo, PortInfo, SwitchInfo};
 use routing::Lfts;
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
+
+/// P_KeyTables known to be held, by (node GUID, port) (`SweeperConfig::known_pkeys`).
+type KnownPKeys = BTreeMap<(Guid, u8), Vec<u16>>;
 
 /// The fabric as discovered (see the module documentation).
 #[derive(Debug)]
@@ -394,7 +396,7 @@ impl Discovery {
     fn new_node(
         &mut self,
         info: &NodeInfo,
-        known_pkeys: Option<&PKeyTables>,
+        known_pkeys: Option<&KnownPKeys>,
         known_lfts: Option<&Lfts>,
     ) -> u32 {
         let idx = self.nodes.len() as u32;
@@ -457,7 +459,7 @@ impl Discovery {
         &mut self,
         req: &Req,
         info: NodeInfo,
-        known_pkeys: Option<&PKeyTables>,
+        known_pkeys: Option<&KnownPKeys>,
         known_lfts: Option<&Lfts>,
     ) -> Vec<(Op, u32, u8)> {
         let mut gets = Vec::new();
