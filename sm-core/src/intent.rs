@@ -124,6 +124,9 @@ pub enum IntentEvent {
     },
 }
 
+/// Switches and ports (node GUID, port) an intent's Sets did not reach.
+pub(crate) type Unreached = (Vec<Guid>, Vec<(Guid, u8)>);
+
 /// The intent bookkeeping of a sweeper (see the module documentation).
 #[derive(Debug, Default)]
 pub(crate) struct IntentState {
@@ -138,7 +141,7 @@ pub(crate) struct IntentState {
     /// Blocks re-applied (LFT, P_Key).
     reapplied: [u64; 2],
     /// Switches and ports the re-apply did not reach.
-    reapply_unreached: (Vec<Guid>, Vec<(Guid, u8)>),
+    reapply_unreached: Unreached,
     /// What the driver must commit.
     events: VecDeque<IntentEvent>,
 }
@@ -217,7 +220,7 @@ impl IntentState {
 
     /// The re-apply ended: its id, the blocks re-applied (LFT, P_Key) and the switches and
     /// ports not reached. None when none runs.
-    pub fn finish_reapply(&mut self) -> Option<(u64, [u64; 2], (Vec<Guid>, Vec<(Guid, u8)>))> {
+    pub fn finish_reapply(&mut self) -> Option<(u64, [u64; 2], Unreached)> {
         let id = self.reapply_id.take()?;
         Some((
             id,

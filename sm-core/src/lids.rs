@@ -7,7 +7,7 @@
 //! remembered; (3) the lowest free aligned block. A LID is never moved without one of
 //! these reasons.
 //!
-//! [`LidState`] is the sweeper's LID step: it hands the end ports of a sweep to [`assign`],
+//! `LidState` is the sweeper's LID step: it hands the end ports of a sweep to [`assign`],
 //! records what they get on the port records and knows the SM's own LID. It never writes
 //! a LID to the fabric (programming does, in stage 1).
 

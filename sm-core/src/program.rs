@@ -32,6 +32,7 @@ mod intent;
 pub(crate) use answers::Wanted;
 
 use crate::SmError;
+use crate::config::PKeyTables;
 use crate::discovery::Discovery;
 use crate::events::{Event, RoutingOutcome};
 use crate::io::Op;
@@ -199,6 +200,20 @@ impl Programming {
         self.during_routing.result.take().map(|r| *r)
     }
 
+    /// The P_KeyTables the ports are known to hold, by (node GUID, port).
+    pub fn known_pkey_tables(&self, disc: &Discovery) -> PKeyTables {
+        let mut m = PKeyTables::new();
+        for n in disc.nodes() {
+            for p in 0..=n.nports {
+                let port = disc.port(n.port_index(p));
+                if port.pkey_known_valid && !port.pkey_known.is_empty() {
+                    m.insert((n.guid, p), port.pkey_known.clone());
+                }
+            }
+        }
+        m
+    }
+
     /// LFT blocks (switch node, block) the current routing result changes.
     pub fn lft_todo(&self) -> &[(u32, u16)] {
         &self.lft_todo
@@ -248,12 +263,12 @@ impl Programming {
             if let Some(t) = &sp.table {
                 set_pkey_want(disc, sp.switch_guid, sp.port, &t.entries());
             }
-            if let Some(i) = disc.find(sp.switch_guid) {
-                if sp.port <= disc.node(i).nports {
-                    let port = disc.port_of_mut(i, sp.port);
-                    port.enforce_in = sp.enforce_in;
-                    port.enforce_out = sp.enforce_out;
-                }
+            if let Some(i) = disc.find(sp.switch_guid)
+                && sp.port <= disc.node(i).nports
+            {
+                let port = disc.port_of_mut(i, sp.port);
+                port.enforce_in = sp.enforce_in;
+                port.enforce_out = sp.enforce_out;
             }
         }
         Ok(())

@@ -1,5 +1,29 @@
 //! The sweeper: the SM's state machine, driven by responses and timeouts, read through
 //! `poll_transmit` / `poll_event` / `poll_timeout`.
+//!
+//! As quinn-proto's `Connection`, the [`Sweeper`] holds one owned sub-state per concern,
+//! each in its own module with the logic that touches only its own state, and runs here
+//! what needs several of them:
+//!
+//! | field      | sub-state                          | owns                                                    |
+//! |------------|------------------------------------|---------------------------------------------------------|
+//! | `io`       | [`Io`](crate::io)                  | SMP window, SMPs outside it, counters, LID-route use    |
+//! | `sched`    | [`Schedule`](crate::schedule)      | heavy sweep asked for, next sweep due, sweep outcome    |
+//! | `disc`     | [`Discovery`](crate::discovery)    | node/port/switch arenas, paths, sweep number, stats     |
+//! | `lids`     | [`LidState`](crate::lids)          | the SM's LID (LIDs assigned to the port records)        |
+//! | `prog`     | [`Programming`](crate::program)    | routing result, policy, planned and failed Sets         |
+//! | `intent`   | [`IntentState`](crate::intent)     | intent ids, awaiting/current intent, re-apply, events   |
+//! | `fencing`  | [`Fencing`](crate::cluster)        | fence and write lease                                   |
+//! | `keys`     | [`MKeys`](crate::keys)             | candidate M_Keys                                        |
+//! | `light`    | [`Light`](crate::light)            | the running light sweep                                 |
+//! | `mcast`    | [`Multicast`](crate::mcast)        | groups, MFT blocks known and being written              |
+//! | `readback` | [`Readback`](crate::readback)      | P_KeyTable read-back requests and targets               |
+//! | `sms`      | [`ForeignSms`](crate::foreign)     | other SMs: answers, master followed, polls, handover    |
+//!
+//! The sub-states never send and never change the phase: they return what is to be sent
+//! or done, and the sweeper's child modules (one per flow: `requests`, `heavy`,
+//! `programming`, `intent`, `light`, `sms`, `handover`, `mcast`, `readback`, `cluster`,
+//! `views`) queue it, move the phase and report events.
 
 mod cluster;
 mod handover;
@@ -201,16 +225,7 @@ impl Sweeper {
     /// (node GUID, port): what a replicated state keeps for a takeover
     /// ([`SweeperConfig::known_pkeys`]).
     pub fn pkey_tables(&self) -> crate::PKeyTables {
-        let mut m = crate::PKeyTables::new();
-        for n in self.disc.nodes() {
-            for p in 0..=n.nports {
-                let port = self.disc.port(n.port_index(p));
-                if port.pkey_known_valid && !port.pkey_known.is_empty() {
-                    m.insert((n.guid, p), port.pkey_known.clone());
-                }
-            }
-        }
-        m
+        self.prog.known_pkey_tables(&self.disc)
     }
 
     /// Number of the current (or last) heavy sweep.
@@ -408,7 +423,7 @@ impl Sweeper {
     }
 
     /// Moves to the next phase when the current one has nothing left in flight.
-    pub(crate) fn advance(&mut self) {
+    fn advance(&mut self) {
         while self.io.idle() {
             match self.phase {
                 Phase::Discovering => self.finish_discovery(),

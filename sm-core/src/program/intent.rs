@@ -2,10 +2,11 @@
 //! rejected or failed intent leaves unknown, a previous master's intent laid over the
 //! known tables (re-apply), and the LFT blocks read back after a foreign master.
 
-use super::Programming;
 use super::answers::{Wanted, desired, fields_differ};
+use super::{Programming, Set};
 use crate::discovery::Discovery;
 use crate::intent::{LftBlockWrite, PKeyBlockWrite, PortChange};
+use crate::io::Op;
 use crate::state::NONE;
 use fabric::{Guid, Lid};
 use mad::LinearForwardingTable;
@@ -120,22 +121,22 @@ impl Programming {
             }
         }
         for (g, p) in ports {
-            if let Some(i) = disc.find(*g) {
-                if *p <= disc.node(i).nports {
-                    disc.port_of_mut(i, *p).pkey_known_valid = false;
-                }
+            if let Some(i) = disc.find(*g)
+                && *p <= disc.node(i).nports
+            {
+                disc.port_of_mut(i, *p).pkey_known_valid = false;
             }
         }
     }
 
     /// Re-apply of a previous master's intent, LFT part: the known tables with the
     /// intent's blocks laid over them become the programmed tables. Returns the LFT Sets
-    /// (switch node, block) to queue and the switches not reached.
+    /// to queue and the switches not reached.
     pub fn reapply_lfts(
         &mut self,
         disc: &mut Discovery,
         blocks: &[LftBlockWrite],
-    ) -> (Vec<(u32, u16)>, Vec<Guid>) {
+    ) -> (Vec<Set>, Vec<Guid>) {
         let mut tables: BTreeMap<Guid, SwitchLft> = self
             .lfts
             .as_ref()
@@ -183,7 +184,7 @@ impl Programming {
         for w in blocks {
             match disc.find(w.switch) {
                 Some(node) if disc.seen(node) && disc.node(node).sw != NONE => {
-                    sets.push((node, w.block));
+                    sets.push((Op::LftSet, node, 0, w.block));
                 }
                 _ => {
                     if let Some(node) = disc.find(w.switch) {
@@ -202,12 +203,12 @@ impl Programming {
     }
 
     /// Re-apply, P_Key part: the intent's blocks laid over what is known of each port.
-    /// Returns the P_KeyTable Sets (node, port, block) to queue and the ports not reached.
+    /// Returns the P_KeyTable Sets to queue and the ports not reached.
     pub fn reapply_pkeys(
         &self,
         disc: &mut Discovery,
         blocks: &[PKeyBlockWrite],
-    ) -> (Vec<(u32, u8, u16)>, Vec<(Guid, u8)>) {
+    ) -> (Vec<Set>, Vec<(Guid, u8)>) {
         let mut sets = Vec::new();
         let mut unreached = Vec::new();
         let mut pcov: HashMap<(Guid, u8), (bool, Vec<bool>)> = HashMap::new();
@@ -239,7 +240,7 @@ impl Programming {
             }
             e.1[usize::from(w.block)] = true;
             p.pkey_known_valid = e.0 || e.1.iter().all(|&x| x);
-            sets.push((node, w.port, w.block));
+            sets.push((Op::PKeySet, node, w.port, w.block));
         }
         (sets, unreached)
     }

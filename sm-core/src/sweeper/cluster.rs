@@ -89,7 +89,7 @@ impl Sweeper {
 
     /// May a request be transmitted now? Standby sends none; fenced sends no Set (the
     /// window of a writing phase holds only Sets).
-    pub(crate) fn may_transmit(&self) -> bool {
+    pub(super) fn may_transmit(&self) -> bool {
         if self.cfg.role == Role::Standby {
             return false;
         }
@@ -114,19 +114,19 @@ impl Sweeper {
     }
 
     /// The key (and its candidate index) a request carries.
-    pub(crate) fn key_for(&self, req: &Req) -> (u64, u8) {
+    pub(super) fn key_for(&self, req: &Req) -> (u64, u8) {
         self.keys.key_for(&self.disc, req)
     }
 
     /// A PortInfo of the request's management port was read (Get) or written (Set
     /// response): what it shows about the key in force.
-    pub(crate) fn note_key(&mut self, req: &Req, info: &PortInfo) {
+    pub(super) fn note_key(&mut self, req: &Req, info: &PortInfo) {
         self.keys.note(&mut self.disc, req, info);
     }
 
     /// After discovery, with previous keys: one PortInfo Set per configured port that does
     /// not hold this term's key. Returns true when some were queued.
-    pub(crate) fn start_rekey(&mut self) -> bool {
+    pub(super) fn start_rekey(&mut self) -> bool {
         let todo = rekey_targets(&self.disc, &self.cfg);
         if todo.is_empty() {
             return false;

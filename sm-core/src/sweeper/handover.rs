@@ -13,13 +13,13 @@ use mad::{AttributeId, Method, Notice, NoticeDetails, ProducerType, SmInfo, SmSt
 
 impl Sweeper {
     /// Checks a SubnSet(SMInfo) that reached this SM's port.
-    pub(crate) fn check_sm_info_set(&self, smp: &Smp) -> SetVerdict {
+    pub(super) fn check_sm_info_set(&self, smp: &Smp) -> SetVerdict {
         let quiet_phase = self.phase == Phase::Idle;
         self.sms.check_set(&self.disc, &self.cfg, quiet_phase, smp)
     }
 
     /// Acts on a checked Set (after its answer was queued).
-    pub(crate) fn apply_sm_info_set(&mut self, v: SetVerdict) {
+    pub(super) fn apply_sm_info_set(&mut self, v: SetVerdict) {
         match v {
             SetVerdict::AsGet | SetVerdict::Ignore => {}
             SetVerdict::Refuse {
@@ -40,7 +40,7 @@ impl Sweeper {
     }
 
     /// An accepted Set takes effect (no poll in flight).
-    pub(crate) fn act_on_set(&mut self, a: SetAction) {
+    pub(super) fn act_on_set(&mut self, a: SetAction) {
         match a {
             SetAction::HandedOver(f) => {
                 self.sms.unfollow();
@@ -130,7 +130,7 @@ impl Sweeper {
 
     /// Discovery found the ports: the ACKNOWLEDGE owed for a HANDOVER whose sender's port
     /// was not known goes out with the SMInfo Gets.
-    pub(crate) fn send_owed_ack(&mut self) {
+    pub(super) fn send_owed_ack(&mut self) {
         let Some(guid) = self.sms.take_owed_ack() else {
             return;
         };
@@ -141,7 +141,7 @@ impl Sweeper {
     }
 
     /// Sends HANDOVER to `f` and waits (nothing of this sweep is written).
-    pub(crate) fn send_handover(&mut self, f: Followed) {
+    pub(super) fn send_handover(&mut self, f: Followed) {
         self.sms.start_handing(f);
         self.push(Op::SmInfoSet, f.node, f.port, SmInfo::MOD_HANDOVER as u16);
         self.stop_writing();
@@ -152,7 +152,7 @@ impl Sweeper {
     }
 
     /// A poll of the SM handed over to ended.
-    pub(crate) fn finish_handover_poll(&mut self, answer: Option<SmInfo>) {
+    pub(super) fn finish_handover_poll(&mut self, answer: Option<SmInfo>) {
         match self
             .sms
             .handover_polled(answer, self.cfg.foreign_poll_misses)
@@ -196,7 +196,7 @@ impl Sweeper {
     /// or unanswered HANDOVER ends the wait at once (at the end of a poll in flight):
     /// this SM answers STANDBY meanwhile, and its standby would take that for a master
     /// stepping down.
-    pub(crate) fn sm_info_set_failed(&mut self, req: Req) {
+    pub(super) fn sm_info_set_failed(&mut self, req: Req) {
         if u32::from(req.arg) != SmInfo::MOD_HANDOVER {
             return;
         }
@@ -209,7 +209,7 @@ impl Sweeper {
     }
 
     /// The payload of a handover message this SM sends (`req.arg` = modifier).
-    pub(crate) fn fill_sm_info_set(&self, req: &Req, data: &mut [u8; 64]) {
+    pub(super) fn fill_sm_info_set(&self, req: &Req, data: &mut [u8; 64]) {
         let (priority, guid) = self.own_rank();
         *data = set_payload(
             u32::from(req.arg),
@@ -222,7 +222,7 @@ impl Sweeper {
 
     /// A trap 144 (LID-routed, from this SM's port) to the master `f`: this SM is here and
     /// outranks it (OpenSM's standby sends the same; a master sweeps on it).
-    pub(crate) fn notify_master(&mut self, f: Followed) {
+    pub(super) fn notify_master(&mut self, f: Followed) {
         if self.disc.local() == NONE {
             return;
         }

@@ -11,7 +11,7 @@ use routing::{EngineOptions, RoutingInput};
 
 impl Sweeper {
     /// Starts a heavy sweep: discovery from the SM's own node.
-    pub(crate) fn start_heavy(&mut self, reason: SweepReason) {
+    pub(super) fn start_heavy(&mut self, reason: SweepReason) {
         self.disc.start();
         self.phase = Phase::Discovering;
         self.sched.heavy_started(*self.io.counters());
@@ -25,7 +25,7 @@ impl Sweeper {
 
     /// Discovery has nothing left in flight: report it, then other SMs (or straight on
     /// to the pre-routing steps), or end the sweep when the SM's own port has no link.
-    pub(crate) fn finish_discovery(&mut self) {
+    pub(super) fn finish_discovery(&mut self) {
         let found = self.disc.finish();
         self.io.set_all_active(found.all_active);
         self.events.push_back(Event::DiscoveryDone {
@@ -85,7 +85,7 @@ impl Sweeper {
     }
 
     /// Phase::Lids: assigns LIDs, plans partitions, builds and emits the routing job.
-    pub(crate) fn run_lids(&mut self) {
+    pub(super) fn run_lids(&mut self) {
         match self.prepare_routing() {
             Ok(job) => {
                 self.phase = Phase::Routing;
@@ -99,13 +99,14 @@ impl Sweeper {
         }
     }
 
-    pub(crate) fn start_pending_heavy(&mut self) {
+    /// Starts the heavy sweep asked for (a plain request when none was).
+    pub(super) fn start_pending_heavy(&mut self) {
         let reason = self.sched.take_heavy();
         self.start_heavy(reason);
     }
 
     /// Ends a heavy sweep (complete or abandoned) and schedules the next sweep.
-    pub(crate) fn finish_heavy(&mut self) {
+    pub(super) fn finish_heavy(&mut self) {
         self.phase = Phase::Idle;
         self.sched.heavy_ended();
         let c = self.io.counters().since(self.sched.started());
@@ -118,7 +119,9 @@ impl Sweeper {
         self.start_waiting_readback();
     }
 
-    pub(crate) fn schedule_next(&mut self) {
+    /// Nothing runs any more: the heavy sweep asked for meanwhile, else a light sweep one
+    /// interval from now.
+    pub(super) fn schedule_next(&mut self) {
         if self.sched.heavy_pending() {
             self.start_pending_heavy();
         } else {
@@ -128,7 +131,7 @@ impl Sweeper {
     }
 
     /// Discovery (or a pre-routing step) finished: rotation, re-apply, then LIDs.
-    pub(crate) fn pre_routing(&mut self, from: Phase) {
+    pub(super) fn pre_routing(&mut self, from: Phase) {
         if from == Phase::Discovering && self.start_rekey() && !self.io.idle() {
             return;
         }

@@ -4,14 +4,13 @@
 
 use super::{Phase, Sweeper};
 use crate::VTime;
-use crate::intent::{Intent, IntentEvent};
+use crate::intent::{Intent, IntentEvent, Unreached};
 use crate::io::Op;
-use fabric::Guid;
 
 impl Sweeper {
     /// Gated mode, routing diffed: builds the sweep's intent. Returns true when the sweep
     /// now waits for it to be committed.
-    pub(crate) fn gate(&mut self) -> bool {
+    pub(super) fn gate(&mut self) -> bool {
         if !self.cfg.gate_programming {
             return false;
         }
@@ -68,7 +67,7 @@ impl Sweeper {
 
     /// What this sweep planned to write is not known to be written: its switches' tables
     /// and its ports' P_KeyTables become unknown, and the sweep counts as not clean.
-    pub(crate) fn forget_planned(&mut self) {
+    pub(super) fn forget_planned(&mut self) {
         self.prog.forget_planned(&mut self.disc);
         self.mcast.forget_planned();
         self.sched.mark_dirty();
@@ -80,7 +79,7 @@ impl Sweeper {
     }
 
     /// At the end of programming: IntentDone for the sweep's intent.
-    pub(crate) fn intent_finished(&mut self) {
+    pub(super) fn intent_finished(&mut self) {
         let Some(id) = self.intent.take_current() else {
             return;
         };
@@ -94,7 +93,7 @@ impl Sweeper {
         id: u64,
         lft_blocks: u64,
         pkey_blocks: u64,
-        unreached: (Vec<Guid>, Vec<(Guid, u8)>),
+        unreached: Unreached,
     ) -> IntentEvent {
         let (mut failed_switches, mut failed_ports) = unreached;
         failed_switches.extend(self.prog.lft_failed_switches(&self.disc));
@@ -122,7 +121,7 @@ impl Sweeper {
 
     /// Re-programs the pending intent (after the first discovery). Returns false when there
     /// is none.
-    pub(crate) fn start_reapply(&mut self) -> bool {
+    pub(super) fn start_reapply(&mut self) -> bool {
         let Some(it) = self.cfg.pending_intent.take() else {
             return false;
         };
@@ -131,16 +130,16 @@ impl Sweeper {
         // LFT: the known tables with the intent's blocks laid over them.
         let (sets, unreached) = self.prog.reapply_lfts(&mut self.disc, &it.lft_blocks);
         self.intent.unreached_switches(unreached);
-        for (node, block) in sets {
+        for (op, node, port, block) in sets {
             self.intent.count_reapplied(true);
-            self.queue_reapply(Op::LftSet, node, 0, block);
+            self.queue_reapply(op, node, port, block);
         }
         // P_Keys: the intent's blocks laid over what is known of each port.
         let (sets, unreached) = self.prog.reapply_pkeys(&mut self.disc, &it.pkey_blocks);
         self.intent.unreached_ports(unreached);
-        for (node, port, block) in sets {
+        for (op, node, port, block) in sets {
             self.intent.count_reapplied(false);
-            self.queue_reapply(Op::PKeySet, node, port, block);
+            self.queue_reapply(op, node, port, block);
         }
         let unreached = self.mcast_reapply(&it.mft_blocks);
         self.intent.unreached_switches(unreached);
@@ -153,7 +152,7 @@ impl Sweeper {
     }
 
     /// Every re-applied Set answered or given up: IntentDone for the pending intent.
-    pub(crate) fn finish_reapply(&mut self) {
+    pub(super) fn finish_reapply(&mut self) {
         let Some((id, [l, p], unreached)) = self.intent.finish_reapply() else {
             return;
         };

@@ -6,7 +6,7 @@ use crate::io::{Op, Req};
 use mad::SwitchInfo;
 
 impl Sweeper {
-    pub(crate) fn start_light(&mut self) {
+    pub(super) fn start_light(&mut self) {
         self.phase = Phase::Light;
         // Until the subnet has come up once, and after a sweep that could not finish cleanly,
         // every interval is a heavy sweep (the SM's own link may come up later, and no
@@ -23,12 +23,12 @@ impl Sweeper {
         self.advance();
     }
 
-    pub(crate) fn on_light_switch_info(&mut self, req: Req, info: SwitchInfo) {
+    pub(super) fn on_light_switch_info(&mut self, req: Req, info: SwitchInfo) {
         let sw = self.disc.node(req.node).sw;
         self.light.on_switch_info(self.disc.switch(sw), &info);
     }
 
-    pub(crate) fn finish_light(&mut self) {
+    pub(super) fn finish_light(&mut self) {
         self.phase = Phase::Idle;
         let (changed, smps) = self.light.finish(self.io.counters());
         self.events

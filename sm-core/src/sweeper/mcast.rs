@@ -38,12 +38,12 @@ impl Sweeper {
     }
 
     /// MulticastFDBTop wanted per switch node (see `Multicast::mft_tops`).
-    pub(crate) fn mft_tops(&self) -> HashMap<u32, u16> {
+    pub(super) fn mft_tops(&self) -> HashMap<u32, u16> {
         self.mcast.mft_tops(&self.disc)
     }
 
     /// Queues the planned MFT Sets (stage 2 of a heavy sweep, or a standalone pass).
-    pub(crate) fn queue_mfts(&mut self) {
+    pub(super) fn queue_mfts(&mut self) {
         for (node, pos, block) in self.mcast.queued() {
             self.prog.count_planned();
             self.push(Op::MftSet, node, pos, block);
@@ -51,7 +51,7 @@ impl Sweeper {
     }
 
     /// Starts a standalone pass when the groups changed and the fabric was routed.
-    pub(crate) fn start_mcast_pass(&mut self) {
+    pub(super) fn start_mcast_pass(&mut self) {
         if self.phase != Phase::Idle || !self.mcast.start_pass(&self.disc) {
             return;
         }
@@ -87,7 +87,7 @@ impl Sweeper {
 
     /// The driver committed intent `id`: true when it was a standalone multicast pass
     /// (now programming).
-    pub(crate) fn mcast_intent_committed(&mut self, id: u64) -> bool {
+    pub(super) fn mcast_intent_committed(&mut self, id: u64) -> bool {
         if !self.mcast.pass_committed(id) {
             return false;
         }
@@ -98,7 +98,7 @@ impl Sweeper {
 
     /// The driver could not commit intent `id`: true when it was a standalone multicast
     /// pass (dropped; the groups stay to be planned again).
-    pub(crate) fn mcast_intent_rejected(&mut self, id: u64) -> bool {
+    pub(super) fn mcast_intent_rejected(&mut self, id: u64) -> bool {
         if !self.mcast.pass_rejected(id) {
             return false;
         }
@@ -108,7 +108,7 @@ impl Sweeper {
     }
 
     /// Every Set of a standalone pass answered or given up.
-    pub(crate) fn finish_mcast_pass(&mut self) {
+    pub(super) fn finish_mcast_pass(&mut self) {
         self.phase = Phase::Idle;
         if let Some(id) = self.intent.take_current() {
             let ev = IntentEvent::Done {
@@ -131,7 +131,7 @@ impl Sweeper {
 
     /// Re-applies a previous master's MFT blocks (the pending intent). Returns the switches
     /// not reached.
-    pub(crate) fn mcast_reapply(&mut self, blocks: &[MftBlockWrite]) -> Vec<Guid> {
+    pub(super) fn mcast_reapply(&mut self, blocks: &[MftBlockWrite]) -> Vec<Guid> {
         let (sets, unreached) = self.mcast.reapply(&self.disc, blocks);
         for (node, pos, block) in sets {
             self.prog.count_planned();
@@ -141,13 +141,13 @@ impl Sweeper {
     }
 
     /// An MFT Set was answered: the block is known.
-    pub(crate) fn mft_done(&mut self, req: &Req) {
+    pub(super) fn mft_done(&mut self, req: &Req) {
         let g = self.disc.node(req.node).guid;
         self.mcast.done(g, req);
     }
 
     /// An MFT Set was given up: the block is unknown.
-    pub(crate) fn mft_failed(&mut self, req: &Req) {
+    pub(super) fn mft_failed(&mut self, req: &Req) {
         let g = self.disc.node(req.node).guid;
         self.mcast.failed(g, req);
     }

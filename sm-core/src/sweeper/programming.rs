@@ -11,7 +11,7 @@ use std::collections::HashMap;
 
 impl Sweeper {
     /// What PortInfo Sets write besides what the ports hold.
-    pub(crate) fn wanted(&self) -> Wanted<'_> {
+    pub(super) fn wanted(&self) -> Wanted<'_> {
         Wanted {
             cfg: &self.cfg,
             sm_lid: self.lids.sm_lid(),
@@ -27,7 +27,7 @@ impl Sweeper {
     /// these ports done (the Set responses updated what is known of them).
     /// Not in a cluster's sweeper (gated, fenced or under a lease): there every Set waits
     /// for its intent and its lease, in stage order.
-    pub(crate) fn plan_during_routing(&mut self) {
+    pub(super) fn plan_during_routing(&mut self) {
         if self.cfg.gate_programming || self.fencing.is_fenced() || self.fencing.has_lease() {
             return;
         }
@@ -39,7 +39,7 @@ impl Sweeper {
     /// Accepts the routing result: diffs it against what is programmed and starts stage 1.
     /// While Sets sent during routing are still in flight, the result waits for them
     /// (`advance` brings it back once the window is idle).
-    pub(crate) fn start_programming(&mut self, r: RoutingOutcome) {
+    pub(super) fn start_programming(&mut self, r: RoutingOutcome) {
         if !self.io.idle() {
             self.prog.hold_result(r);
             return;
@@ -60,7 +60,7 @@ impl Sweeper {
     }
 
     /// Plans stages after `done` until one has work; after stage 5 the sweep completes.
-    pub(crate) fn next_stage(&mut self, done: u8) {
+    pub(super) fn next_stage(&mut self, done: u8) {
         if done == 2 {
             self.prog.after_tables(&mut self.disc);
         }
@@ -99,7 +99,7 @@ impl Sweeper {
     }
 
     /// Queues planned Sets, in order.
-    pub(crate) fn queue_sets(&mut self, sets: Vec<Set>) {
+    pub(super) fn queue_sets(&mut self, sets: Vec<Set>) {
         for (op, node, port, arg) in sets {
             self.push(op, node, port, arg);
         }
@@ -137,7 +137,7 @@ impl Sweeper {
     }
 
     /// Writes the data of a Set request; None when it no longer makes sense.
-    pub(crate) fn fill_set(&self, req: &Req, data: &mut [u8; 64]) -> Option<()> {
+    pub(super) fn fill_set(&self, req: &Req, data: &mut [u8; 64]) -> Option<()> {
         match req.op {
             Op::RekeySet => {
                 rekey_info(&self.disc, &self.cfg, req.node, req.port).encode(data);
@@ -149,7 +149,7 @@ impl Sweeper {
     }
 
     /// A Set was answered: what the target holds now.
-    pub(crate) fn on_set_done(&mut self, req: Req, smp: &Smp) {
+    pub(super) fn on_set_done(&mut self, req: Req, smp: &Smp) {
         match req.op {
             Op::PortInfoSet | Op::RekeySet => {
                 let info = PortInfo::decode(&smp.data);
@@ -169,7 +169,7 @@ impl Sweeper {
     }
 
     /// A Set was given up.
-    pub(crate) fn on_set_failed(&mut self, req: Req) {
+    pub(super) fn on_set_failed(&mut self, req: Req) {
         self.prog.on_set_failed(&mut self.disc, &req);
         if req.op == Op::MftSet {
             self.mft_failed(&req);

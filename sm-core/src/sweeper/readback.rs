@@ -29,7 +29,7 @@ impl Sweeper {
     }
 
     /// Starts the next queued read-back when none runs and no heavy sweep is under way.
-    pub(crate) fn start_waiting_readback(&mut self) {
+    pub(super) fn start_waiting_readback(&mut self) {
         let heavy = matches!(
             self.phase,
             Phase::Discovering
@@ -73,7 +73,7 @@ impl Sweeper {
     }
 
     /// A read-back Get answered.
-    pub(crate) fn on_readback_reply(&mut self, req: Req, smp: &Smp) {
+    pub(super) fn on_readback_reply(&mut self, req: Req, smp: &Smp) {
         let Some(k) = self.readback.target_of(&req) else {
             return;
         };
@@ -91,7 +91,7 @@ impl Sweeper {
     }
 
     /// A read-back Get given up after every retry (or that could not be built).
-    pub(crate) fn on_readback_failed(&mut self, req: Req) {
+    pub(super) fn on_readback_failed(&mut self, req: Req) {
         if let Some(k) = self.readback.target_of(&req) {
             self.readback.request_done(k, true);
             self.finish_readback_if_done();

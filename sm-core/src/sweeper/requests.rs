@@ -16,7 +16,7 @@ use mad::{
 
 impl Sweeper {
     /// Queues a request (LID-routed where allowed, see below) at its gate.
-    pub(crate) fn push(&mut self, op: Op, node: u32, port: u8, arg: u16) {
+    pub(super) fn push(&mut self, op: Op, node: u32, port: u8, arg: u16) {
         // LID routes are trusted only once this sweep's LFTs are written (port bring-up,
         // PortStateChange clears) and for light-sweep polls; discovery, LID changes and
         // table writes happen while routes may be in flux, so they go directed.
@@ -44,7 +44,7 @@ impl Sweeper {
     }
 
     /// Builds the SMP of a request.
-    pub(crate) fn build(&mut self, req: &Req, tid: u64) -> Option<Transmit> {
+    pub(super) fn build(&mut self, req: &Req, tid: u64) -> Option<Transmit> {
         let (method, attr, attr_mod) = match req.op {
             Op::Probe => (Method::GET, AttributeId::NODE_INFO, 0),
             Op::NodeDesc => (Method::GET, AttributeId::NODE_DESCRIPTION, 0),
@@ -105,13 +105,13 @@ impl Sweeper {
     }
 
     /// Common failure path: a request was given up.
-    pub(crate) fn fail(&mut self, req: Req) {
+    pub(super) fn fail(&mut self, req: Req) {
         self.io.give_up();
         self.on_failure(req);
     }
 
     /// Dispatches a successful response.
-    pub(crate) fn on_reply(&mut self, req: Req, smp: &Smp) {
+    pub(super) fn on_reply(&mut self, req: Req, smp: &Smp) {
         match req.op {
             Op::Probe => {
                 let gets = self.disc.on_node_info(
@@ -157,7 +157,7 @@ impl Sweeper {
     }
 
     /// A request given up after every retry.
-    pub(crate) fn on_failure(&mut self, req: Req) {
+    pub(super) fn on_failure(&mut self, req: Req) {
         match req.op {
             // A probe that never returns: no usable peer on that port this sweep.
             // The sweep goes on with what it has, but is not clean: no SUBNET UP from it,

@@ -23,17 +23,17 @@ impl Sweeper {
     /// True while this SM stands by for a foreign master, waits for the SM it handed
     /// over to, or is NOT-ACTIVE (sends nothing but polls, SMInfo answers and handover
     /// messages).
-    pub(crate) fn standing_by(&self) -> bool {
+    pub(super) fn standing_by(&self) -> bool {
         self.sms.standing_by()
     }
 
     /// Forgets everything about other SMs (the driver changed the role).
-    pub(crate) fn forget_foreign(&mut self) {
+    pub(super) fn forget_foreign(&mut self) {
         self.sms = ForeignSms::default();
     }
 
     /// This SM's (priority, port GUID) for the ranking.
-    pub(crate) fn own_rank(&self) -> (u8, Guid) {
+    pub(super) fn own_rank(&self) -> (u8, Guid) {
         let guid = self
             .disc
             .sm_port_guid()
@@ -44,7 +44,7 @@ impl Sweeper {
 
     /// Discovery finished: SMInfo Gets to every other SM port found, or straight on to
     /// the pre-routing steps when there is none (or the rules are off).
-    pub(crate) fn after_discovery(&mut self) {
+    pub(super) fn after_discovery(&mut self) {
         if self.sms.begin_query() {
             // A sweep ran while handing over: this SM sweeps as one coming out of STANDBY.
             self.state = SmState::Discovering;
@@ -69,7 +69,7 @@ impl Sweeper {
     /// Light sweep of a master: the SMs the last heavy sweep found are asked again
     /// (OpenSM's master does the same), so a MASTER that outranks this one and came up at
     /// the same time is noticed within one sweep interval.
-    pub(crate) fn light_query_sms(&mut self) {
+    pub(super) fn light_query_sms(&mut self) {
         if !obeys_foreign_sms(&self.cfg) {
             return;
         }
@@ -79,7 +79,7 @@ impl Sweeper {
     }
 
     /// An SMInfo answer.
-    pub(crate) fn on_sm_info(&mut self, req: Req, info: SmInfo) {
+    pub(super) fn on_sm_info(&mut self, req: Req, info: SmInfo) {
         if self.phase == Phase::Light {
             let master = self.state == SmState::Master;
             if self.sms.light_answer(&info, self.own_rank(), master) {
@@ -91,7 +91,7 @@ impl Sweeper {
     }
 
     /// The SMInfo phase has nothing left in flight.
-    pub(crate) fn finish_sm_info(&mut self) {
+    pub(super) fn finish_sm_info(&mut self) {
         if self.sms.polling() {
             self.finish_poll();
             return;
@@ -116,7 +116,7 @@ impl Sweeper {
     }
 
     /// Stands by for `f`: nothing of this sweep is written.
-    pub(crate) fn enter_standby(&mut self, f: Followed) {
+    pub(super) fn enter_standby(&mut self, f: Followed) {
         self.sms.follow(f);
         self.stop_writing();
         self.events.push_back(Event::ForeignMaster {
@@ -127,7 +127,7 @@ impl Sweeper {
 
     /// SMInfo STANDBY, the sweep under way dropped before anything is written, the next
     /// look (a poll) one interval from now.
-    pub(crate) fn stop_writing(&mut self) {
+    pub(super) fn stop_writing(&mut self) {
         self.state = SmState::Standby;
         self.subnet_up = false;
         self.io.set_lid_ok(false);
@@ -139,7 +139,7 @@ impl Sweeper {
     }
 
     /// A poll of the followed master is due.
-    pub(crate) fn start_poll(&mut self) {
+    pub(super) fn start_poll(&mut self) {
         let Some(f) = self.sms.start_poll() else {
             return;
         };
@@ -190,7 +190,7 @@ impl Sweeper {
 
     /// Routing planned its LFT blocks: after taking over from a foreign master, read those
     /// blocks back first. Returns true when reads were queued (the check runs).
-    pub(crate) fn start_lft_check(&mut self) -> bool {
+    pub(super) fn start_lft_check(&mut self) -> bool {
         if !self.sms.begin_lft_check(self.prog.lft_todo().len()) {
             return false;
         }
@@ -203,7 +203,7 @@ impl Sweeper {
     }
 
     /// A block read back: equal to what the routing wants?
-    pub(crate) fn on_lft_block(&mut self, req: Req, smp: &Smp) {
+    pub(super) fn on_lft_block(&mut self, req: Req, smp: &Smp) {
         let got = LinearForwardingTable::decode(&smp.data);
         if self
             .prog
@@ -215,7 +215,7 @@ impl Sweeper {
     }
 
     /// The read-back ended: only blocks that differ (or could not be read) are written.
-    pub(crate) fn finish_lft_check(&mut self) {
+    pub(super) fn finish_lft_check(&mut self) {
         let (same, read) = self.sms.end_lft_check();
         self.prog.keep_lft_blocks(&same);
         self.events.push_back(Event::LftsChecked {
