@@ -1,3 +1,6 @@
+//! [`Fencing`] owns the fence and the write lease and answers whether a Set may leave; it
+//! never holds a Set back itself (the sweeper does not transmit while it says no).
+//!
 //! What a replicated (Raft) master needs beyond a single SM: role, fencing, and the M_Key
 //! rotation per term (see `crate::keys`).
 //!
@@ -9,9 +12,6 @@
 //! * M_Key: SMPs carry, per target, the key its management port is believed to hold, and
 //!   a takeover rotates every port to this term's key before any other Set (see
 //!   `crate::keys`).
-//!
-//! [`Fencing`] owns the fence and the write lease and answers whether a Set may leave; it
-//! never holds a Set back itself (the sweeper does not transmit while it says no).
 
 use crate::VTime;
 

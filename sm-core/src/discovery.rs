@@ -3,17 +3,17 @@
 //! directed paths of the current sweep, the SM's own port, the heavy sweep number and the
 //! statistics of the running discovery.
 //!
+//! Discovery never sends anything itself (a reply hands back the requests it calls for) and
+//! never decides what is programmed: the fields other sub-states keep on the port and
+//! switch records (LIDs, P_Keys, M_Key candidates, LFT state) are theirs, discovery only
+//! marks unknown what a fresh or vanished node no longer holds.
+//!
 //! Heavy sweep, part 1: breadth-first discovery over directed routes. The hop-0 NodeInfo
 //! finds the SM's own node. Every new node gets NodeDescription, and PortInfo of the port
 //! it was reached through (CAs) or of every port (switches, plus SwitchInfo). Every switch
 //! port whose link is up and whose peer is not yet known gets a NodeInfo probe one hop
 //! further. Nodes are identified by node GUID, so a node reached again through another path
 //! (loops in tori and random graphs) is only linked, not expanded.
-//!
-//! Discovery never sends anything itself (a reply hands back the requests it calls for) and
-//! never decides what is programmed: the fields other sub-states keep on the port and
-//! switch records (LIDs, P_Keys, M_Key candidates, LFT state) are theirs, discovery only
-//! marks unknown what a fresh or vanished node no longer holds.
 
 use crate::SmError;
 use crate::io::{Op, Req};

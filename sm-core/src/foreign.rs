@@ -1,3 +1,8 @@
+//! [`ForeignSms`] owns what is known of the other SMs (the last query's answers, the master
+//! followed, the poll, the handover under way, the LFT check after a takeover) and makes
+//! the rule decisions on it. It never sends and never changes this SM's state, phase or
+//! schedule: the sweeper acts on what it decides.
+//!
 //! Other SMs on the fabric: the IBA 14.4.1 priority rules, with SMInfo HANDOVER /
 //! ACKNOWLEDGE (see [`handover`]).
 //!
@@ -38,11 +43,6 @@
 //!
 //! Not built: a graceful stop that hands over to a standby; foreign SMs next to a Raft
 //! cluster (the rules with `gate_programming` on: SMInfo Sets are then answered like a Get).
-//!
-//! [`ForeignSms`] owns what is known of the other SMs (the last query's answers, the master
-//! followed, the poll, the handover under way, the LFT check after a takeover) and makes
-//! the rule decisions on it. It never sends and never changes this SM's state, phase or
-//! schedule: the sweeper acts on what it decides.
 
 pub(crate) mod handover;
 

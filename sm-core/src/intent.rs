@@ -1,3 +1,8 @@
+//! [`IntentState`] keeps the intent bookkeeping of a sweeper: the id counter, the intent
+//! waiting for its commit and the one being programmed, the re-apply under way and the
+//! events for the driver. It never builds an intent's content (the sweeper asks
+//! programming and multicast for it) and never starts programming.
+//!
 //! Intent-first programming (a Raft cluster's master): what a heavy sweep is about to write
 //! is handed to the driver as an [`Intent`] before any Set goes out, and a previous
 //! master's unfinished intent is re-programmed first.
@@ -16,11 +21,6 @@
 //!   (their PortInfo changes are not: the sweep that follows writes every field that
 //!   differs, with this master's LIDs, MasterSMLID and M_Key), then
 //!   [`IntentEvent::Done`] with the intent's id, then LIDs and routing.
-//!
-//! [`IntentState`] keeps the intent bookkeeping of a sweeper: the id counter, the intent
-//! waiting for its commit and the one being programmed, the re-apply under way and the
-//! events for the driver. It never builds an intent's content (the sweeper asks
-//! programming and multicast for it) and never starts programming.
 
 use fabric::{Guid, Lid};
 use std::collections::VecDeque;

@@ -1,4 +1,7 @@
-//! M_Key candidates ([`MKeys`]): SMPs carry, per target, the key its management port
+//! [`MKeys`] owns the candidate M_Keys; what each port is believed to hold is the
+//! `key_idx` of its record, which only this module moves. It never sends anything.
+//!
+//! M_Key candidates: SMPs carry, per target, the key its management port
 //! (switch port 0, the CA port reached) is believed to hold, out of the candidates
 //! `m_key_prev` + `m_key`. A PortInfo read showing a key settles it; a read hiding it
 //! (protect bits >= 1 and a wrong key: the port holds a key other than the one sent) or a
@@ -7,9 +10,6 @@
 //! Set (its fields as read, M_Key, protect bits, lease and MasterSMLID = this SM's LID)
 //! before any other Set ([`rekey_targets`], [`rekey_info`]); from then on that port takes
 //! `m_key` only, so a deposed master's Sets fail in the fabric.
-//!
-//! It owns the candidate list; what each port is believed to hold is the `key_idx` of its
-//! record, which only this module moves. It never sends anything.
 
 use crate::config::SweeperConfig;
 use crate::discovery::Discovery;

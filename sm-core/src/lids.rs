@@ -1,3 +1,7 @@
+//! `LidState` (the sweeper's LID step) owns the SM's own LID: it hands the end ports of
+//! a sweep to [`assign`] and records what they get on the port records. It never writes
+//! a LID to the fabric (programming does, in stage 1).
+//!
 //! The LID manager: keeps every valid, unique LID it can, remembers assignments in the
 //! guid2lid map, and gives new ports the lowest free LMC-aligned block, in port GUID order.
 //!
@@ -6,10 +10,6 @@
 //! valid, aligned, and claimed by nobody else, including ports that are absent but
 //! remembered; (3) the lowest free aligned block. A LID is never moved without one of
 //! these reasons.
-//!
-//! `LidState` is the sweeper's LID step: it hands the end ports of a sweep to [`assign`],
-//! records what they get on the port records and knows the SM's own LID. It never writes
-//! a LID to the fabric (programming does, in stage 1).
 
 use crate::SmError;
 use crate::discovery::Discovery;

@@ -1,13 +1,13 @@
-//! Light sweeps ([`Light`]): every interval, poll SwitchInfo of every switch. PortStateChange
+//! [`Light`] owns what the running light sweep found; it never sends and never starts the
+//! heavy sweep it calls for.
+//!
+//! Light sweeps: every interval, poll SwitchInfo of every switch. PortStateChange
 //! set, a LinearFDBTop that is not what this SM wrote (the switch rebooted and lost its
 //! LFT), or a switch that does not answer means a heavy sweep; otherwise nothing is
 //! written. CA port changes show up as the PortStateChange of the switch at the other end
 //! of the link. The other SMs the last heavy sweep found are asked for their SMInfo again:
 //! a MASTER that outranks this SM means a heavy sweep too (which then stands by; see
 //! `foreign`).
-//!
-//! [`Light`] owns what the running light sweep found; it never sends and never starts the
-//! heavy sweep it calls for.
 
 use crate::counters::Counters;
 use crate::state::Switch;

@@ -1,3 +1,6 @@
+//! [`Multicast`] owns the groups, what the switches hold, and the blocks being written. It
+//! never sends and never decides when a pass runs (the sweeper queues the Sets it plans).
+//!
 //! Multicast forwarding tables: the groups the SA hands over ([`crate::Sweeper::set_multicast`])
 //! become one spanning tree per group ([`routing::mcast`]), merged into per-switch
 //! MulticastForwardingTables; these are diffed per MFT block (32 MLIDs x 16 ports: one
@@ -22,9 +25,6 @@
 //!   MLID of the highest block with a non-zero entry (0xBFFF, "no entry", when there is
 //!   none), as OpenSM does: the SwitchInfo Set of the same stage as the MFT blocks writes it
 //!   ([`Multicast::mft_tops`]). Other switches' MulticastFDBTop is written back as read.
-//!
-//! [`Multicast`] owns the groups, what the switches hold, and the blocks being written. It
-//! never sends and never decides when a pass runs (the sweeper queues the Sets it plans).
 
 use crate::discovery::Discovery;
 use crate::io::Req;

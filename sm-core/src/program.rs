@@ -2,6 +2,11 @@
 //! force, and the planner of a heavy sweep's Sets — what it writes, in which stage, and
 //! what came of it.
 //!
+//! Programming plans and records; it never sends (the sweeper queues the Sets it returns)
+//! and never decides when a stage runs. On the port and switch records it owns the P_Key
+//! tables wanted and known, the enforcement bits, what a port does not hold, and the LFT
+//! state of each switch.
+//!
 //! Stages, each starting when the previous one has nothing in flight:
 //! 1. PortInfo of end ports whose LID, LMC, MasterSMLID, subnet prefix or M_Key fields
 //!    differ (ClientReregister where a port is new to this SM or its LID changes); a CA
@@ -20,11 +25,6 @@
 //!
 //! Targets with a LID already in the fabric are reached LID-routed once the SM port has its
 //! LID and the LFTs are programmed; the window falls back to directed route on failure.
-//!
-//! Programming plans and records; it never sends (the sweeper queues the Sets it returns)
-//! and never decides when a stage runs. On the port and switch records it owns the P_Key
-//! tables wanted and known, the enforcement bits, what a port does not hold, and the LFT
-//! state of each switch.
 
 mod answers;
 mod intent;

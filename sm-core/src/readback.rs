@@ -1,3 +1,7 @@
+//! [`Readback`] owns the requests waiting and the one running (targets, tables read so
+//! far, what did not answer). It never sends (the sweeper queues the Gets it asks for)
+//! and never writes anything to the fabric or to what the sweeper believes.
+//!
 //! P_KeyTable read-back: on request, the master reads every managed P_KeyTable back from
 //! the fabric (Gets only, never a Set) so that an isolation audit can compare what the
 //! ports really hold with what the policy intends.
@@ -18,10 +22,6 @@
 //! requests queue one behind the other. A heavy sweep that starts while a read-back is
 //! under way invalidates directed routes: ports not reached LID-routed then count as not
 //! answered.
-//!
-//! [`Readback`] owns the requests waiting and the one running (targets, tables read so
-//! far, what did not answer). It never sends (the sweeper queues the Gets it asks for)
-//! and never writes anything to the fabric or to what the sweeper believes.
 
 use crate::VTime;
 use crate::counters::Counters;
