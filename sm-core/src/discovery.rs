@@ -1,100 +1,404 @@
-//! Heavy sweep, part 1: breadth-first discovery over directed routes.
+//! Discovery ([`Discovery`]): the fabric as the heavy sweeps found it — the node, port and
+//! switch arenas (a node keeps its index for the sweeper's life, found again by GUID), the
+//! directed paths of the current sweep, the SM's own port, the heavy sweep number and the
+//! statistics of the running discovery.
 //!
-//! The hop-0 NodeInfo finds the SM's own node. Every new node gets NodeDescription, and
-//! PortInfo of the port it was reached through (CAs) or of every port (switches, plus
-//! SwitchInfo). Every switch port whose link is up and whose peer is not yet known gets a
-//! NodeInfo probe one hop further. Nodes are identified by node GUID, so a node reached
-//! again through another path (loops in tori and random graphs) is only linked, not expanded.
+//! Discovery never sends anything itself (a reply hands back the requests it calls for) and
+//! never decides what is programmed: the fields other sub-states keep on the port and
+//! switch records (LIDs, P_Keys, M_Key candidates, LFT state) are theirs, discovery only
+//! marks unknown what a fresh or vanished node no longer holds.
+//!
+//! Heavy sweep, part 1: breadth-first discovery over directed routes. The hop-0 NodeInfo
+//! finds the SM's own node. Every new node gets NodeDescription, and PortInfo of the port
+//! it was reached through (CAs) or of every port (switches, plus SwitchInfo). Every switch
+//! port whose link is up and whose peer is not yet known gets a NodeInfo probe one hop
+//! further. Nodes are identified by node GUID, so a node reached again through another path
+//! (loops in tori and random graphs) is only linked, not expanded.
 
-use crate::events::{Event, SweepReason};
+use crate::SmError;
 use crate::io::{Op, Req};
-use crate::state::{NONE, Node, Port, Switch};
-use crate::sweeper::{Phase, Sweeper};
-use mad::{NodeDescription, NodeInfo, PortInfo, Smp, SmpAttribute, SwitchInfo};
+use crate::state::{NONE, Node, Port, Switch, routed_top};
+use fabric::{Guid, Lid, NodeId, PortRef, Topology};
+use mad::{NodeDescription, NodeInfo, PortInfo, SwitchInfo};
+use routing::Lfts;
+use std::collections::{BTreeMap, HashMap};
 
-impl Sweeper {
-    pub(crate) fn start_heavy(&mut self, reason: SweepReason) {
-        self.sweep += 1;
-        self.dirty = false;
-        self.act_count = self.act_count.wrapping_add(1);
-        self.phase = Phase::Discovering;
-        self.sweep_start = self.counters;
-        self.paths.clear();
-        self.disc_links = 0;
-        self.disc_ports = 0;
-        self.disc_min = 1;
-        self.planned_sets = 0;
-        self.failed_sets = 0;
-        self.stage_counts = [0; 4];
-        self.failed_ports.clear();
-        self.during_routing.result = None;
-        for s in &mut self.switches {
-            s.psc_seen = false;
-            s.ports_changed = false;
-            s.lft_failed = false;
+/// P_KeyTables known to be held, by (node GUID, port) (`SweeperConfig::known_pkeys`).
+type KnownPKeys = BTreeMap<(Guid, u8), Vec<u16>>;
+
+/// The fabric as discovered (see the module documentation).
+#[derive(Debug)]
+pub(crate) struct Discovery {
+    /// Number of the current (or last) heavy sweep.
+    sweep: u64,
+    nodes: Vec<Node>,
+    ports: Vec<Port>,
+    switches: Vec<Switch>,
+    by_guid: HashMap<Guid, u32>,
+    /// Directed paths of this sweep (ports point into it).
+    paths: Vec<u8>,
+    /// The SM's own node and port (known after the hop-0 NodeInfo).
+    local: u32,
+    local_port: u8,
+    /// Links found in this sweep.
+    links: u64,
+    /// PortInfos read in this sweep.
+    ports_read: u64,
+    /// Minimum SMPs this sweep's discovery needs (SMInfo Gets of other SMs included).
+    min_smps: u64,
+}
+
+/// What a finished discovery found.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Found {
+    pub nodes: usize,
+    pub switches: usize,
+    pub ports: u64,
+    pub links: u64,
+    pub min_smps: u64,
+    /// Every linked port is ACTIVE.
+    pub all_active: bool,
+    /// The SM's own port has a link (nothing to manage otherwise).
+    pub linked: bool,
+}
+
+impl Discovery {
+    pub fn new() -> Discovery {
+        Discovery {
+            sweep: 0,
+            nodes: Vec::new(),
+            ports: Vec::new(),
+            switches: Vec::new(),
+            by_guid: HashMap::new(),
+            paths: Vec::new(),
+            local: NONE,
+            local_port: 0,
+            links: 0,
+            ports_read: 0,
+            min_smps: 0,
         }
-        self.events.push_back(Event::HeavySweepStarted {
-            sweep: self.sweep,
-            reason,
-        });
-        self.push(Op::Probe, NONE, 0, 0);
     }
 
-    /// Dispatches a successful response.
-    pub(crate) fn on_reply(&mut self, req: Req, smp: &Smp) {
-        match req.op {
-            Op::Probe => self.on_node_info(req, NodeInfo::decode(&smp.data)),
-            Op::NodeDesc => {
-                self.nodes[req.node as usize].desc = NodeDescription::decode(&smp.data);
-            }
-            Op::PortInfoGet => {
-                let info = PortInfo::decode(&smp.data);
-                self.note_key(&req, &info);
-                self.on_port_info(req, info)
-            }
-            Op::SwitchInfoGet => self.on_switch_info(req, SwitchInfo::decode(&smp.data)),
-            Op::LightSwitchInfo => self.on_light_switch_info(req, SwitchInfo::decode(&smp.data)),
-            Op::ReadBack => self.on_readback_reply(req, smp),
-            // The answer to a handover Set: nothing to do (the wait polls).
-            Op::SmInfoSet => {}
-            Op::SmInfoGet => {
-                if let Ok(i) = smp.attr::<mad::SmInfo>() {
-                    self.on_sm_info(req, i);
+    /// Number of the current (or last) heavy sweep.
+    pub fn sweep(&self) -> u64 {
+        self.sweep
+    }
+
+    pub fn nodes(&self) -> &[Node] {
+        &self.nodes
+    }
+
+    pub fn node(&self, i: u32) -> &Node {
+        &self.nodes[i as usize]
+    }
+
+    /// The node was reached by the current sweep.
+    pub fn seen(&self, i: u32) -> bool {
+        self.nodes[i as usize].seen == self.sweep
+    }
+
+    pub fn port(&self, pi: usize) -> &Port {
+        &self.ports[pi]
+    }
+
+    pub fn port_mut(&mut self, pi: usize) -> &mut Port {
+        &mut self.ports[pi]
+    }
+
+    /// Port `p` of node `i`.
+    pub fn port_of(&self, i: u32, p: u8) -> &Port {
+        &self.ports[self.nodes[i as usize].port_index(p)]
+    }
+
+    /// Port `p` of node `i`.
+    pub fn port_of_mut(&mut self, i: u32, p: u8) -> &mut Port {
+        let pi = self.nodes[i as usize].port_index(p);
+        &mut self.ports[pi]
+    }
+
+    pub fn switches(&self) -> &[Switch] {
+        &self.switches
+    }
+
+    pub fn switches_mut(&mut self) -> &mut [Switch] {
+        &mut self.switches
+    }
+
+    /// Every switch record with its node GUID.
+    pub fn switches_by_guid_mut(&mut self) -> impl Iterator<Item = (Guid, &mut Switch)> + '_ {
+        let nodes = &self.nodes;
+        self.switches
+            .iter_mut()
+            .map(move |s| (nodes[s.node as usize].guid, s))
+    }
+
+    pub fn switch(&self, sw: u32) -> &Switch {
+        &self.switches[sw as usize]
+    }
+
+    pub fn switch_mut(&mut self, sw: u32) -> &mut Switch {
+        &mut self.switches[sw as usize]
+    }
+
+    /// Node index of a node GUID.
+    pub fn find(&self, guid: Guid) -> Option<u32> {
+        self.by_guid.get(&guid).copied()
+    }
+
+    /// The SM's own node (NONE before the hop-0 NodeInfo).
+    pub fn local(&self) -> u32 {
+        self.local
+    }
+
+    /// The SM's own port number.
+    pub fn local_port(&self) -> u8 {
+        self.local_port
+    }
+
+    /// The SM's own port record. Only called once discovery linked the SM's port (the
+    /// sweep ends before LIDs otherwise), so `local` is a node index.
+    pub fn sm_port(&self) -> &Port {
+        self.port_of(self.local, self.local_port)
+    }
+
+    /// The SM's own port GUID (known after the hop-0 NodeInfo).
+    pub fn sm_port_guid(&self) -> Option<Guid> {
+        (self.local != NONE).then(|| self.sm_port().guid)
+    }
+
+    /// One more SMP the sweep's discovery needs at least (SMInfo Gets of other SMs).
+    pub fn count_min(&mut self) {
+        self.min_smps += 1;
+    }
+
+    /// Minimum SMPs of this sweep's discovery.
+    pub fn min_smps(&self) -> u64 {
+        self.min_smps
+    }
+
+    /// The end ports of the nodes this sweep reached, with their node index: a switch's
+    /// port 0, every port of a CA or router (the ports that carry a LID and PortInfo's
+    /// management fields).
+    pub fn end_ports_seen(&self) -> impl Iterator<Item = (u32, u8, &Node, &Port)> + '_ {
+        let sweep = self.sweep;
+        self.nodes
+            .iter()
+            .enumerate()
+            .filter(move |(_, n)| n.seen == sweep)
+            .flat_map(move |(i, n)| {
+                let range = if n.is_switch { 0..=0 } else { 1..=n.nports };
+                range.map(move |p| (i as u32, p, n, &self.ports[n.port_index(p)]))
+            })
+    }
+
+    /// Linked ports of this sweep's nodes that are not ACTIVE.
+    pub fn linked_not_active(&self) -> usize {
+        let sweep = self.sweep;
+        let mut inactive = 0usize;
+        for n in self.nodes.iter().filter(|n| n.seen == sweep) {
+            for p in 1..=n.nports {
+                let port = &self.ports[n.port_index(p)];
+                if port.remote_sweep == sweep && port.info.port_state != 4 {
+                    inactive += 1;
                 }
             }
-            Op::LftGet => self.on_lft_block(req, smp),
-            Op::LftSet
-            | Op::PKeySet
-            | Op::PortInfoSet
-            | Op::SwitchInfoSet
-            | Op::RekeySet
-            | Op::MftSet => self.on_set_done(req, smp),
+        }
+        inactive
+    }
+
+    /// Index of the port whose path (and LID) reaches `node` for a request about `port`:
+    /// a CA port reached on its own is addressed through itself (a CA's SMA applies
+    /// P_KeyTable and other per-port attributes to the port an SMP arrives on).
+    pub fn route_port(&self, node: u32, port: u8) -> usize {
+        let n = &self.nodes[node as usize];
+        if !n.is_switch && port != 0 && port <= n.nports {
+            let i = n.port_index(port);
+            if self.ports[i].path_sweep != 0 {
+                return i;
+            }
+        }
+        n.port_index(n.path_port)
+    }
+
+    /// The LID a LID-routed SMP to `node` goes to (0 when it has none in the fabric yet).
+    pub fn target_lid(&self, node: u32, port: u8) -> Lid {
+        if node == NONE {
+            return Lid(0);
+        }
+        let p = &self.ports[self.route_port(node, port)];
+        if p.info.lid == p.lid && p.lid.0 != 0 {
+            p.lid
+        } else {
+            Lid(0)
         }
     }
 
-    /// A request given up after every retry.
-    pub(crate) fn on_failure(&mut self, req: Req) {
-        match req.op {
-            // A probe that never returns: no usable peer on that port this sweep.
-            // The sweep goes on with what it has, but is not clean: no SUBNET UP from it,
-            // and the next interval brings a heavy sweep.
-            Op::Probe | Op::NodeDesc | Op::PortInfoGet | Op::SwitchInfoGet => self.dirty = true,
-            Op::LightSwitchInfo => self.light_changed = true,
-            Op::ReadBack => self.on_readback_failed(req),
-            // Another SM that does not answer (or a block not read back) stops nothing: the
-            // SM is taken to be absent, the block is written.
-            Op::SmInfoSet => self.sm_info_set_failed(req),
-            Op::SmInfoGet | Op::LftGet => {}
-            Op::LftSet
-            | Op::PKeySet
-            | Op::PortInfoSet
-            | Op::SwitchInfoSet
-            | Op::RekeySet
-            | Op::MftSet => self.on_set_failed(req),
+    /// The gate of a request: the switch whose VL15 buffer it occupies last.
+    pub fn gate_of(&self, req: &Req) -> u32 {
+        if req.node == NONE {
+            return NONE;
+        }
+        if req.op == Op::Probe {
+            return req.node;
+        }
+        let n = &self.nodes[req.node as usize];
+        if n.is_switch {
+            return req.node;
+        }
+        let p = &self.ports[self.route_port(req.node, req.port)];
+        if p.via == NONE { req.node } else { p.via }
+    }
+
+    /// Copies the directed path of a request into `buf` (a probe goes one hop past its
+    /// node) and returns its length.
+    pub fn path_to(&self, req: &Req, buf: &mut [u8; 64]) -> Option<usize> {
+        if req.node == NONE {
+            return Some(0);
+        }
+        let p = &self.ports[self.route_port(req.node, req.port)];
+        if p.path_sweep == 0 {
+            return None;
+        }
+        let (off, len) = (p.path_off as usize, p.path_len as usize);
+        buf[..len].copy_from_slice(&self.paths[off..off + len]);
+        if req.op == Op::Probe {
+            if len >= mad::smp::MAX_HOPS as usize {
+                return None;
+            }
+            buf[len] = req.port;
+            return Some(len + 1);
+        }
+        Some(len)
+    }
+
+    /// A directed route of the current sweep reaches the request's target (a heavy sweep
+    /// that started since cleared the path arena).
+    pub fn has_current_path(&self, req: &Req) -> bool {
+        req.node == NONE || self.ports[self.route_port(req.node, req.port)].path_sweep == self.sweep
+    }
+
+    /// Index of the management port whose M_Key a request is checked against (None:
+    /// unknown target).
+    pub fn mgmt_index(&self, req: &Req) -> Option<usize> {
+        if req.node == NONE || req.op == Op::Probe {
+            return None;
+        }
+        let n = &self.nodes[req.node as usize];
+        Some(if n.is_switch {
+            n.port_index(0)
+        } else {
+            self.route_port(req.node, req.port)
+        })
+    }
+
+    /// The management port of the end port answering to `lid` (its LMC range covers it).
+    pub fn mgmt_index_at_lid(&self, lid: Lid) -> Option<usize> {
+        for n in &self.nodes {
+            let range = if n.is_switch { 0..=0 } else { 1..=n.nports };
+            for p in range {
+                let port = &self.ports[n.port_index(p)];
+                let lo = port.info.lid.0;
+                if lo != 0 && lid.0 >= lo && lid.0 - lo < (1u16 << port.info.lmc.min(7)) {
+                    return Some(if n.is_switch {
+                        n.first_port as usize
+                    } else {
+                        n.port_index(p)
+                    });
+                }
+            }
+        }
+        None
+    }
+
+    /// (node, port) of an end port with GUID `guid` and a known path.
+    pub fn end_port_with_path(&self, guid: Guid) -> Option<(u32, u8)> {
+        for (i, n) in self.nodes.iter().enumerate() {
+            let range = if n.is_switch { 0..=0 } else { 1..=n.nports };
+            for p in range {
+                if self.ports[n.port_index(p)].guid == guid
+                    && self.ports[self.route_port(i as u32, p)].path_sweep != 0
+                {
+                    return Some((i as u32, p));
+                }
+            }
+        }
+        None
+    }
+
+    /// The fabric as this sweep discovered it (nodes seen and the links between them),
+    /// built the way routing sees it, with the topology node id of each node index (NONE:
+    /// not in it) and the node indices in it. `strict`: a node or port GUID the topology
+    /// refuses is an error (else it is left out). Inconsistent links are left out.
+    pub fn topology(&self, strict: bool) -> Result<(Topology, Vec<u32>, Vec<usize>), SmError> {
+        let sweep = self.sweep;
+        let mut topo = Topology::new();
+        let mut tnode = vec![NONE; self.nodes.len()];
+        let mut order = Vec::new();
+        for (i, n) in self.nodes.iter().enumerate() {
+            if n.seen != sweep {
+                continue;
+            }
+            let Some(kind) = n.info.kind() else { continue };
+            let id = match topo.add_node(kind, u16::from(n.nports), n.guid, n.desc.text()) {
+                Ok(id) => id,
+                Err(e) if strict => return Err(e.into()),
+                Err(_) => continue,
+            };
+            tnode[i] = id.0;
+            order.push(i);
+            if !n.is_switch {
+                for p in 1..=n.nports {
+                    let port = &self.ports[n.port_index(p)];
+                    if port.path_sweep == sweep && port.guid.0 != 0 {
+                        let r = topo.set_port_guid(PortRef::new(id, p), port.guid);
+                        if strict {
+                            r?;
+                        }
+                    }
+                }
+            }
+        }
+        for &i in &order {
+            let n = &self.nodes[i];
+            for p in 1..=n.nports {
+                let port = &self.ports[n.port_index(p)];
+                if port.remote_sweep != sweep || port.remote == NONE {
+                    continue;
+                }
+                let r = port.remote as usize;
+                if tnode[r] == NONE || (r, port.remote_port) <= (i, p) {
+                    continue;
+                }
+                // An inconsistent pair (a port claimed twice) is skipped, not fatal.
+                let _ = topo.connect(
+                    PortRef::new(NodeId(tnode[i]), p),
+                    PortRef::new(NodeId(tnode[r]), port.remote_port),
+                );
+            }
+        }
+        Ok((topo, tnode, order))
+    }
+
+    /// A heavy sweep starts: a new sweep number, no path, the statistics and the per-sweep
+    /// flags of the switch records reset.
+    pub fn start(&mut self) {
+        self.sweep += 1;
+        self.paths.clear();
+        self.links = 0;
+        self.ports_read = 0;
+        self.min_smps = 1;
+        for s in &mut self.switches {
+            s.psc_seen = false;
+            s.lft_failed = false;
         }
     }
 
-    fn new_node(&mut self, info: &NodeInfo) -> u32 {
+    fn new_node(
+        &mut self,
+        info: &NodeInfo,
+        known_pkeys: Option<&KnownPKeys>,
+        known_lfts: Option<&Lfts>,
+    ) -> u32 {
         let idx = self.nodes.len() as u32;
         let is_switch = info.is_switch();
         let first_port = self.ports.len() as u32;
@@ -102,28 +406,22 @@ impl Sweeper {
             self.ports.len() + info.num_ports as usize + 1,
             Port::default,
         );
-        let known = self.cfg.known_pkeys.clone();
         for (k, p) in self.ports[first_port as usize..].iter_mut().enumerate() {
             p.remote = NONE;
             p.via = NONE;
             if is_switch {
                 p.guid = info.port_guid;
             }
-            if let Some(t) = known
-                .as_ref()
-                .and_then(|m| m.get(&(info.node_guid, k as u8)))
-            {
+            if let Some(t) = known_pkeys.and_then(|m| m.get(&(info.node_guid, k as u8))) {
                 p.pkey_known.clone_from(t);
                 p.pkey_known_valid = true;
             }
         }
         // A table handed in as known (failover) counts as programmed until SwitchInfo
         // says otherwise (LinearFDBTop mismatch).
-        let known_top = self
-            .lfts
-            .as_ref()
+        let known_top = known_lfts
             .and_then(|l| l.by_guid(info.node_guid))
-            .map(crate::intent::routed_top);
+            .map(routed_top);
         let sw = if is_switch {
             self.switches.push(Switch {
                 node: idx,
@@ -132,7 +430,6 @@ impl Sweeper {
                 fdb_top: known_top.unwrap_or(0),
                 lft_idx: NONE,
                 psc_seen: false,
-                ports_changed: false,
                 lft_failed: false,
                 mft_top_want: None,
             });
@@ -155,7 +452,17 @@ impl Sweeper {
         idx
     }
 
-    fn on_node_info(&mut self, req: Req, info: NodeInfo) {
+    /// A NodeInfo answered the probe `req`: the node is recorded (new, or found again by
+    /// GUID), linked to the port probed, and its path recorded. Returns the Gets it calls
+    /// for (NodeDescription, SwitchInfo, PortInfo), in order.
+    pub fn on_node_info(
+        &mut self,
+        req: &Req,
+        info: NodeInfo,
+        known_pkeys: Option<&KnownPKeys>,
+        known_lfts: Option<&Lfts>,
+    ) -> Vec<(Op, u32, u8)> {
+        let mut gets = Vec::new();
         let idx = match self.by_guid.get(&info.node_guid) {
             Some(&i) if self.nodes[i as usize].nports == info.num_ports => i,
             Some(_) | None => {
@@ -163,7 +470,7 @@ impl Sweeper {
                     // Same GUID, different shape: forget the old record.
                     self.nodes[old as usize].seen = 0;
                 }
-                self.new_node(&info)
+                self.new_node(&info, known_pkeys, known_lfts)
             }
         };
         let sweep = self.sweep;
@@ -173,7 +480,7 @@ impl Sweeper {
             info.local_port_num
         };
         if entry > self.nodes[idx as usize].nports {
-            return;
+            return gets;
         }
         if req.node == NONE {
             self.local = idx;
@@ -183,8 +490,8 @@ impl Sweeper {
             let pp = self.nodes[req.node as usize].port_index(req.port);
             let rp = self.nodes[idx as usize].port_index(info.local_port_num);
             if rp < self.ports.len() && self.ports[pp].remote_sweep != sweep {
-                self.disc_links += 1;
-                self.disc_min += 1;
+                self.links += 1;
+                self.min_smps += 1;
             }
             self.ports[pp].remote = idx;
             self.ports[pp].remote_port = info.local_port_num;
@@ -198,7 +505,7 @@ impl Sweeper {
         let fresh_node = self.nodes[idx as usize].seen != sweep;
         let fresh_port = self.ports[ep].path_sweep != sweep;
         if !fresh_node && !fresh_port {
-            return;
+            return gets;
         }
         // Record the directed path to this node through `entry`.
         let off = self.paths.len() as u32;
@@ -227,46 +534,51 @@ impl Sweeper {
             n.seen = sweep;
             n.info = info;
             n.path_port = entry;
-            self.disc_min += 1;
-            self.push(Op::NodeDesc, idx, 0, 0);
+            self.min_smps += 1;
+            gets.push((Op::NodeDesc, idx, 0));
             if info.is_switch() {
-                self.disc_min += 1;
-                self.push(Op::SwitchInfoGet, idx, 0, 0);
+                self.min_smps += 1;
+                gets.push((Op::SwitchInfoGet, idx, 0));
                 for p in 0..=info.num_ports {
-                    self.disc_min += 1;
-                    self.push(Op::PortInfoGet, idx, p, 0);
+                    self.min_smps += 1;
+                    gets.push((Op::PortInfoGet, idx, p));
                 }
-                return;
+                return gets;
             }
         }
         // A CA (or router) port: its PortInfo (the attribute modifier names the port).
-        self.disc_min += 1;
-        self.push(Op::PortInfoGet, idx, entry, 0);
+        self.min_smps += 1;
+        gets.push((Op::PortInfoGet, idx, entry));
+        gets
     }
 
-    fn on_port_info(&mut self, req: Req, info: PortInfo) {
+    /// A NodeDescription answered.
+    pub fn on_node_desc(&mut self, node: u32, desc: NodeDescription) {
+        self.nodes[node as usize].desc = desc;
+    }
+
+    /// A PortInfo Get answered. Returns true when the port should be probed one hop
+    /// further (its link is up and its peer is not known yet).
+    pub fn on_port_info(&mut self, node: u32, port: u8, info: PortInfo) -> bool {
         let sweep = self.sweep;
         let (is_switch, pi) = {
-            let n = &self.nodes[req.node as usize];
-            (n.is_switch, n.port_index(req.port))
+            let n = &self.nodes[node as usize];
+            (n.is_switch, n.port_index(port))
         };
         let p = &mut self.ports[pi];
         p.info = info;
         p.info_sweep = sweep;
-        if req.port == 0 || !is_switch {
+        if port == 0 || !is_switch {
             p.fresh = info.lid.0 == 0;
         }
-        self.disc_ports += 1;
+        self.ports_read += 1;
         let up = info.port_state >= 2;
-        let probe =
-            up && req.port != 0 && p.remote_sweep != sweep && (is_switch || req.node == self.local);
-        if probe {
-            self.push(Op::Probe, req.node, req.port, 0);
-        }
+        up && port != 0 && p.remote_sweep != sweep && (is_switch || node == self.local)
     }
 
-    fn on_switch_info(&mut self, req: Req, info: SwitchInfo) {
-        let sw = self.nodes[req.node as usize].sw;
+    /// A SwitchInfo Get answered.
+    pub fn on_switch_info(&mut self, node: u32, info: SwitchInfo) {
+        let sw = self.nodes[node as usize].sw;
         let s = &mut self.switches[sw as usize];
         if s.lft_valid && info.linear_fdb_top != s.fdb_top {
             // The switch lost its table (reboot): rewrite every block.
@@ -276,7 +588,9 @@ impl Sweeper {
         s.info = info;
     }
 
-    pub(crate) fn finish_discovery(&mut self) {
+    /// Nothing of the discovery is left in flight: what fresh ports no longer hold and
+    /// what unreached switches hold is marked unknown, and what was found is summed up.
+    pub fn finish(&mut self) -> Found {
         let sweep = self.sweep;
         let mut all_active = true;
         for n in self.nodes.iter().filter(|n| n.seen == sweep) {
@@ -299,61 +613,35 @@ impl Sweeper {
                 }
             }
             if mgmt_fresh {
-                // Its LFT (and MFT, see `plan_mfts`) is back to the default too, even where
-                // LinearFDBTop happens to match what was known.
+                // Its LFT (and MFT, see `Multicast::plan`) is back to the default too, even
+                // where LinearFDBTop happens to match what was known.
                 self.switches[n.sw as usize].lft_valid = false;
             }
         }
-        self.all_active = all_active;
         let nodes = self.nodes.iter().filter(|n| n.seen == sweep).count();
         let switches = self
             .nodes
             .iter()
             .filter(|n| n.seen == sweep && n.is_switch)
             .count();
-        self.events.push_back(Event::DiscoveryDone {
-            nodes,
-            switches,
-            ports: self.disc_ports as usize,
-            links: self.disc_links as usize,
-            smps: self.counters.since(&self.sweep_start).total(),
-            min_smps: self.disc_min,
-        });
         // Switches not reached this sweep keep nothing we believe about them.
         for s in &mut self.switches {
             if self.nodes[s.node as usize].seen != sweep {
                 s.lft_valid = false;
             }
         }
-        // Nothing to manage while the SM's own port has no link.
         let linked = self.local != NONE && {
             let n = &self.nodes[self.local as usize];
             self.ports[n.port_index(self.local_port)].remote_sweep == sweep
         };
-        if !linked {
-            // Not clean: the link may come back with the port in INIT and no trap says so
-            // (no switch is known to poll), so every interval is a heavy sweep until it does.
-            self.dirty = true;
-            self.finish_heavy();
-            return;
-        }
-        self.after_discovery();
-    }
-}
-
-impl Sweeper {
-    /// Phase::Lids: assigns LIDs, plans partitions, builds and emits the routing job.
-    pub(crate) fn run_lids(&mut self) {
-        match self.prepare_routing() {
-            Ok(job) => {
-                self.phase = Phase::Routing;
-                self.events.push_back(Event::RoutingNeeded(Box::new(job)));
-                self.plan_during_routing();
-            }
-            Err(e) => {
-                self.events.push_back(Event::RoutingFailed(e.to_string()));
-                self.finish_heavy();
-            }
+        Found {
+            nodes,
+            switches,
+            ports: self.ports_read,
+            links: self.links,
+            min_smps: self.min_smps,
+            all_active,
+            linked,
         }
     }
 }

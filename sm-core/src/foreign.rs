@@ -1,3 +1,8 @@
+//! [`ForeignSms`] owns what is known of the other SMs (the last query's answers, the master
+//! followed, the poll, the handover under way, the LFT check after a takeover) and makes
+//! the rule decisions on it. It never sends and never changes this SM's state, phase or
+//! schedule: the sweeper acts on what it decides.
+//!
 //! Other SMs on the fabric: the IBA 14.4.1 priority rules, with SMInfo HANDOVER /
 //! ACKNOWLEDGE (see [`handover`]).
 //!
@@ -5,23 +10,23 @@
 //!   whose PortInfo.CapabilityMask has IsSM, other than this SM's own port and the ports of
 //!   its own cluster ([`crate::SweeperConfig::peer_sms`]), gets an SMInfo Get (directed
 //!   route, in the same window with the same resends as every other Get). What they answer
-//!   is kept ([`Sweeper::remote_sms`]) and reported ([`Event::OtherSms`]).
+//!   is kept ([`crate::Sweeper::remote_sms`]) and reported ([`crate::Event::OtherSms`]).
 //! * A remote SM answering MASTER ends the sweep before anything is written when this SM
 //!   is DISCOVERING (its first sweep, or a takeover sweep), whatever the priorities (IBA
 //!   14.4: a discovering SM that finds a master becomes STANDBY; OpenSM does), or when it is
 //!   MASTER and the other outranks it ([`outranks`]: higher priority, or equal priority and
-//!   the smaller port GUID). This SM's SMInfo state becomes STANDBY, [`Event::ForeignMaster`]
+//!   the smaller port GUID). This SM's SMInfo state becomes STANDBY, [`crate::Event::ForeignMaster`]
 //!   tells the driver, no Set, light sweep, multicast pass or trap handling follows, and
 //!   every sweep interval one SMInfo Get polls that master (IBA: a standby polls the
 //!   master). When this SM outranks that master it expects a HANDOVER from it and tells it
 //!   so with a trap 144 (as OpenSM's standby does), at once and every
 //!   [`NOTIFY_EVERY_POLLS`] polls.
 //! * When the polled master answers anything but MASTER, or `foreign_poll_misses` polls in
-//!   a row go unanswered, [`Event::ForeignMasterGone`] and
+//!   a row go unanswered, [`crate::Event::ForeignMasterGone`] and
 //!   a heavy sweep as master follow (state DISCOVERING, then MASTER at SUBNET UP, as at
 //!   start). Its programming first reads back every LFT block it is about to write
 //!   (LinearForwardingTable Get) and writes only the blocks that differ
-//!   ([`Event::LftsChecked`]): tables the other master left are kept where they already say
+//!   ([`crate::Event::LftsChecked`]): tables the other master left are kept where they already say
 //!   the right thing.
 //! * A remote SM in DISCOVERING or NOT-ACTIVE, or a MASTER found by this SM's sweep as
 //!   master that it outranks, changes nothing: this SM carries on (the other one reads this
@@ -39,17 +44,14 @@
 //! Not built: a graceful stop that hands over to a standby; foreign SMs next to a Raft
 //! cluster (the rules with `gate_programming` on: SMInfo Sets are then answered like a Get).
 
-mod handover;
+pub(crate) mod handover;
 
-pub(crate) use handover::SetVerdict;
+pub(crate) use handover::{Handing, HandoverPoll, SetAction, SetVerdict};
 
-use crate::events::{Event, SweepReason};
-use crate::io::{Op, Req};
-use crate::state::NONE;
-use crate::sweeper::{Phase, Sweeper};
+use crate::config::SweeperConfig;
+use crate::discovery::Discovery;
 use fabric::Guid;
-use mad::{LinearForwardingTable, PortInfo, SmInfo, SmState, SmpAttribute};
-use routing::NO_ROUTE;
+use mad::{PortInfo, SmInfo, SmState};
 
 /// An SM found at another port of the fabric (from its SMInfo answer).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -78,18 +80,43 @@ pub fn outranks(a_priority: u8, a_guid: Guid, b_priority: u8, b_guid: Guid) -> b
     a_priority > b_priority || (a_priority == b_priority && a_guid < b_guid)
 }
 
-/// The master this SM stands by for.
+/// The master this SM stands by for (or hands over to).
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Followed {
-    node: u32,
-    port: u8,
-    guid: Guid,
-    priority: u8,
+    pub node: u32,
+    pub port: u8,
+    pub guid: Guid,
+    pub priority: u8,
 }
 
-/// Foreign-SM bookkeeping of a sweeper.
+/// What the end of a post-discovery SMInfo query calls for.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum QueryOutcome {
+    /// Nothing to obey: on to the pre-routing steps.
+    Proceed,
+    /// Stand by for this master; `notify`: this SM outranks it (trap 144 to it).
+    Standby { master: Followed, notify: bool },
+    /// Hand over to this STANDBY SM that outranks this master.
+    Handover(Followed),
+}
+
+/// What a poll of the followed master found.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum MasterPoll {
+    /// Still MASTER (or one more poll missed); `notify`: remind it with a trap 144.
+    Still { notify: bool },
+    /// Gone: what it answered last (None: undefined, or it stopped answering) and the
+    /// polls in a row it missed. No longer followed.
+    Gone {
+        master: Followed,
+        state: Option<SmState>,
+        missed: u8,
+    },
+}
+
+/// Foreign-SM bookkeeping of a sweeper (see the module documentation).
 #[derive(Debug, Default)]
-pub(crate) struct ForeignState {
+pub(crate) struct ForeignSms {
     /// Answers of the last query (one heavy sweep's SMInfo Gets).
     found: Vec<RemoteSm>,
     /// Where each queried SM sits (node, port), in `found`'s order of answers.
@@ -109,9 +136,9 @@ pub(crate) struct ForeignState {
     /// LFT blocks read back in the running check.
     lft_read: usize,
     /// A HANDOVER sent by this master, waiting for the other SM to take over.
-    handing: Option<handover::Handing>,
+    handing: Option<Handing>,
     /// A SubnSet(SMInfo) that arrived while a poll was in flight, acted on when it ends.
-    pending: Option<handover::SetAction>,
+    pending: Option<SetAction>,
     /// SMs that did not take a HANDOVER: not handed over to again while they report
     /// STANDBY.
     refused: Vec<Guid>,
@@ -126,186 +153,147 @@ pub(crate) struct ForeignState {
     disabled: bool,
     /// Polls of the followed master since standing by.
     polls_made: u32,
-    /// SMPs sent outside the window (traps 144, ACKNOWLEDGEs), for their tids.
-    trap_tid: u32,
 }
 
-impl Sweeper {
+/// Are the rules on? Off for a Raft cluster's master (`gate_programming`): every other SM
+/// port it finds is one of its own replicas, which Raft fences, and a paused or
+/// partitioned replica would hold up every sweep by a full round of SMInfo resends.
+pub(crate) fn obeys_foreign_sms(cfg: &SweeperConfig) -> bool {
+    cfg.obey_foreign_sms && !cfg.gate_programming
+}
+
+impl ForeignSms {
     /// The SMs found at other ports by the last heavy sweep (their SMInfo answers).
-    pub fn remote_sms(&self) -> &[RemoteSm] {
-        &self.foreign.found
+    pub fn remote(&self) -> &[RemoteSm] {
+        &self.found
     }
 
-    /// The foreign master this SM stands by for (its port GUID and priority), if any.
-    pub fn foreign_master(&self) -> Option<(Guid, u8)> {
-        self.foreign.master.map(|m| (m.guid, m.priority))
+    /// The foreign master this SM stands by for.
+    pub fn master(&self) -> Option<Followed> {
+        self.master
     }
 
     /// True while this SM stands by for a foreign master, waits for the SM it handed
     /// over to, or is NOT-ACTIVE (sends nothing but polls, SMInfo answers and handover
     /// messages).
-    pub(crate) fn standing_by(&self) -> bool {
-        self.foreign.master.is_some() || self.foreign.handing.is_some() || self.foreign.disabled
+    pub fn standing_by(&self) -> bool {
+        self.master.is_some() || self.handing.is_some() || self.disabled
     }
 
-    /// Forgets everything about other SMs (the driver changed the role).
-    pub(crate) fn forget_foreign(&mut self) {
-        self.foreign = ForeignState::default();
+    /// A poll of the followed master (or of the SM handed over to) is in flight.
+    pub fn polling(&self) -> bool {
+        self.polling
     }
 
-    /// Are the rules on? Off for a Raft cluster's master (`gate_programming`): every other
-    /// SM port it finds is one of its own replicas, which Raft fences, and a paused or
-    /// partitioned replica would hold up every sweep by a full round of SMInfo resends.
-    fn obeys_foreign_sms(&self) -> bool {
-        self.cfg.obey_foreign_sms && !self.cfg.gate_programming
+    /// A discovery finished: the next query starts afresh (no master followed, no poll).
+    /// Returns true when a handover was under way (this SM then sweeps as one coming out
+    /// of STANDBY).
+    pub fn begin_query(&mut self) -> bool {
+        self.master = None;
+        let was_handing = self.handing.take().is_some();
+        self.pending = None;
+        self.polling = false;
+        self.found.clear();
+        self.found_at.clear();
+        was_handing
     }
 
-    /// This SM's (priority, port GUID) for the ranking.
-    fn own_rank(&self) -> (u8, Guid) {
-        let guid = self
-            .sm_port_guid()
-            .or(self.cfg.sm_port_guid)
-            .unwrap_or(Guid(0));
-        (self.cfg.sm_priority, guid)
-    }
-
-    /// Discovery finished: SMInfo Gets to every other SM port found, or straight on to
-    /// the pre-routing steps when there is none (or the rules are off).
-    pub(crate) fn after_discovery(&mut self) {
-        self.foreign.master = None;
-        if self.foreign.handing.take().is_some() {
-            // A sweep ran while handing over: this SM sweeps as one coming out of STANDBY.
-            self.state = SmState::Discovering;
-        }
-        self.foreign.pending = None;
-        self.foreign.polling = false;
-        self.foreign.found.clear();
-        self.foreign.found_at.clear();
-        if !self.obeys_foreign_sms() {
-            self.pre_routing(Phase::Discovering);
-            return;
-        }
-        let sweep = self.sweep;
-        // A switch's SM sits behind port 0; a CA's at each port reached.
-        let targets: Vec<(u32, u8)> = self
-            .end_ports_seen()
+    /// The ports with an SM other than this one's and its cluster's (`peers`) in this
+    /// sweep's discovery: a switch's SM sits behind port 0, a CA's at each port reached.
+    pub fn query_targets(disc: &Discovery, peers: &[Guid]) -> Vec<(u32, u8)> {
+        let sweep = disc.sweep();
+        let (local, local_port) = (disc.local(), disc.local_port());
+        disc.end_ports_seen()
             .filter(|&(i, p, n, port)| {
                 port.info_sweep == sweep
                     && port.info.capability_mask & PortInfo::CAP_IS_SM != 0
                     && (n.is_switch || port.path_sweep == sweep)
-                    && !(i == self.local && p == self.local_port)
-                    && !self.cfg.peer_sms.contains(&port.guid)
+                    && !(i == local && p == local_port)
+                    && !peers.contains(&port.guid)
             })
             .map(|(i, p, _, _)| (i, p))
-            .collect();
-        if targets.is_empty() {
-            self.pre_routing(Phase::Discovering);
-            return;
+            .collect()
+    }
+
+    /// The SMs the last heavy sweep found, asked again by a master's light sweep.
+    pub fn light_targets(&self) -> Vec<(u32, u8)> {
+        self.found_at.clone()
+    }
+
+    /// An SMInfo answer during a light sweep of this SM (rank `own`; `master`: this SM is
+    /// MASTER). Returns true when it calls for a heavy sweep.
+    pub fn light_answer(&mut self, info: &SmInfo, own: (u8, Guid), master: bool) -> bool {
+        let (prio, guid) = own;
+        let active = |s: Option<SmState>| matches!(s, Some(SmState::Master | SmState::Discovering));
+        let was = self
+            .found
+            .iter()
+            .find(|r| r.port_guid == info.guid)
+            .map(|r| r.state);
+        let higher = outranks(info.priority, info.guid, prio, guid);
+        if info.state() != Some(SmState::Standby) {
+            self.refused.retain(|g| *g != info.guid);
         }
-        self.phase = Phase::SmInfo;
-        self.send_owed_ack();
-        for (node, p) in targets {
-            self.disc_min += 1;
-            self.push(Op::SmInfoGet, node, p, 0);
+        if info.state() == Some(SmState::Master) && higher {
+            // The heavy sweep this starts stands by after its discovery.
+            true
+        } else if info.state() == Some(SmState::Standby)
+            && higher
+            && master
+            && !self.refused.contains(&info.guid)
+        {
+            // A handover is due: the heavy sweep this starts sends it.
+            true
+        } else {
+            // It was sweeping (and may have written: MasterSMLID, tables) and has yielded
+            // since: a heavy sweep puts back what this master wants.
+            was.is_some_and(active) && !active(info.state())
         }
     }
 
-    /// Light sweep of a master: the SMs the last heavy sweep found are asked again
-    /// (OpenSM's master does the same), so a MASTER that outranks this one and came up at
-    /// the same time is noticed within one sweep interval.
-    pub(crate) fn light_query_sms(&mut self) {
-        if !self.obeys_foreign_sms() {
-            return;
-        }
-        let targets = self.foreign.found_at.clone();
-        for (node, p) in targets {
-            self.push(Op::SmInfoGet, node, p, 0);
-        }
-    }
-
-    /// An SMInfo answer.
-    pub(crate) fn on_sm_info(&mut self, req: Req, info: SmInfo) {
-        if self.phase == Phase::Light {
-            let (prio, guid) = self.own_rank();
-            let active =
-                |s: Option<SmState>| matches!(s, Some(SmState::Master | SmState::Discovering));
-            let was = self
-                .foreign
-                .found
-                .iter()
-                .find(|r| r.port_guid == info.guid)
-                .map(|r| r.state);
-            let higher = outranks(info.priority, info.guid, prio, guid);
-            if info.state() != Some(SmState::Standby) {
-                self.foreign.refused.retain(|g| *g != info.guid);
-            }
-            if info.state() == Some(SmState::Master) && higher {
-                // The heavy sweep this starts stands by after its discovery.
-                self.light_changed = true;
-            } else if info.state() == Some(SmState::Standby)
-                && higher
-                && self.state == SmState::Master
-                && !self.foreign.refused.contains(&info.guid)
-            {
-                // A handover is due: the heavy sweep this starts sends it.
-                self.light_changed = true;
-            } else if was.is_some_and(active) && !active(info.state()) {
-                // It was sweeping (and may have written: MasterSMLID, tables) and has
-                // yielded since: a heavy sweep puts back what this master wants.
-                self.light_changed = true;
-            }
-            return;
-        }
-        if self.foreign.polling {
-            self.foreign.poll_answer = Some(info);
+    /// An SMInfo answer of the SM at `(node, port)` outside a light sweep: a poll's answer,
+    /// or one of the post-discovery query.
+    pub fn answer(&mut self, node: u32, port: u8, info: SmInfo) {
+        if self.polling {
+            self.poll_answer = Some(info);
             return;
         }
         if info.state() != Some(SmState::Standby) {
-            self.foreign.refused.retain(|g| *g != info.guid);
+            self.refused.retain(|g| *g != info.guid);
         }
-        self.foreign.found.push(RemoteSm {
+        self.found.push(RemoteSm {
             port_guid: info.guid,
             priority: info.priority,
             state: info.state(),
             act_count: info.act_count,
         });
-        self.foreign.found_at.push((req.node, req.port));
+        self.found_at.push((node, port));
     }
 
-    /// The SMInfo phase has nothing left in flight.
-    pub(crate) fn finish_sm_info(&mut self) {
-        if self.foreign.polling {
-            self.finish_poll();
-            return;
-        }
-        if !self.foreign.found.is_empty() {
-            self.events
-                .push_back(Event::OtherSms(self.foreign.found.clone()));
-        }
-        let (prio, guid) = self.own_rank();
+    /// The post-discovery query ended (this SM: rank `own`; `master`: it is MASTER).
+    pub fn finish_query(&mut self, own: (u8, Guid), master: bool) -> QueryOutcome {
+        let (prio, guid) = own;
         // The SM that just handed over may still answer MASTER for a while (a query sent
         // before the HANDOVER arrived, or before the ACKNOWLEDGE reached it): it counts as
         // the STANDBY it becomes for up to HANDED_QUERIES queries, then a MASTER is one.
-        if let Some(h) = self.foreign.handed_by {
-            match self.foreign.found.iter_mut().find(|r| r.port_guid == h) {
+        if let Some(h) = self.handed_by {
+            match self.found.iter_mut().find(|r| r.port_guid == h) {
                 Some(r)
-                    if r.state == Some(SmState::Master)
-                        && self.foreign.handed_queries < HANDED_QUERIES =>
+                    if r.state == Some(SmState::Master) && self.handed_queries < HANDED_QUERIES =>
                 {
                     r.state = Some(SmState::Standby);
-                    self.foreign.handed_queries += 1;
+                    self.handed_queries += 1;
                 }
                 _ => {
-                    self.foreign.handed_by = None;
-                    self.foreign.handed_queries = 0;
+                    self.handed_by = None;
+                    self.handed_queries = 0;
                 }
             }
         }
         // DISCOVERING: any MASTER makes this SM stand by (IBA 14.4; OpenSM does). MASTER:
         // only one that outranks it; a lower one is expected to hand over.
-        let master = self.state == SmState::Master;
         let mut best: Option<(usize, &RemoteSm)> = None;
-        for (k, r) in self.foreign.found.iter().enumerate() {
+        for (k, r) in self.found.iter().enumerate() {
             if r.state != Some(SmState::Master)
                 || (master && !outranks(r.priority, r.port_guid, prio, guid))
             {
@@ -317,175 +305,118 @@ impl Sweeper {
             }
         }
         let Some((k, r)) = best else {
-            if master && let Some(f) = self.handover_target() {
-                self.send_handover(f);
-                return;
+            if master && let Some(f) = self.handover_target(own) {
+                return QueryOutcome::Handover(f);
             }
-            self.pre_routing(Phase::Discovering);
-            return;
+            return QueryOutcome::Proceed;
         };
-        let (node, port) = self.foreign.found_at[k];
+        let (node, port) = self.found_at[k];
         let f = Followed {
             node,
             port,
             guid: r.port_guid,
             priority: r.priority,
         };
-        self.enter_standby(f);
-        if outranks(prio, guid, f.priority, f.guid) {
-            // It should hand over to this SM: tell it this SM is here (OpenSM's standby
-            // sends the same trap).
-            self.notify_master(f);
-        }
+        // It should hand over to this SM when this SM outranks it.
+        let notify = outranks(prio, guid, f.priority, f.guid);
+        QueryOutcome::Standby { master: f, notify }
     }
 
-    /// Stands by for `f`: nothing of this sweep is written.
-    fn enter_standby(&mut self, f: Followed) {
-        self.foreign.master = Some(f);
-        self.foreign.missed = 0;
-        self.foreign.polls_made = 0;
-        self.stop_writing();
-        self.events.push_back(Event::ForeignMaster {
-            guid: f.guid,
-            priority: f.priority,
-        });
+    /// Stands by for `f` (polls counted from now).
+    pub fn follow(&mut self, f: Followed) {
+        self.master = Some(f);
+        self.missed = 0;
+        self.polls_made = 0;
     }
 
-    /// SMInfo STANDBY, the sweep under way dropped before anything is written, the next
-    /// look (a poll) one interval from now.
-    pub(super) fn stop_writing(&mut self) {
-        self.state = SmState::Standby;
-        self.subnet_up = false;
-        self.lid_ok = false;
-        self.phase = Phase::Idle;
-        self.heavy_pending = None;
-        self.first_sweep_done = true;
-        self.next_light = Some(self.now + self.cfg.sweep_interval);
+    /// Forgets the master followed.
+    pub fn unfollow(&mut self) {
+        self.master = None;
     }
 
-    /// A poll of the followed master is due.
-    pub(crate) fn start_poll(&mut self) {
-        let Some(f) = self.foreign.master.or(self.foreign.handing.map(|h| h.to)) else {
-            return;
-        };
-        self.phase = Phase::SmInfo;
-        self.foreign.polling = true;
-        self.foreign.poll_answer = None;
-        self.push(Op::SmInfoGet, f.node, f.port, 0);
+    /// The next programming reads back the LFT blocks it would write first.
+    pub fn verify_lfts(&mut self) {
+        self.verify_lfts = true;
     }
 
-    /// A poll ended (answered, refused or given up).
-    fn finish_poll(&mut self) {
-        self.foreign.polling = false;
-        self.phase = Phase::Idle;
-        let answer = self.foreign.poll_answer.take();
-        if let Some(a) = self.foreign.pending.take() {
-            self.act_on_set(a);
-            return;
-        }
-        if self.foreign.handing.is_some() {
-            self.finish_handover_poll(answer);
-            return;
-        }
-        let Some(f) = self.foreign.master else {
-            self.schedule_next();
-            return;
-        };
-        let (prio, guid) = self.own_rank();
+    /// A poll is due: the SM polled (the master followed, or the one handed over to).
+    pub fn start_poll(&mut self) -> Option<Followed> {
+        let f = self.master.or(self.handing.map(|h| h.to))?;
+        self.polling = true;
+        self.poll_answer = None;
+        Some(f)
+    }
+
+    /// A poll ended: its answer, and a Set deferred while it ran.
+    pub fn end_poll(&mut self) -> (Option<SmInfo>, Option<SetAction>) {
+        self.polling = false;
+        (self.poll_answer.take(), self.pending.take())
+    }
+
+    /// What the poll of the followed master `f` found (this SM: rank `own`; `misses`:
+    /// polls in a row without an answer after which it is gone).
+    pub fn master_polled(
+        &mut self,
+        f: Followed,
+        answer: Option<SmInfo>,
+        own: (u8, Guid),
+        misses: u8,
+    ) -> MasterPoll {
+        let (prio, guid) = own;
+        let mut notify = false;
         let gone = match answer {
             Some(a) => {
-                self.foreign.missed = 0;
+                self.missed = 0;
                 let still = a.state() == Some(SmState::Master) && a.guid == f.guid;
-                self.foreign.polls_made += 1;
+                self.polls_made += 1;
                 if still
                     && outranks(prio, guid, a.priority, a.guid)
-                    && self.foreign.polls_made.is_multiple_of(NOTIFY_EVERY_POLLS)
+                    && self.polls_made.is_multiple_of(NOTIFY_EVERY_POLLS)
                 {
-                    self.notify_master(f);
+                    notify = true;
                 }
                 (!still).then_some(a.state())
             }
             None => {
-                self.foreign.missed = self.foreign.missed.saturating_add(1);
-                (self.foreign.missed >= self.cfg.foreign_poll_misses.max(1)).then_some(None)
+                self.missed = self.missed.saturating_add(1);
+                (self.missed >= misses.max(1)).then_some(None)
             }
         };
         match gone {
-            None => self.next_light = Some(self.now + self.cfg.sweep_interval),
+            None => MasterPoll::Still { notify },
             Some(state) => {
-                self.events.push_back(Event::ForeignMasterGone {
-                    guid: f.guid,
+                let missed = self.missed;
+                self.master = None;
+                self.missed = 0;
+                self.verify_lfts = true;
+                MasterPoll::Gone {
+                    master: f,
                     state,
-                    missed_polls: self.foreign.missed,
-                });
-                self.foreign.master = None;
-                self.foreign.missed = 0;
-                self.foreign.verify_lfts = true;
-                self.state = SmState::Discovering;
-                self.start_heavy(SweepReason::MasterGone);
+                    missed,
+                }
             }
         }
     }
 
-    /// Routing planned `lft_todo`: after taking over from a foreign master, read those
-    /// blocks back first. Returns true when reads were queued (the check runs).
-    pub(crate) fn start_lft_check(&mut self) -> bool {
-        if !std::mem::take(&mut self.foreign.verify_lfts) || self.lft_todo.is_empty() {
+    /// Routing planned `blocks` LFT blocks: after taking over from a foreign master, they
+    /// are read back first. Returns true when the check runs.
+    pub fn begin_lft_check(&mut self, blocks: usize) -> bool {
+        if !std::mem::take(&mut self.verify_lfts) || blocks == 0 {
             return false;
         }
-        self.foreign.lft_same.clear();
-        self.foreign.lft_read = self.lft_todo.len();
-        self.phase = Phase::LftCheck;
-        let todo = self.lft_todo.clone();
-        for (node, b) in todo {
-            self.push(Op::LftGet, node, 0, b);
-        }
+        self.lft_same.clear();
+        self.lft_read = blocks;
         true
     }
 
-    /// A block read back: equal to what the routing wants?
-    pub(crate) fn on_lft_block(&mut self, req: Req, smp: &mad::Smp) {
-        let got = LinearForwardingTable::decode(&smp.data);
-        let n = &self.nodes[req.node as usize];
-        if n.sw == NONE {
-            return;
-        }
-        let s = &self.switches[n.sw as usize];
-        let Some(t) = self
-            .lfts
-            .as_ref()
-            .and_then(|l| l.switches.get(s.lft_idx as usize))
-        else {
-            return;
-        };
-        let lo = (usize::from(req.arg) * 64).min(t.ports.len());
-        let hi = (lo + 64).min(t.ports.len());
-        let same = (0..64).all(|k| {
-            let want = if lo + k < hi {
-                t.ports[lo + k]
-            } else {
-                NO_ROUTE
-            };
-            got.ports[k] == want
-        });
-        if same {
-            self.foreign.lft_same.push((req.node, req.arg));
-        }
+    /// A block read back holds what the routing wants.
+    pub fn lft_block_same(&mut self, node: u32, block: u16) {
+        self.lft_same.push((node, block));
     }
 
-    /// The read-back ended: only blocks that differ (or could not be read) are written.
-    pub(crate) fn finish_lft_check(&mut self) {
-        let same = std::mem::take(&mut self.foreign.lft_same);
-        self.lft_todo.retain(|x| !same.contains(x));
-        self.events.push_back(Event::LftsChecked {
-            read: self.foreign.lft_read,
-            kept: same.len(),
-        });
-        if self.gate() {
-            return;
-        }
-        self.phase = Phase::Programming(0);
-        self.next_stage(0);
+    /// The check ended: the blocks found right (not written) and the blocks read.
+    pub fn end_lft_check(&mut self) -> (Vec<(u32, u16)>, usize) {
+        (std::mem::take(&mut self.lft_same), self.lft_read)
     }
 }
 

@@ -1,3 +1,8 @@
+//! [`IntentState`] keeps the intent bookkeeping of a sweeper: the id counter, the intent
+//! waiting for its commit and the one being programmed, the re-apply under way and the
+//! events for the driver. It never builds an intent's content (the sweeper asks
+//! programming and multicast for it) and never starts programming.
+//!
 //! Intent-first programming (a Raft cluster's master): what a heavy sweep is about to write
 //! is handed to the driver as an [`Intent`] before any Set goes out, and a previous
 //! master's unfinished intent is re-programmed first.
@@ -17,14 +22,8 @@
 //!   differs, with this master's LIDs, MasterSMLID and M_Key), then
 //!   [`IntentEvent::Done`] with the intent's id, then LIDs and routing.
 
-use crate::VTime;
-use crate::io::Op;
-use crate::state::NONE;
-use crate::sweeper::{Phase, Sweeper};
 use fabric::{Guid, Lid};
-use routing::{BLOCK_LIDS, Lfts, NO_ROUTE, SwitchLft};
-use std::collections::{BTreeMap, HashMap};
-use std::sync::Arc;
+use std::collections::VecDeque;
 
 /// One 64-entry LinearForwardingTable block to write.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -125,349 +124,108 @@ pub enum IntentEvent {
     },
 }
 
-/// The last LID a table routes (0 when none): what LinearFDBTop was set to by the master
-/// that programmed it (tables kept in 64-entry blocks are padded with no-route entries).
-pub(crate) fn routed_top(t: &SwitchLft) -> u16 {
-    t.ports
-        .iter()
-        .rposition(|&p| p != NO_ROUTE)
-        .map_or(0, |i| i as u16)
+/// Switches and ports (node GUID, port) an intent's Sets did not reach.
+pub(crate) type Unreached = (Vec<Guid>, Vec<(Guid, u8)>);
+
+/// The intent bookkeeping of a sweeper (see the module documentation).
+#[derive(Debug, Default)]
+pub(crate) struct IntentState {
+    /// Intent counter (ids are `intent_id_base + seq`).
+    seq: u64,
+    /// The intent waiting for its commit.
+    awaiting: Option<u64>,
+    /// The intent being programmed.
+    current: Option<u64>,
+    /// The previous master's intent being re-applied.
+    reapply_id: Option<u64>,
+    /// Blocks re-applied (LFT, P_Key).
+    reapplied: [u64; 2],
+    /// Switches and ports the re-apply did not reach.
+    reapply_unreached: Unreached,
+    /// What the driver must commit.
+    events: VecDeque<IntentEvent>,
 }
 
-impl Sweeper {
-    /// Gated mode, routing diffed: builds the sweep's intent. Returns true when the sweep
-    /// now waits for it to be committed.
-    pub(crate) fn gate(&mut self) -> bool {
-        if !self.cfg.gate_programming {
-            return false;
-        }
-        let mut it = Intent::default();
-        if let Some(l) = self.lfts.clone() {
-            for &(node, b) in &self.lft_todo {
-                let n = &self.nodes[node as usize];
-                let s = &self.switches[n.sw as usize];
-                let Some(t) = l.switches.get(s.lft_idx as usize) else {
-                    continue;
-                };
-                let mut ports = [NO_ROUTE; 64];
-                let lo = (usize::from(b) * BLOCK_LIDS).min(t.ports.len());
-                let hi = (lo + BLOCK_LIDS).min(t.ports.len());
-                ports[..hi - lo].copy_from_slice(&t.ports[lo..hi]);
-                it.lft_blocks.push(LftBlockWrite {
-                    switch: n.guid,
-                    block: b,
-                    ports,
-                });
-            }
-        }
-        let todo = self.pkey_todo.iter().map(|&x| (x, false));
-        let assumed = self.pkey_assumed.iter().map(|&x| (x, true));
-        for ((node, port, b), assumed) in todo.chain(assumed) {
-            let n = &self.nodes[node as usize];
-            let p = &self.ports[n.port_index(port)];
-            let mut keys = [0u16; 32];
-            let lo = usize::from(b) * 32;
-            for (k, e) in keys.iter_mut().enumerate() {
-                *e = p.pkey_want.get(lo + k).copied().unwrap_or(0);
-            }
-            it.pkey_blocks.push(PKeyBlockWrite {
-                node: n.guid,
-                port,
-                block: b,
-                keys,
-                assumed,
-            });
-        }
-        it.port_changes = self.planned_port_changes();
-        it.mft_blocks = self.mft_intent_blocks();
-        if it.is_empty() {
-            return false;
-        }
-        self.intent_seq += 1;
-        it.id = self.cfg.intent_id_base.wrapping_add(self.intent_seq);
-        self.awaiting_intent = Some(it.id);
-        self.phase = Phase::AwaitIntent;
-        self.intent_events.push_back(IntentEvent::Program(it));
-        true
+impl IntentState {
+    /// The id of the next intent.
+    pub fn next_id(&mut self, base: u64) -> u64 {
+        self.seq += 1;
+        base.wrapping_add(self.seq)
     }
 
-    /// The driver committed intent `id`: programming starts.
-    pub fn handle_intent_committed(&mut self, now: VTime, id: u64) {
-        self.now = self.now.max(now);
-        if self.phase != Phase::AwaitIntent || self.awaiting_intent != Some(id) {
-            return;
-        }
-        if self.mcast_intent_committed(id) {
-            self.advance();
-            return;
-        }
-        self.awaiting_intent = None;
-        self.current_intent = Some(id);
-        self.phase = Phase::Programming(0);
-        self.next_stage(0);
-        self.advance();
+    /// Hands an intent to the driver and waits for its commit.
+    pub fn propose(&mut self, it: Intent) {
+        self.awaiting = Some(it.id);
+        self.events.push_back(IntentEvent::Program(it));
     }
 
-    /// The driver could not commit intent `id` (lost leadership, proposal dropped): nothing
-    /// of it is written, what it would have changed is marked unknown, and the sweep ends
-    /// (a heavy sweep follows at the next interval).
-    pub fn handle_intent_rejected(&mut self, now: VTime, id: u64) {
-        self.now = self.now.max(now);
-        if self.phase != Phase::AwaitIntent || self.awaiting_intent != Some(id) {
-            return;
-        }
-        if self.mcast_intent_rejected(id) {
-            self.advance();
-            return;
-        }
-        self.awaiting_intent = None;
-        self.forget_planned();
-        self.finish_heavy();
-        self.advance();
+    /// Is intent `id` the one waiting for its commit?
+    pub fn awaits(&self, id: u64) -> bool {
+        self.awaiting == Some(id)
     }
 
-    /// What this sweep planned to write is not known to be written: its switches' tables
-    /// and its ports' P_KeyTables become unknown, and the sweep counts as not clean.
-    pub(crate) fn forget_planned(&mut self) {
-        for &(node, _) in &self.lft_todo {
-            let sw = self.nodes[node as usize].sw;
-            if sw != NONE {
-                self.switches[sw as usize].lft_valid = false;
-                self.switches[sw as usize].lft_failed = true;
-            }
-        }
-        for &(node, port, _) in &self.pkey_todo {
-            let i = self.nodes[node as usize].port_index(port);
-            self.ports[i].pkey_known_valid = false;
-        }
-        self.mcast_forget_planned();
-        self.dirty = true;
+    /// Intent `id` was committed: it is being programmed.
+    pub fn committed(&mut self, id: u64) {
+        self.awaiting = None;
+        self.current = Some(id);
     }
 
-    /// The next intent event for the driver to commit.
-    pub fn poll_intent(&mut self) -> Option<IntentEvent> {
-        self.intent_events.pop_front()
+    /// The intent waiting was not committed.
+    pub fn rejected(&mut self) {
+        self.awaiting = None;
     }
 
-    /// PortInfo field changes stage 1 (and stage 3, for CA ports still in INIT) will write.
-    fn planned_port_changes(&self) -> Vec<PortChange> {
-        let sweep = self.sweep;
-        let mut v = Vec::new();
-        for (i, p, n, port) in self.end_ports_seen() {
-            if port.lid.0 == 0 || (!n.is_switch && port.remote_sweep != sweep) {
-                continue;
-            }
-            let want = self.desired(i, p, 1);
-            if crate::program::fields_differ(&port.info, &want) {
-                v.push(PortChange {
-                    node: n.guid,
-                    port: p,
-                    port_guid: port.guid,
-                    lid: want.lid,
-                    lmc: want.lmc,
-                    master_sm_lid: want.master_sm_lid,
-                    m_key: want.m_key,
-                    m_key_protect_bits: want.m_key_protect_bits,
-                    m_key_lease_period: want.m_key_lease_period,
-                    subnet_prefix: want.gid_prefix,
-                });
-            }
-        }
-        v
+    /// The intent being programmed, which is done.
+    pub fn take_current(&mut self) -> Option<u64> {
+        self.current.take()
     }
 
-    /// At the end of programming: IntentDone for the sweep's intent.
-    pub(crate) fn intent_finished(&mut self) {
-        let Some(id) = self.current_intent.take() else {
-            return;
-        };
-        let ev = self.done_event(
+    /// An IntentDone for the driver.
+    pub fn push_done(&mut self, ev: IntentEvent) {
+        self.events.push_back(ev);
+    }
+
+    /// The next event for the driver.
+    pub fn poll(&mut self) -> Option<IntentEvent> {
+        self.events.pop_front()
+    }
+
+    /// The term ended: no intent waits, is programmed or re-applied, none is handed out.
+    pub fn drop_all(&mut self) {
+        self.awaiting = None;
+        self.current = None;
+        self.reapply_id = None;
+        self.events.clear();
+    }
+
+    /// The previous master's intent `id` is being re-applied.
+    pub fn start_reapply(&mut self, id: u64) {
+        self.reapply_id = Some(id);
+    }
+
+    /// One LFT (`lft`) or P_Key block re-applied.
+    pub fn count_reapplied(&mut self, lft: bool) {
+        self.reapplied[usize::from(!lft)] += 1;
+    }
+
+    /// Switches the re-apply did not reach.
+    pub fn unreached_switches(&mut self, guids: impl IntoIterator<Item = Guid>) {
+        self.reapply_unreached.0.extend(guids);
+    }
+
+    /// Ports the re-apply did not reach.
+    pub fn unreached_ports(&mut self, ports: impl IntoIterator<Item = (Guid, u8)>) {
+        self.reapply_unreached.1.extend(ports);
+    }
+
+    /// The re-apply ended: its id, the blocks re-applied (LFT, P_Key) and the switches and
+    /// ports not reached. None when none runs.
+    pub fn finish_reapply(&mut self) -> Option<(u64, [u64; 2], Unreached)> {
+        let id = self.reapply_id.take()?;
+        Some((
             id,
-            self.stage_counts[0],
-            self.stage_counts[1],
-            Default::default(),
-        );
-        self.intent_events.push_back(ev);
-    }
-
-    fn done_event(
-        &mut self,
-        id: u64,
-        lft_blocks: u64,
-        pkey_blocks: u64,
-        unreached: (Vec<Guid>, Vec<(Guid, u8)>),
-    ) -> IntentEvent {
-        let (mut failed_switches, mut failed_ports) = unreached;
-        failed_switches.extend(
-            self.switches
-                .iter()
-                .filter(|s| s.lft_failed)
-                .map(|s| self.nodes[s.node as usize].guid),
-        );
-        failed_switches.extend(self.mcast_failed_switches());
-        failed_switches.sort_unstable();
-        failed_switches.dedup();
-        failed_ports.append(&mut self.failed_ports);
-        failed_ports.sort_unstable();
-        failed_ports.dedup();
-        // The replicated state drops what it knows of every failed switch (LFT, MFT) and
-        // port (P_KeyTable, PortInfo) when this is committed: forget the same here, so the
-        // next sweep writes them again and the record comes back. Otherwise this sweeper
-        // believes a table programmed that the replicated state (and the next master) no
-        // longer records, and never rewrites it.
-        for g in &failed_switches {
-            if let Some(&i) = self.by_guid.get(g) {
-                let sw = self.nodes[i as usize].sw;
-                if sw != crate::state::NONE {
-                    self.switches[sw as usize].lft_valid = false;
-                }
-            }
-        }
-        for (g, p) in &failed_ports {
-            if let Some(&i) = self.by_guid.get(g) {
-                let n = &self.nodes[i as usize];
-                if *p <= n.nports {
-                    self.ports[n.port_index(*p)].pkey_known_valid = false;
-                }
-            }
-        }
-        IntentEvent::Done {
-            id,
-            failed_switches,
-            failed_ports,
-            lft_blocks,
-            pkey_blocks,
-        }
-    }
-
-    /// Re-programs the pending intent (after the first discovery). Returns false when there
-    /// is none.
-    pub(crate) fn start_reapply(&mut self) -> bool {
-        let Some(it) = self.cfg.pending_intent.take() else {
-            return false;
-        };
-        self.phase = Phase::Reapply;
-        self.reapply_id = Some(it.id);
-        let sweep = self.sweep;
-        // LFT: the known tables with the intent's blocks laid over them.
-        let mut tables: BTreeMap<Guid, SwitchLft> = self
-            .lfts
-            .as_ref()
-            .map(|l| l.switches.iter().map(|s| (s.guid, s.clone())).collect())
-            .unwrap_or_default();
-        let mut had: HashMap<Guid, bool> = HashMap::new();
-        let mut covered: HashMap<Guid, Vec<bool>> = HashMap::new();
-        for w in &it.lft_blocks {
-            let t = tables.entry(w.switch).or_insert_with(|| SwitchLft {
-                guid: w.switch,
-                lid: Lid(0),
-                ports: Vec::new(),
-            });
-            had.entry(w.switch).or_insert(!t.ports.is_empty());
-            let lo = usize::from(w.block) * BLOCK_LIDS;
-            if t.ports.len() < lo + BLOCK_LIDS {
-                t.ports.resize(lo + BLOCK_LIDS, NO_ROUTE);
-            }
-            t.ports[lo..lo + BLOCK_LIDS].copy_from_slice(&w.ports);
-            let c = covered.entry(w.switch).or_default();
-            if c.len() <= usize::from(w.block) {
-                c.resize(usize::from(w.block) + 1, false);
-            }
-            c[usize::from(w.block)] = true;
-        }
-        let lfts = Lfts {
-            switches: tables.into_values().collect(),
-        };
-        let idx: HashMap<Guid, usize> = lfts
-            .switches
-            .iter()
-            .enumerate()
-            .map(|(k, s)| (s.guid, k))
-            .collect();
-        for s in &mut self.switches {
-            let g = self.nodes[s.node as usize].guid;
-            s.lft_idx = idx.get(&g).map_or(NONE, |&k| k as u32);
-            if let (Some(&h), Some(c)) = (had.get(&g), covered.get(&g)) {
-                // Valid afterwards: it was known valid, or the intent alone covers it.
-                s.lft_valid = (h && s.lft_valid) || (!h && c.iter().all(|&x| x));
-            }
-        }
-        self.lfts = Some(Arc::new(lfts));
-        for w in &it.lft_blocks {
-            match self.by_guid.get(&w.switch).copied() {
-                Some(node)
-                    if self.nodes[node as usize].seen == sweep
-                        && self.nodes[node as usize].sw != NONE =>
-                {
-                    self.reapplied[0] += 1;
-                    self.queue_reapply(Op::LftSet, node, 0, w.block);
-                }
-                _ => {
-                    if let Some(&node) = self.by_guid.get(&w.switch) {
-                        let sw = self.nodes[node as usize].sw;
-                        if sw != NONE {
-                            self.switches[sw as usize].lft_failed = true;
-                            self.switches[sw as usize].lft_valid = false;
-                        }
-                    }
-                    self.reapply_unreached.0.push(w.switch);
-                }
-            }
-        }
-        // P_Keys: the intent's blocks laid over what is known of each port.
-        let mut pcov: HashMap<(Guid, u8), (bool, Vec<bool>)> = HashMap::new();
-        for w in &it.pkey_blocks {
-            let Some(node) = self
-                .by_guid
-                .get(&w.node)
-                .copied()
-                .filter(|&n| self.nodes[n as usize].seen == sweep)
-                .filter(|&n| w.port <= self.nodes[n as usize].nports)
-            else {
-                self.reapply_unreached.1.push((w.node, w.port));
-                continue;
-            };
-            let pi = self.nodes[node as usize].port_index(w.port);
-            let p = &mut self.ports[pi];
-            let e = pcov.entry((w.node, w.port)).or_insert_with(|| {
-                // What is known of an unknown table is only what the intent writes.
-                if !p.pkey_known_valid {
-                    p.pkey_known.clear();
-                }
-                (p.pkey_known_valid, Vec::new())
-            });
-            let lo = usize::from(w.block) * 32;
-            if p.pkey_known.len() < lo + 32 {
-                p.pkey_known.resize(lo + 32, 0);
-            }
-            p.pkey_known[lo..lo + 32].copy_from_slice(&w.keys);
-            p.pkey_want.clone_from(&p.pkey_known);
-            if e.1.len() <= usize::from(w.block) {
-                e.1.resize(usize::from(w.block) + 1, false);
-            }
-            e.1[usize::from(w.block)] = true;
-            p.pkey_known_valid = e.0 || e.1.iter().all(|&x| x);
-            self.reapplied[1] += 1;
-            self.queue_reapply(Op::PKeySet, node, w.port, w.block);
-        }
-        let unreached = self.mcast_reapply(&it.mft_blocks);
-        self.reapply_unreached.0.extend(unreached);
-        true
-    }
-
-    fn queue_reapply(&mut self, op: Op, node: u32, port: u8, arg: u16) {
-        self.planned_sets += 1;
-        self.push(op, node, port, arg);
-    }
-
-    /// Every re-applied Set answered or given up: IntentDone for the pending intent.
-    pub(crate) fn finish_reapply(&mut self) {
-        let Some(id) = self.reapply_id.take() else {
-            return;
-        };
-        let [l, p] = self.reapplied;
-        let unreached = std::mem::take(&mut self.reapply_unreached);
-        let ev = self.done_event(id, l, p, unreached);
-        self.intent_events.push_back(ev);
+            self.reapplied,
+            std::mem::take(&mut self.reapply_unreached),
+        ))
     }
 }

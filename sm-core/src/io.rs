@@ -1,7 +1,13 @@
-//! The SMP window: requests queued per gate (the switch whose VL15 buffers the SMP
-//! occupies), a fabric-wide limit, transaction ids, timeouts and resends.
+//! The sweeper's I/O state ([`Io`]): the SMP window (requests queued per gate, the switch
+//! whose VL15 buffers the SMP occupies; a fabric-wide limit, transaction ids, timeouts and
+//! resends), the SMPs sent outside it, the counters of everything sent, and whether LID
+//! routes may be used.
+//!
+//! It owns no knowledge of the fabric: gates, paths and LIDs are worked out by the caller.
+//! It must never decide what to send, only how many may be out and when one timed out.
 
 use crate::VTime;
+use crate::counters::Counters;
 use crate::state::NONE;
 use fabric::Lid;
 use mad::Smp;
@@ -81,7 +87,7 @@ pub(crate) struct Window {
     ungated: VecDeque<Req>,
     timeouts: VecDeque<(VTime, u16, u32)>,
     /// Requests queued or outstanding.
-    pub pending: u64,
+    pending: u64,
     outstanding: usize,
 }
 
@@ -263,6 +269,117 @@ impl Window {
     /// True when nothing is queued or outstanding.
     pub fn idle(&self) -> bool {
         self.pending == 0
+    }
+
+    /// A request taken out of the window ([`Window::complete`], [`Window::expired`],
+    /// [`Window::cancel`]) is finished: answered or given up.
+    pub fn settle(&mut self) {
+        self.pending -= 1;
+    }
+}
+
+/// The sweeper's I/O: the window, the SMPs that skip it, the counters, LID-route use.
+#[derive(Debug)]
+pub(crate) struct Io {
+    win: Window,
+    /// SMPs sent outside the window (SMInfo answers, trap represses, traps, ACKNOWLEDGEs),
+    /// handed out before any windowed one.
+    out: VecDeque<Transmit>,
+    counters: Counters,
+    /// Sequence of the SMPs sent outside the window that expect an answer, for their tids.
+    own_seq: u32,
+    /// The SM port has its LID and the LFTs are programmed (a clean heavy sweep).
+    lid_ok: bool,
+    /// Every linked port was ACTIVE when this sweep discovered it.
+    all_active: bool,
+}
+
+impl Io {
+    pub fn new(window: usize) -> Io {
+        Io {
+            win: Window::new(window),
+            out: VecDeque::new(),
+            counters: Counters::default(),
+            own_seq: 0,
+            lid_ok: false,
+            all_active: false,
+        }
+    }
+
+    /// Counters since the sweeper started.
+    pub fn counters(&self) -> &Counters {
+        &self.counters
+    }
+
+    /// For the counts kept outside sending (timeouts, stale answers, traps, ...).
+    pub fn counters_mut(&mut self) -> &mut Counters {
+        &mut self.counters
+    }
+
+    /// The window.
+    pub fn window(&mut self) -> &mut Window {
+        &mut self.win
+    }
+
+    /// True when nothing is queued or outstanding.
+    pub fn idle(&self) -> bool {
+        self.win.idle()
+    }
+
+    /// Queues a new request at its gate.
+    pub fn push(&mut self, gate: u32, req: Req) {
+        self.win.push(gate, req);
+    }
+
+    /// A request answered without error status: it leaves the window.
+    pub fn settle(&mut self) {
+        self.win.settle();
+    }
+
+    /// A request given up: counted, and it leaves the window.
+    pub fn give_up(&mut self) {
+        self.counters.failures += 1;
+        self.win.settle();
+    }
+
+    /// Counts an SMP handed to the fabric.
+    pub fn record(&mut self, t: &Transmit) {
+        self.counters
+            .record(t.smp.attr_id, t.smp.method, t.smp.is_directed());
+    }
+
+    /// Sends an SMP outside the window (counted; handed out first).
+    pub fn send(&mut self, t: Transmit) {
+        self.record(&t);
+        self.out.push_back(t);
+    }
+
+    /// The next SMP sent outside the window.
+    pub fn pop_out(&mut self) -> Option<Transmit> {
+        self.out.pop_front()
+    }
+
+    /// A transaction id for an SMP sent outside the window (a trap, an ACKNOWLEDGE): slot
+    /// 0xFFFF, which no window has, so an answer to it is never taken for another's.
+    pub fn own_tid(&mut self, tid_high: u32) -> u64 {
+        self.own_seq = self.own_seq.wrapping_add(1);
+        let low = (self.own_seq << 16) | 0xFFFF;
+        (u64::from(tid_high) << 32) | u64::from(low)
+    }
+
+    /// May LID-routed SMPs be used (SM port LID and LFTs programmed, every port ACTIVE)?
+    pub fn lid_routes(&self) -> bool {
+        self.lid_ok && self.all_active
+    }
+
+    /// Whether the SM port has its LID and the LFTs are programmed.
+    pub fn set_lid_ok(&mut self, ok: bool) {
+        self.lid_ok = ok;
+    }
+
+    /// Whether every linked port is ACTIVE.
+    pub fn set_all_active(&mut self, all: bool) {
+        self.all_active = all;
     }
 }
 

@@ -5,7 +5,7 @@
 //!
 //! It must never do IO, read a clock, spawn a thread or use unseeded randomness. Time is
 //! passed in as [`VTime`] (nanoseconds on any clock the caller likes); SMPs go out through
-//! [`Sweeper::poll_transmit`] and come back through [`Sweeper::handle_response`].
+//! [`Sweeper::poll_transmit`] and come back through [`Sweeper::handle_mad`].
 //!
 //! Driver loop (single thread, deterministic; `fabric` stands for any transport):
 //!
@@ -79,14 +79,15 @@ mod foreign;
 mod guid2lid;
 mod intent;
 mod io;
+mod keys;
 pub mod lids;
 mod light;
 mod mcast;
 mod program;
 mod readback;
+mod schedule;
 mod state;
 mod sweeper;
-mod view;
 
 pub use config::{MS, PKeyTables, Role, SweeperConfig};
 pub use counters::{ATTRS, Counters, METHODS};

@@ -1,3 +1,7 @@
+//! `LidState` (the sweeper's LID step) owns the SM's own LID: it hands the end ports of
+//! a sweep to [`assign`] and records what they get on the port records. It never writes
+//! a LID to the fabric (programming does, in stage 1).
+//!
 //! The LID manager: keeps every valid, unique LID it can, remembers assignments in the
 //! guid2lid map, and gives new ports the lowest free LMC-aligned block, in port GUID order.
 //!
@@ -8,8 +12,10 @@
 //! these reasons.
 
 use crate::SmError;
+use crate::discovery::Discovery;
 use crate::guid2lid::Guid2Lid;
-use fabric::{Guid, Lid};
+use fabric::{Guid, Lid, NodeId, PortRef};
+use routing::LidAssignment;
 
 const FREE: u32 = u32::MAX;
 const RESERVED: u32 = u32::MAX - 1;
@@ -140,6 +146,79 @@ pub fn assign(ports: &[LidRequest], map: &mut Guid2Lid) -> Result<(Vec<Lid>, Lid
         }
     }
     Ok((out, o))
+}
+
+/// The sweeper's LIDs: the SM's own LID (the LIDs of the other ports live on their port
+/// records, the remembered ones in the guid2lid map).
+#[derive(Debug, Default)]
+pub(crate) struct LidState {
+    sm_lid: Lid,
+}
+
+impl LidState {
+    /// The SM's own LID (0 before LIDs are assigned).
+    pub fn sm_lid(&self) -> Lid {
+        self.sm_lid
+    }
+
+    /// Assigns LIDs to the end ports of the nodes `order` of this sweep (a switch's port 0
+    /// with LMC 0, every linked CA port with `lmc`), records them on the port records (a
+    /// port whose LID moves no longer holds a known P_KeyTable unless it already carried
+    /// the new LID) and in `map`. `tnode` maps node indices to the topology's node ids.
+    /// Returns the assignment for routing and how the LIDs were decided.
+    pub fn assign(
+        &mut self,
+        disc: &mut Discovery,
+        map: &mut Guid2Lid,
+        lmc: u8,
+        order: &[usize],
+        tnode: &[u32],
+    ) -> Result<(LidAssignment, LidOutcome), SmError> {
+        let sweep = disc.sweep();
+        let mut reqs = Vec::new();
+        let mut where_ = Vec::new();
+        for &i in order {
+            let n = &disc.nodes()[i];
+            let end_ports: &[u8] = if n.is_switch { &[0] } else { &[] };
+            let mut add = |p: u8, lmc: u8, port: &crate::state::Port| {
+                let current = if port.info_sweep == sweep {
+                    port.info.lid
+                } else {
+                    Lid(0)
+                };
+                reqs.push(LidRequest {
+                    guid: port.guid,
+                    lmc,
+                    current,
+                });
+                where_.push((i, p));
+            };
+            for &p in end_ports {
+                add(p, 0, disc.port(n.port_index(p)));
+            }
+            if !n.is_switch {
+                for p in 1..=n.nports {
+                    let port = disc.port(n.port_index(p));
+                    if port.remote_sweep == sweep {
+                        add(p, lmc, port);
+                    }
+                }
+            }
+        }
+        let (assigned, outcome) = assign(&reqs, map)?;
+        let mut la = LidAssignment::new();
+        for ((&(i, p), lid), r) in where_.iter().zip(&assigned).zip(&reqs) {
+            let port = disc.port_of_mut(i as u32, p);
+            if port.lid != *lid && port.lid.0 != 0 {
+                port.pkey_known_valid = port.pkey_known_valid && port.info.lid == *lid;
+            }
+            port.lid = *lid;
+            port.lmc = r.lmc;
+            la.set(PortRef::new(NodeId(tnode[i]), p), *lid, r.lmc)?;
+        }
+        self.sm_lid = disc.sm_port().lid;
+        Ok((la, outcome))
+    }
 }
 
 #[cfg(test)]

@@ -1,52 +1,50 @@
-//! Light sweeps: every interval, poll SwitchInfo of every switch. PortStateChange set, a
-//! LinearFDBTop that is not what this SM wrote (the switch rebooted and lost its LFT), or a
-//! switch that does not answer means a heavy sweep; otherwise nothing is written. CA port
-//! changes show up as the PortStateChange of the switch at the other end of the link. The
-//! other SMs the last heavy sweep found are asked for their SMInfo again: a MASTER that
-//! outranks this SM means a heavy sweep too (which then stands by; see `foreign`).
+//! [`Light`] owns what the running light sweep found; it never sends and never starts the
+//! heavy sweep it calls for.
+//!
+//! Light sweeps: every interval, poll SwitchInfo of every switch. PortStateChange
+//! set, a LinearFDBTop that is not what this SM wrote (the switch rebooted and lost its
+//! LFT), or a switch that does not answer means a heavy sweep; otherwise nothing is
+//! written. CA port changes show up as the PortStateChange of the switch at the other end
+//! of the link. The other SMs the last heavy sweep found are asked for their SMInfo again:
+//! a MASTER that outranks this SM means a heavy sweep too (which then stands by; see
+//! `foreign`).
 
-use crate::events::{Event, SweepReason};
-use crate::io::{Op, Req};
-use crate::sweeper::{Phase, Sweeper};
+use crate::counters::Counters;
+use crate::state::Switch;
 use mad::SwitchInfo;
 
-impl Sweeper {
-    pub(crate) fn start_light(&mut self) {
-        self.phase = Phase::Light;
-        // Until the subnet has come up once, and after a sweep that could not finish cleanly,
-        // every interval is a heavy sweep (the SM's own link may come up later, and no
-        // trap would say so).
-        self.light_changed = !self.subnet_up || self.dirty;
-        self.light_start = self.counters;
-        let sweep = self.sweep;
-        for k in 0..self.switches.len() {
-            let node = self.switches[k].node;
-            if self.nodes[node as usize].seen == sweep {
-                self.push(Op::LightSwitchInfo, node, 0, 0);
-            }
-        }
-        self.light_query_sms();
-        self.advance();
+/// The running (or last) light sweep.
+#[derive(Debug, Default)]
+pub(crate) struct Light {
+    /// A change was found (a heavy sweep follows).
+    changed: bool,
+    /// The counters when it started.
+    start: Counters,
+}
+
+impl Light {
+    /// A light sweep starts with `counters`; `changed`: it calls for a heavy sweep
+    /// whatever it finds.
+    pub fn start(&mut self, changed: bool, counters: Counters) {
+        self.changed = changed;
+        self.start = counters;
     }
 
-    pub(crate) fn on_light_switch_info(&mut self, req: Req, info: SwitchInfo) {
-        let sw = self.nodes[req.node as usize].sw;
-        let s = &mut self.switches[sw as usize];
+    /// A change was found.
+    pub fn changed(&mut self) {
+        self.changed = true;
+    }
+
+    /// A switch answered its SwitchInfo poll with `info`.
+    pub fn on_switch_info(&mut self, s: &Switch, info: &SwitchInfo) {
         if info.port_state_change || !s.lft_valid || info.linear_fdb_top != s.fdb_top {
-            self.light_changed = true;
+            self.changed = true;
         }
     }
 
-    pub(crate) fn finish_light(&mut self) {
-        self.phase = Phase::Idle;
-        let smps = self.counters.since(&self.light_start).total();
-        self.events.push_back(Event::LightSweepComplete {
-            changed: self.light_changed,
-            smps,
-        });
-        if self.light_changed {
-            self.heavy_pending.get_or_insert(SweepReason::Change);
-        }
-        self.schedule_next();
+    /// The light sweep ended: whether it found a change, and the SMPs sent since it
+    /// started (`counters`: now).
+    pub fn finish(&self, counters: &Counters) -> (bool, u64) {
+        (self.changed, counters.since(&self.start).total())
     }
 }

@@ -1,4 +1,7 @@
-//! Multicast forwarding tables: the groups the SA hands over ([`Sweeper::set_multicast`])
+//! [`Multicast`] owns the groups, what the switches hold, and the blocks being written. It
+//! never sends and never decides when a pass runs (the sweeper queues the Sets it plans).
+//!
+//! Multicast forwarding tables: the groups the SA hands over ([`crate::Sweeper::set_multicast`])
 //! become one spanning tree per group ([`routing::mcast`]), merged into per-switch
 //! MulticastForwardingTables; these are diffed per MFT block (32 MLIDs x 16 ports: one
 //! position) against what the switches are known to hold, and only changed blocks are
@@ -21,12 +24,10 @@
 //!   SwitchInfo.MulticastFDBTop. Once the groups are known, the sweeper keeps it at the last
 //!   MLID of the highest block with a non-zero entry (0xBFFF, "no entry", when there is
 //!   none), as OpenSM does: the SwitchInfo Set of the same stage as the MFT blocks writes it
-//!   ([`Sweeper::mft_tops`]). Other switches' MulticastFDBTop is written back as read.
+//!   ([`Multicast::mft_tops`]). Other switches' MulticastFDBTop is written back as read.
 
-use crate::VTime;
-use crate::intent::IntentEvent;
-use crate::io::{Op, Req};
-use crate::sweeper::{Phase, Sweeper};
+use crate::discovery::Discovery;
+use crate::io::Req;
 use fabric::{Guid, Lid};
 use mad::{MulticastForwardingTable, PortInfo, SmpAttribute};
 use routing::RoutingInput;
@@ -61,7 +62,7 @@ pub struct MftBlockWrite {
 
 /// The sweeper's multicast state.
 #[derive(Debug, Default)]
-pub(crate) struct McastState {
+pub(crate) struct Multicast {
     /// The groups (None: never told; MFTs are left alone).
     groups: Option<Vec<McastGroup>>,
     /// Blocks the switches are known to hold (non-zero ones; absent = zero).
@@ -82,85 +83,73 @@ pub(crate) struct McastState {
     failed_switches: Vec<Guid>,
 }
 
-impl McastState {
-    pub(crate) fn new(known: Option<&MftTables>) -> McastState {
-        McastState {
+impl Multicast {
+    /// `known`: the blocks the switches are known to hold (a takeover).
+    pub fn new(known: Option<&MftTables>) -> Multicast {
+        Multicast {
             known: known.cloned().unwrap_or_default(),
-            ..McastState::default()
+            ..Multicast::default()
         }
     }
-}
 
-impl Sweeper {
-    /// Hands over the multicast groups (every group with its MLID and member port GUIDs;
-    /// the whole set each time: a group absent from it is removed). The tables are
-    /// recomputed and the changed blocks written at once when the sweeper is idle and has
-    /// routed the fabric, otherwise as soon as the running sweep ends (a heavy sweep that
-    /// has not planned its programming yet takes them into its own).
-    pub fn set_multicast(&mut self, now: VTime, groups: Vec<McastGroup>) {
-        self.now = self.now.max(now);
+    /// Takes the groups (sorted by MLID). Returns false when they are the ones known.
+    pub fn set_groups(&mut self, groups: Vec<McastGroup>) -> bool {
         let mut g = groups;
         g.sort_by_key(|x| x.mlid);
-        if self.mcast.groups.as_ref() == Some(&g) {
-            return;
+        if self.groups.as_ref() == Some(&g) {
+            return false;
         }
-        self.mcast.groups = Some(g);
-        self.mcast.dirty = true;
-        if self.phase == Phase::Idle {
-            self.start_mcast_pass();
-            self.advance();
-        }
+        self.groups = Some(g);
+        self.dirty = true;
+        true
     }
 
-    /// The MFTs the switches are known to hold, by switch GUID and (position, block):
-    /// what a replicated state keeps for a takeover ([`crate::SweeperConfig::known_mfts`]).
-    pub fn mft_tables(&self) -> &MftTables {
-        &self.mcast.known
+    /// The MFT blocks the switches are known to hold.
+    pub fn known(&self) -> &MftTables {
+        &self.known
     }
 
-    /// The multicast groups last handed over (None: never).
-    pub fn multicast_groups(&self) -> Option<&[McastGroup]> {
-        self.mcast.groups.as_deref()
+    /// The groups last handed over (None: never).
+    pub fn groups(&self) -> Option<&[McastGroup]> {
+        self.groups.as_deref()
     }
 
-    /// Keeps the switch graph of this heavy sweep for the trees (called when the routing
-    /// job is built).
-    pub(crate) fn mcast_keep_input(&mut self, input: &RoutingInput) {
-        self.mcast.input = Some(Arc::new(input.clone()));
+    /// Keeps the switch graph of this heavy sweep for the trees.
+    pub fn keep_input(&mut self, input: &RoutingInput) {
+        self.input = Some(Arc::new(input.clone()));
     }
 
     /// Plans the MFT writes of a heavy sweep (after routing, before the intent): switches
     /// whose LFT is not known valid lose what is known of their MFT.
-    pub(crate) fn plan_mfts(&mut self) {
-        self.mcast.writing.clear();
-        self.mcast.planned.clear();
-        self.mcast.failed_switches.clear();
-        let lost: Vec<Guid> = self
-            .switches
+    pub fn plan(&mut self, disc: &Discovery) {
+        self.writing.clear();
+        self.planned.clear();
+        self.failed_switches.clear();
+        let lost: Vec<Guid> = disc
+            .switches()
             .iter()
             .filter(|s| !s.lft_valid)
-            .map(|s| self.nodes[s.node as usize].guid)
+            .map(|s| disc.node(s.node).guid)
             .collect();
         for g in lost {
-            if let Some(t) = self.mcast.known.remove(&g) {
+            if let Some(t) = self.known.remove(&g) {
                 for (pos, block) in t.into_keys() {
-                    self.mcast.unknown.insert((g, pos, block));
+                    self.unknown.insert((g, pos, block));
                 }
             }
         }
-        if self.mcast.groups.is_some() {
-            self.plan_mft_writes();
+        if self.groups.is_some() {
+            self.plan_writes(disc);
         }
     }
 
     /// Diffs the wanted tables against the known ones into `planned` / `writing`.
-    fn plan_mft_writes(&mut self) {
-        self.mcast.dirty = false;
-        let (Some(groups), Some(input)) = (&self.mcast.groups, &self.mcast.input) else {
+    fn plan_writes(&mut self, disc: &Discovery) {
+        self.dirty = false;
+        let (Some(groups), Some(input)) = (&self.groups, &self.input) else {
             return;
         };
         let want: Mfts = McastGraph::new(input).tables(groups);
-        let sweep = self.sweep;
         // Every (switch, position, block) wanted non-zero, known non-zero or unknown.
         let mut keys: BTreeSet<(Guid, u8, u16)> = BTreeSet::new();
         for (&sw, t) in &want {
@@ -172,31 +161,30 @@ impl Sweeper {
                 }
             }
         }
-        for (&sw, t) in &self.mcast.known {
+        for (&sw, t) in &self.known {
             for &(pos, block) in t.keys() {
                 keys.insert((sw, pos, block));
             }
         }
-        keys.extend(self.mcast.unknown.iter().copied());
+        keys.extend(self.unknown.iter().copied());
         let empty = BTreeMap::new();
         let mut writes = Vec::new();
         for (sw, pos, block) in keys {
-            let Some(&node) = self.by_guid.get(&sw) else {
+            let Some(node) = disc.find(sw) else {
                 continue;
             };
-            let n = &self.nodes[node as usize];
-            if n.seen != sweep || !n.is_switch || usize::from(pos) * 16 > usize::from(n.nports) {
+            let n = disc.node(node);
+            if !disc.seen(node) || !n.is_switch || usize::from(pos) * 16 > usize::from(n.nports) {
                 continue;
             }
             let masks = mcast::block_masks(want.get(&sw).unwrap_or(&empty), pos, block);
             let have = self
-                .mcast
                 .known
                 .get(&sw)
                 .and_then(|t| t.get(&(pos, block)))
                 .copied()
                 .unwrap_or([0; 32]);
-            if have != masks || self.mcast.unknown.contains(&(sw, pos, block)) {
+            if have != masks || self.unknown.contains(&(sw, pos, block)) {
                 writes.push((
                     node,
                     MftBlockWrite {
@@ -209,105 +197,93 @@ impl Sweeper {
             }
         }
         for (node, w) in writes {
-            self.mcast
-                .writing
-                .insert((node, w.position, w.block), w.masks);
-            self.mcast.planned.push(w);
+            self.writing.insert((node, w.position, w.block), w.masks);
+            self.planned.push(w);
         }
     }
 
-    /// The MFT blocks planned for the intent being built.
-    pub(crate) fn mft_intent_blocks(&self) -> Vec<MftBlockWrite> {
-        self.mcast.planned.clone()
+    /// The MFT blocks planned (for the intent being built).
+    pub fn planned(&self) -> &[MftBlockWrite] {
+        &self.planned
     }
 
-    /// Queues the planned MFT Sets (stage 2 of a heavy sweep, or a standalone pass).
-    pub(crate) fn queue_mfts(&mut self) {
-        let mut todo: Vec<(u32, u8, u16)> = self.mcast.writing.keys().copied().collect();
+    /// The MFT Sets (node, position, block) of the planned writes, in order.
+    pub fn queued(&self) -> Vec<(u32, u8, u16)> {
+        let mut todo: Vec<(u32, u8, u16)> = self.writing.keys().copied().collect();
         todo.sort_unstable();
-        for (node, pos, block) in todo {
-            self.planned_sets += 1;
-            self.push(Op::MftSet, node, pos, block);
-        }
+        todo
     }
 
-    /// Starts a standalone pass when the groups changed and the fabric was routed.
-    pub(crate) fn start_mcast_pass(&mut self) {
-        if !self.mcast.dirty || self.mcast.input.is_none() || self.phase != Phase::Idle {
-            return;
+    /// Plans a standalone pass when the groups changed and the fabric was routed. Returns
+    /// true when it has blocks to write.
+    pub fn start_pass(&mut self, disc: &Discovery) -> bool {
+        if !self.dirty || self.input.is_none() {
+            return false;
         }
-        self.mcast.writing.clear();
-        self.mcast.planned.clear();
-        self.mcast.failed_switches.clear();
-        self.plan_mft_writes();
-        if self.mcast.planned.is_empty() {
-            return;
-        }
-        if self.cfg.gate_programming {
-            self.intent_seq += 1;
-            let id = self.cfg.intent_id_base.wrapping_add(self.intent_seq);
-            let it = crate::Intent {
-                id,
-                mft_blocks: self.mcast.planned.clone(),
-                ..Default::default()
-            };
-            self.mcast.pass_intent = Some(id);
-            self.awaiting_intent = Some(id);
-            self.phase = Phase::AwaitIntent;
-            self.intent_events.push_back(IntentEvent::Program(it));
-            return;
-        }
-        self.run_mcast_pass();
+        self.writing.clear();
+        self.planned.clear();
+        self.failed_switches.clear();
+        self.plan_writes(disc);
+        !self.planned.is_empty()
     }
 
-    fn run_mcast_pass(&mut self) {
-        self.phase = Phase::Multicast;
-        self.failed_sets = 0;
-        self.queue_mfts();
-        let mut tops: Vec<(u32, u16)> = self.mft_tops().into_iter().collect();
-        tops.sort_unstable();
-        for (node, top) in tops {
-            let sw = self.nodes[node as usize].sw as usize;
-            if self.switches[sw].info.multicast_fdb_top != top {
-                self.switches[sw].mft_top_want = Some(top);
-                self.planned_sets += 1;
-                self.push(Op::SwitchInfoSet, node, 0, 0);
-            }
+    /// The standalone pass waits for intent `id`.
+    pub fn await_pass_intent(&mut self, id: u64) {
+        self.pass_intent = Some(id);
+    }
+
+    /// Intent `id` was committed: true when it was the standalone pass's (which may run).
+    pub fn pass_committed(&mut self, id: u64) -> bool {
+        if self.pass_intent != Some(id) {
+            return false;
         }
+        self.pass_intent = None;
+        true
+    }
+
+    /// Intent `id` could not be committed: true when it was the standalone pass's
+    /// (dropped; the groups stay to be planned again).
+    pub fn pass_rejected(&mut self, id: u64) -> bool {
+        if self.pass_intent != Some(id) {
+            return false;
+        }
+        self.pass_intent = None;
+        self.writing.clear();
+        self.planned.clear();
+        self.dirty = true;
+        true
     }
 
     /// MulticastFDBTop wanted by every switch of this sweep that supports it (port 0
     /// CapabilityMask IsMulticastFDBTopSupported), by node index, with the blocks being
     /// written counted as written. Empty until the groups are known (MFTs left alone).
-    pub(crate) fn mft_tops(&self) -> HashMap<u32, u16> {
+    pub fn mft_tops(&self, disc: &Discovery) -> HashMap<u32, u16> {
         let mut tops = HashMap::new();
-        if self.mcast.groups.is_none() {
+        if self.groups.is_none() {
             return tops;
         }
         // Highest block with a non-zero entry, per node: what is known, minus blocks being
         // zeroed, plus blocks being written non-zero.
         let mut highest: HashMap<u32, u16> = HashMap::new();
-        for (&(node, _pos, block), masks) in &self.mcast.writing {
+        for (&(node, _pos, block), masks) in &self.writing {
             if *masks != [0; 32] {
                 let h = highest.entry(node).or_insert(block);
                 *h = (*h).max(block);
             }
         }
-        let sweep = self.sweep;
-        for s in &self.switches {
-            let n = &self.nodes[s.node as usize];
-            if n.seen != sweep {
+        for s in disc.switches() {
+            let n = disc.node(s.node);
+            if !disc.seen(s.node) {
                 continue;
             }
-            let p0 = &self.ports[n.port_index(0)];
+            let p0 = disc.port(n.port_index(0));
             if p0.info.capability_mask & PortInfo::CAP_IS_MULTICAST_FDB_TOP_SUPPORTED == 0 {
                 continue;
             }
-            let known = self.mcast.known.get(&n.guid).and_then(|t| {
+            let known = self.known.get(&n.guid).and_then(|t| {
                 t.keys()
                     .filter(|&&(pos, block)| {
-                        self.mcast
-                            .writing
+                        self.writing
                             .get(&(s.node, pos, block))
                             .is_none_or(|m| *m != [0; 32])
                     })
@@ -327,143 +303,84 @@ impl Sweeper {
         tops
     }
 
-    /// The driver committed intent `id`: true when it was a standalone multicast pass
-    /// (now programming).
-    pub(crate) fn mcast_intent_committed(&mut self, id: u64) -> bool {
-        if self.mcast.pass_intent != Some(id) {
-            return false;
-        }
-        self.awaiting_intent = None;
-        self.current_intent = Some(id);
-        self.mcast.pass_intent = None;
-        self.run_mcast_pass();
-        true
-    }
-
-    /// The driver could not commit intent `id`: true when it was a standalone multicast
-    /// pass (dropped; the groups stay to be planned again).
-    pub(crate) fn mcast_intent_rejected(&mut self, id: u64) -> bool {
-        if self.mcast.pass_intent != Some(id) {
-            return false;
-        }
-        self.awaiting_intent = None;
-        self.mcast.pass_intent = None;
-        self.mcast.writing.clear();
-        self.mcast.planned.clear();
-        self.mcast.dirty = true;
-        self.phase = Phase::Idle;
-        true
-    }
-
-    /// Every Set of a standalone pass answered or given up.
-    pub(crate) fn finish_mcast_pass(&mut self) {
-        self.phase = Phase::Idle;
-        if let Some(id) = self.current_intent.take() {
-            let ev = IntentEvent::Done {
-                id,
-                failed_switches: self.mcast_failed_switches(),
-                failed_ports: Vec::new(),
-                lft_blocks: 0,
-                pkey_blocks: 0,
-            };
-            self.intent_events.push_back(ev);
-        }
-        // A heavy sweep asked for while this pass ran (it plans the MFTs itself), or
-        // groups handed over meanwhile.
-        if self.heavy_pending.is_some() {
-            self.start_pending_heavy();
-        } else {
-            self.start_mcast_pass();
-        }
-    }
-
-    /// Switches an MFT Set failed on (for IntentDone), sorted.
-    pub(crate) fn mcast_failed_switches(&mut self) -> Vec<Guid> {
-        let mut v = std::mem::take(&mut self.mcast.failed_switches);
+    /// Switches an MFT Set failed on (for IntentDone), sorted; forgotten here.
+    pub fn take_failed_switches(&mut self) -> Vec<Guid> {
+        let mut v = std::mem::take(&mut self.failed_switches);
         v.sort_unstable();
         v.dedup();
         v
     }
 
     /// What was planned is not known to be written (intent not committed).
-    pub(crate) fn mcast_forget_planned(&mut self) {
-        for w in std::mem::take(&mut self.mcast.planned) {
-            self.mcast.unknown.insert((w.switch, w.position, w.block));
+    pub fn forget_planned(&mut self) {
+        for w in std::mem::take(&mut self.planned) {
+            self.unknown.insert((w.switch, w.position, w.block));
         }
-        self.mcast.writing.clear();
+        self.writing.clear();
     }
 
     /// Re-applies a previous master's MFT blocks (the pending intent): they become what is
-    /// known once written.
-    pub(crate) fn mcast_reapply(&mut self, blocks: &[MftBlockWrite]) -> Vec<Guid> {
+    /// known once written. Returns the MFT Sets (node, position, block) to queue and the
+    /// switches not reached.
+    pub fn reapply(
+        &mut self,
+        disc: &Discovery,
+        blocks: &[MftBlockWrite],
+    ) -> (Vec<(u32, u8, u16)>, Vec<Guid>) {
+        let mut sets = Vec::new();
         let mut unreached = Vec::new();
-        let sweep = self.sweep;
         for w in blocks {
-            match self.by_guid.get(&w.switch).copied() {
-                Some(node)
-                    if self.nodes[node as usize].seen == sweep
-                        && self.nodes[node as usize].is_switch =>
-                {
-                    self.mcast
-                        .writing
-                        .insert((node, w.position, w.block), w.masks);
-                    self.planned_sets += 1;
-                    self.push(Op::MftSet, node, w.position, w.block);
+            match disc.find(w.switch) {
+                Some(node) if disc.seen(node) && disc.node(node).is_switch => {
+                    self.writing.insert((node, w.position, w.block), w.masks);
+                    sets.push((node, w.position, w.block));
                 }
                 _ => unreached.push(w.switch),
             }
         }
-        unreached
+        (sets, unreached)
     }
 
     /// The data of an MFT Set.
-    pub(crate) fn fill_mft(&self, req: &Req, data: &mut [u8; 64]) -> Option<()> {
-        let masks = self.mcast.writing.get(&(req.node, req.port, req.arg))?;
+    pub fn fill(&self, req: &Req, data: &mut [u8; 64]) -> Option<()> {
+        let masks = self.writing.get(&(req.node, req.port, req.arg))?;
         MulticastForwardingTable { port_masks: *masks }.encode(data);
         Some(())
     }
 
     /// The modifier of an MFT Set.
-    pub(crate) fn mft_modifier(req: &Req) -> u32 {
+    pub fn modifier(req: &Req) -> u32 {
         MulticastForwardingTable::modifier(req.port, req.arg)
     }
 
-    /// An MFT Set was answered: the block is known.
-    pub(crate) fn mft_done(&mut self, req: &Req) {
-        let Some(masks) = self
-            .mcast
-            .writing
-            .get(&(req.node, req.port, req.arg))
-            .copied()
-        else {
+    /// An MFT Set to switch `g` was answered: the block is known.
+    pub fn done(&mut self, g: Guid, req: &Req) {
+        let Some(masks) = self.writing.get(&(req.node, req.port, req.arg)).copied() else {
             return;
         };
-        let g = self.nodes[req.node as usize].guid;
-        self.mcast.unknown.remove(&(g, req.port, req.arg));
+        self.unknown.remove(&(g, req.port, req.arg));
         if masks == [0; 32] {
-            if let Some(t) = self.mcast.known.get_mut(&g) {
+            if let Some(t) = self.known.get_mut(&g) {
                 t.remove(&(req.port, req.arg));
                 if t.is_empty() {
-                    self.mcast.known.remove(&g);
+                    self.known.remove(&g);
                 }
             }
         } else {
-            self.mcast
-                .known
+            self.known
                 .entry(g)
                 .or_default()
                 .insert((req.port, req.arg), masks);
         }
     }
 
-    /// An MFT Set was given up: the block is unknown.
-    pub(crate) fn mft_failed(&mut self, req: &Req) {
-        let g = self.nodes[req.node as usize].guid;
-        if let Some(t) = self.mcast.known.get_mut(&g) {
+    /// An MFT Set to switch `g` was given up: the block is unknown.
+    pub fn failed(&mut self, g: Guid, req: &Req) {
+        if let Some(t) = self.known.get_mut(&g) {
             t.remove(&(req.port, req.arg));
         }
-        self.mcast.unknown.insert((g, req.port, req.arg));
-        self.mcast.failed_switches.push(g);
+        self.unknown.insert((g, req.port, req.arg));
+        self.failed_switches.push(g);
     }
 }
 

@@ -1,3 +1,7 @@
+//! [`Readback`] owns the requests waiting and the one running (targets, tables read so
+//! far, what did not answer). It never sends (the sweeper queues the Gets it asks for)
+//! and never writes anything to the fabric or to what the sweeper believes.
+//!
 //! P_KeyTable read-back: on request, the master reads every managed P_KeyTable back from
 //! the fabric (Gets only, never a Set) so that an isolation audit can compare what the
 //! ports really hold with what the policy intends.
@@ -19,13 +23,13 @@
 //! under way invalidates directed routes: ports not reached LID-routed then count as not
 //! answered.
 
+use crate::VTime;
 use crate::counters::Counters;
-use crate::io::{Op, Req};
+use crate::discovery::Discovery;
+use crate::io::Req;
 use crate::state::NONE;
-use crate::sweeper::{Phase, Sweeper};
-use crate::{SmError, VTime};
 use fabric::{Guid, Lid};
-use mad::{AttributeId, Method, PKeyTable, PortInfo, SmpAttribute};
+use mad::{AttributeId, Method, PKeyTable, PortInfo, Smp, SmpAttribute};
 use std::collections::{HashMap, VecDeque};
 
 /// Identifies one read-back request.
@@ -33,7 +37,10 @@ pub type ReadbackId = u64;
 
 /// `Req::arg` of a PortInfo Get (enforcement bits of a switch port); any other value is a
 /// P_KeyTable block number.
-const PORT_INFO: u16 = u16::MAX;
+pub(crate) const PORT_INFO: u16 = u16::MAX;
+
+/// A read-back Get to queue: (node, port, `Req::arg`).
+pub(crate) type Get = (u32, u8, u16);
 
 /// One port's table as read from the fabric.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -104,7 +111,7 @@ struct Active {
 
 /// The sweeper's read-back bookkeeping.
 #[derive(Debug, Default)]
-pub(crate) struct Readbacks {
+pub(crate) struct Readback {
     next_id: ReadbackId,
     waiting: VecDeque<(ReadbackId, VTime)>,
     active: Option<Active>,
@@ -114,64 +121,49 @@ fn blocks(capacity: u16) -> u16 {
     capacity.div_ceil(PKeyTable::ENTRIES as u16).max(1)
 }
 
-impl Sweeper {
-    /// Asks for every managed P_KeyTable to be read back from the fabric now (see the
-    /// module documentation of what is read). Returns the id the
-    /// [`crate::Event::PKeyReadback`] will carry. Fails on a standby sweeper; a request made
-    /// before the first heavy sweep completed waits for it.
-    pub fn request_pkey_readback(&mut self, now: VTime) -> Result<ReadbackId, SmError> {
-        self.now = self.now.max(now);
-        if self.cfg.role == crate::Role::Standby {
-            return Err(SmError::Readback("a standby SM sends no SMPs".into()));
-        }
-        self.readback.next_id += 1;
-        let id = self.readback.next_id;
-        self.readback.waiting.push_back((id, self.now));
-        self.start_waiting_readback();
-        Ok(id)
+impl Readback {
+    /// Queues a request made at `now`; returns its id.
+    pub fn request(&mut self, now: VTime) -> ReadbackId {
+        self.next_id += 1;
+        let id = self.next_id;
+        self.waiting.push_back((id, now));
+        id
     }
 
     /// Progress of the running read-back: (id, ports finished, ports to read).
-    pub fn readback_progress(&self) -> Option<(ReadbackId, usize, usize)> {
-        self.readback
-            .active
+    pub fn progress(&self) -> Option<(ReadbackId, usize, usize)> {
+        self.active
             .as_ref()
             .map(|a| (a.id, a.done, a.targets.len()))
     }
 
-    /// Starts the next queued read-back when none runs and no heavy sweep is under way.
-    pub(crate) fn start_waiting_readback(&mut self) {
-        let heavy = matches!(
-            self.phase,
-            Phase::Discovering
-                | Phase::Lids
-                | Phase::Routing
-                | Phase::Programming(_)
-                | Phase::Rekey
-                | Phase::Reapply
-                | Phase::AwaitIntent
-        );
-        if self.readback.active.is_some() || !self.first_sweep_done || heavy {
-            return;
+    /// Starts the next queued read-back when none runs, on the ports of the last completed
+    /// discovery. Returns the Gets to queue first (None: nothing started).
+    pub fn start_next(
+        &mut self,
+        disc: &Discovery,
+        now: VTime,
+        counters: Counters,
+    ) -> Option<Vec<Get>> {
+        if self.active.is_some() {
+            return None;
         }
-        let Some((id, requested)) = self.readback.waiting.pop_front() else {
-            return;
-        };
-        let sweep = self.sweep;
+        let (id, requested) = self.waiting.pop_front()?;
+        let sweep = disc.sweep();
         let mut targets = Vec::new();
-        for (i, n) in self.nodes.iter().enumerate() {
+        for (i, n) in disc.nodes().iter().enumerate() {
             if n.seen != sweep {
                 continue;
             }
             if n.is_switch {
                 targets.push(Target::new(i as u32, 0, n.info.partition_cap));
-                let ecap = self.switches[n.sw as usize].info.partition_enforcement_cap;
+                let ecap = disc.switch(n.sw).info.partition_enforcement_cap;
                 for p in 1..=n.nports {
-                    let port = &self.ports[n.port_index(p)];
+                    let port = disc.port(n.port_index(p));
                     if port.remote_sweep != sweep || port.remote == NONE {
                         continue;
                     }
-                    if self.nodes[port.remote as usize].is_switch {
+                    if disc.node(port.remote).is_switch {
                         continue;
                     }
                     let mut t = Target::new(i as u32, p, ecap);
@@ -180,7 +172,7 @@ impl Sweeper {
                 }
             } else {
                 for p in 1..=n.nports {
-                    if self.ports[n.port_index(p)].path_sweep == sweep {
+                    if disc.port(n.port_index(p)).path_sweep == sweep {
                         targets.push(Target::new(i as u32, p, n.info.partition_cap));
                     }
                 }
@@ -191,70 +183,38 @@ impl Sweeper {
             .enumerate()
             .map(|(k, t)| ((t.node, t.port), k))
             .collect();
-        // What to send first: PortInfo for a switch port facing an end port (its table only
-        // when enforcement is on), the table blocks for every other port.
-        let first: Vec<(u32, u8, bool)> = targets
-            .iter()
-            .map(|t| (t.node, t.port, t.enforce.is_some()))
-            .collect();
-        self.readback.active = Some(Active {
+        let mut active = Active {
             id,
             requested,
-            started: self.now,
+            started: now,
             sweep,
             targets,
             by_port,
             done: 0,
-            counters: self.counters,
-        });
-        for (k, (node, port, switch_ext)) in first.into_iter().enumerate() {
-            if switch_ext {
-                self.push_readback(k, node, port, PORT_INFO);
+            counters,
+        };
+        // What to send first: PortInfo for a switch port facing an end port (its table only
+        // when enforcement is on), the table blocks for every other port.
+        let mut gets = Vec::new();
+        for t in &mut active.targets {
+            if t.enforce.is_some() {
+                t.pending += 1;
+                gets.push((t.node, t.port, PORT_INFO));
             } else {
-                self.push_blocks(k);
+                t.block_gets(&mut gets);
             }
         }
-        self.finish_readback_if_done();
-    }
-
-    fn push_blocks(&mut self, k: usize) {
-        let Some(t) = self.readback.active.as_ref().map(|a| &a.targets[k]) else {
-            return;
-        };
-        let (node, port, cap) = (t.node, t.port, t.capacity);
-        for b in 0..blocks(cap) {
-            self.push_readback(k, node, port, b);
-        }
-    }
-
-    fn push_readback(&mut self, k: usize, node: u32, port: u8, arg: u16) {
-        let lid_routed = self.cfg.lid_routed_programming
-            && self.lid_ok
-            && self.all_active
-            && self.target_lid(node, port).0 != 0;
-        let req = Req {
-            op: Op::ReadBack,
-            node,
-            port,
-            arg,
-            tries: 0,
-            lid_routed,
-            key: 0,
-        };
-        if let Some(a) = self.readback.active.as_mut() {
-            a.targets[k].pending += 1;
-        }
-        let g = self.gate_of(&req);
-        self.win.push(g, req);
+        self.active = Some(active);
+        Some(gets)
     }
 
     /// Method, attribute and modifier of a read-back request.
-    pub(crate) fn readback_attr(&self, req: &Req) -> (Method, AttributeId, u32) {
+    pub fn attr(disc: &Discovery, req: &Req) -> (Method, AttributeId, u32) {
         if req.arg == PORT_INFO {
             (Method::GET, AttributeId::PORT_INFO, u32::from(req.port))
         } else {
-            let switch = self
-                .nodes
+            let switch = disc
+                .nodes()
                 .get(req.node as usize)
                 .is_some_and(|n| n.is_switch);
             // A CA's SMA applies the table to the port the SMP arrives on (port field 0).
@@ -267,67 +227,54 @@ impl Sweeper {
         }
     }
 
-    /// A directed-route read-back needs a path of the current sweep (a heavy sweep that
-    /// started since clears the path arena).
-    pub(crate) fn readback_path_ok(&self, req: &Req) -> bool {
-        req.node == NONE || self.ports[self.route_port(req.node, req.port)].path_sweep == self.sweep
-    }
-
-    fn target_of(&self, req: &Req) -> Option<usize> {
-        self.readback
-            .active
+    /// The target a read-back request belongs to (None: not the running read-back's).
+    pub fn target_of(&self, req: &Req) -> Option<usize> {
+        self.active
             .as_ref()?
             .by_port
             .get(&(req.node, req.port))
             .copied()
     }
 
-    /// A read-back Get answered.
-    pub(crate) fn on_readback_reply(&mut self, req: Req, smp: &mad::Smp) {
-        let Some(k) = self.target_of(&req) else {
-            return;
-        };
-        if req.arg == PORT_INFO {
-            let info = PortInfo::decode(&smp.data);
-            self.note_key(&req, &info);
-            let (i, o) = (
-                info.partition_enforcement_inbound,
-                info.partition_enforcement_outbound,
-            );
-            if let Some(a) = self.readback.active.as_mut() {
-                a.targets[k].enforce = Some((i, o));
-            }
+    /// The enforcement bits of target `k` were read: its table blocks are read too when
+    /// inbound or outbound enforcement is on. Returns those Gets.
+    pub fn enforcement_read(&mut self, k: usize, info: &PortInfo) -> Vec<Get> {
+        let (i, o) = (
+            info.partition_enforcement_inbound,
+            info.partition_enforcement_outbound,
+        );
+        let mut gets = Vec::new();
+        if let Some(a) = self.active.as_mut() {
+            let t = &mut a.targets[k];
+            t.enforce = Some((i, o));
             if i || o {
-                self.push_blocks(k);
+                t.block_gets(&mut gets);
             }
-        } else {
-            let t = PKeyTable::decode(&smp.data);
-            if let Some(a) = self.readback.active.as_mut() {
-                let tg = &mut a.targets[k];
-                let lo = usize::from(req.arg) * PKeyTable::ENTRIES;
-                let cap = usize::from(tg.capacity.max(1));
-                if tg.keys.len() < cap {
-                    tg.keys.resize(cap, 0);
-                }
-                for (j, key) in t.keys.iter().enumerate() {
-                    if let Some(e) = tg.keys.get_mut(lo + j) {
-                        *e = key.0;
-                    }
+        }
+        gets
+    }
+
+    /// P_KeyTable block `block` of target `k` was read.
+    pub fn block_read(&mut self, k: usize, block: u16, smp: &Smp) {
+        let t = PKeyTable::decode(&smp.data);
+        if let Some(a) = self.active.as_mut() {
+            let tg = &mut a.targets[k];
+            let lo = usize::from(block) * PKeyTable::ENTRIES;
+            let cap = usize::from(tg.capacity.max(1));
+            if tg.keys.len() < cap {
+                tg.keys.resize(cap, 0);
+            }
+            for (j, key) in t.keys.iter().enumerate() {
+                if let Some(e) = tg.keys.get_mut(lo + j) {
+                    *e = key.0;
                 }
             }
         }
-        self.readback_request_done(k, false);
     }
 
-    /// A read-back Get given up after every retry (or that could not be built).
-    pub(crate) fn on_readback_failed(&mut self, req: Req) {
-        if let Some(k) = self.target_of(&req) {
-            self.readback_request_done(k, true);
-        }
-    }
-
-    fn readback_request_done(&mut self, k: usize, failed: bool) {
-        let Some(a) = self.readback.active.as_mut() else {
+    /// A Get of target `k` was answered (or given up: `failed`).
+    pub fn request_done(&mut self, k: usize, failed: bool) {
+        let Some(a) = self.active.as_mut() else {
             return;
         };
         let t = &mut a.targets[k];
@@ -336,30 +283,33 @@ impl Sweeper {
         if t.pending == 0 {
             a.done += 1;
         }
-        self.finish_readback_if_done();
     }
 
-    fn finish_readback_if_done(&mut self) {
+    /// The report of the running read-back once every Get was answered or given up (it is
+    /// then over). `counters`: the sweeper's now.
+    pub fn finish_if_done(
+        &mut self,
+        disc: &Discovery,
+        now: VTime,
+        counters: &Counters,
+    ) -> Option<ReadbackReport> {
         let all = self
-            .readback
             .active
             .as_ref()
             .is_some_and(|a| a.targets.iter().all(|t| t.pending == 0));
         if !all {
-            return;
+            return None;
         }
-        let Some(a) = self.readback.active.take() else {
-            return;
-        };
+        let a = self.active.take()?;
         let mut tables = Vec::new();
         let mut unanswered = Vec::new();
         for t in a.targets {
-            let n = &self.nodes[t.node as usize];
+            let n = disc.node(t.node);
             if t.failed {
                 unanswered.push((n.guid, t.port));
                 continue;
             }
-            let lid = self.ports[self.route_port(t.node, t.port)].info.lid;
+            let lid = disc.port(disc.route_port(t.node, t.port)).info.lid;
             tables.push(PortTable {
                 node: n.guid,
                 port: t.port,
@@ -373,19 +323,16 @@ impl Sweeper {
         }
         tables.sort_by_key(|t| (t.node, t.port));
         unanswered.sort();
-        let report = ReadbackReport {
+        Some(ReadbackReport {
             id: a.id,
             sweep: a.sweep,
             tables,
             unanswered,
-            smps: self.counters.since(&a.counters).total(),
+            smps: counters.since(&a.counters).total(),
             requested: a.requested,
             started: a.started,
-            finished: self.now,
-        };
-        self.events
-            .push_back(crate::Event::PKeyReadback(Box::new(report)));
-        self.start_waiting_readback();
+            finished: now,
+        })
     }
 }
 
@@ -399,6 +346,14 @@ impl Target {
             enforce: None,
             pending: 0,
             failed: false,
+        }
+    }
+
+    /// The Gets of every table block this target's capacity covers (counted pending).
+    fn block_gets(&mut self, gets: &mut Vec<Get>) {
+        for b in 0..blocks(self.capacity) {
+            self.pending += 1;
+            gets.push((self.node, self.port, b));
         }
     }
 }

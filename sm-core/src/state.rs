@@ -1,8 +1,11 @@
-//! What the sweeper knows about the fabric: nodes and ports in index-addressed arenas that
-//! live across sweeps (a node keeps its index for the sweeper's life, found again by GUID).
+//! The records of what the sweeper knows about the fabric: nodes, ports and switches, kept
+//! in index-addressed arenas by [`crate::discovery::Discovery`]. Plain data: discovery
+//! fills in what it reads; the other sub-states keep their own fields on the port and
+//! switch records (LIDs, P_KeyTables, M_Key candidates, LFT and MFT state).
 
 use fabric::{Guid, Lid};
 use mad::{NodeDescription, NodeInfo, PortInfo, SwitchInfo};
+use routing::{NO_ROUTE, SwitchLft};
 
 /// "No index".
 pub(crate) const NONE: u32 = u32::MAX;
@@ -75,7 +78,7 @@ pub(crate) struct Port {
 pub(crate) struct Switch {
     pub node: u32,
     pub info: SwitchInfo,
-    /// The LFT in the switch equals `Sweeper::lfts` for it.
+    /// The LFT in the switch equals the programmed tables (`Programming::lfts`) for it.
     pub lft_valid: bool,
     /// LinearFDBTop this sweeper last wrote.
     pub fdb_top: u16,
@@ -83,8 +86,6 @@ pub(crate) struct Switch {
     pub lft_idx: u32,
     /// SwitchInfo.PortStateChange was seen set in this sweep.
     pub psc_seen: bool,
-    /// A port state of this switch was changed by this sweep.
-    pub ports_changed: bool,
     /// A Set for the LFT failed in this sweep.
     pub lft_failed: bool,
     /// MulticastFDBTop the next SwitchInfo Set writes (switches that support it, once
@@ -98,19 +99,11 @@ impl Node {
     }
 }
 
-impl crate::sweeper::Sweeper {
-    /// The end ports of the nodes this sweep reached, with their node index: a switch's
-    /// port 0, every port of a CA or router (the ports that carry a LID and PortInfo's
-    /// management fields).
-    pub(crate) fn end_ports_seen(&self) -> impl Iterator<Item = (u32, u8, &Node, &Port)> + '_ {
-        let sweep = self.sweep;
-        self.nodes
-            .iter()
-            .enumerate()
-            .filter(move |(_, n)| n.seen == sweep)
-            .flat_map(move |(i, n)| {
-                let range = if n.is_switch { 0..=0 } else { 1..=n.nports };
-                range.map(move |p| (i as u32, p, n, &self.ports[n.port_index(p)]))
-            })
-    }
+/// The last LID a table routes (0 when none): what LinearFDBTop was set to by the master
+/// that programmed it (tables kept in 64-entry blocks are padded with no-route entries).
+pub(crate) fn routed_top(t: &SwitchLft) -> u16 {
+    t.ports
+        .iter()
+        .rposition(|&p| p != NO_ROUTE)
+        .map_or(0, |i| i as u16)
 }

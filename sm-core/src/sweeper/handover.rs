@@ -1,0 +1,264 @@
+//! SubnSet(SMInfo) and the handover between SMs (see `crate::foreign::handover`): Sets
+//! checked and acted on, HANDOVER sent and followed up, ACKNOWLEDGE sent, traps 144 to a
+//! master this SM outranks.
+
+use super::{Phase, Sweeper};
+use crate::events::{Event, SweepReason};
+use crate::foreign::handover::set_payload;
+use crate::foreign::{Followed, HandoverPoll, SetAction, SetVerdict};
+use crate::io::{Op, Req, Transmit};
+use crate::state::NONE;
+use fabric::Guid;
+use mad::{AttributeId, Method, Notice, NoticeDetails, ProducerType, SmInfo, SmState, Smp};
+
+impl Sweeper {
+    /// Checks a SubnSet(SMInfo) that reached this SM's port.
+    pub(super) fn check_sm_info_set(&self, smp: &Smp) -> SetVerdict {
+        let quiet_phase = self.phase == Phase::Idle;
+        self.sms.check_set(&self.disc, &self.cfg, quiet_phase, smp)
+    }
+
+    /// Acts on a checked Set (after its answer was queued).
+    pub(super) fn apply_sm_info_set(&mut self, v: SetVerdict) {
+        match v {
+            SetVerdict::AsGet | SetVerdict::Ignore => {}
+            SetVerdict::Refuse {
+                guid,
+                modifier,
+                reason,
+            } => self.events.push_back(Event::SmInfoSetRefused {
+                guid,
+                modifier,
+                reason,
+            }),
+            SetVerdict::Act(a) => {
+                if let Some(a) = self.sms.defer_set(a) {
+                    self.act_on_set(a);
+                }
+            }
+        }
+    }
+
+    /// An accepted Set takes effect (no poll in flight).
+    pub(super) fn act_on_set(&mut self, a: SetAction) {
+        match a {
+            SetAction::HandedOver(f) => {
+                self.sms.unfollow();
+                self.taken_over(f.guid, Some((f.node, f.port)));
+            }
+            SetAction::HandedOverBy(guid) => {
+                let at = self.sms.locate(&self.disc, guid);
+                self.taken_over(guid, at);
+            }
+            SetAction::Acknowledged => self.handover_taken(true),
+            SetAction::Discover(f) => {
+                self.sms.unfollow();
+                self.sms.verify_lfts();
+                self.state = SmState::Discovering;
+                self.events.push_back(Event::SmInfoSetApplied {
+                    guid: f.guid,
+                    modifier: SmInfo::MOD_DISCOVER,
+                    state: SmState::Discovering,
+                });
+                self.sched.request_heavy(SweepReason::MasterGone);
+                if self.phase == Phase::Idle {
+                    self.start_pending_heavy();
+                }
+            }
+            SetAction::Disable(guid) => {
+                self.sms.disable();
+                self.state = SmState::NotActive;
+                self.subnet_up = false;
+                self.sched.set_next(None);
+                self.sched.drop_heavy();
+                self.events.push_back(Event::SmInfoSetApplied {
+                    guid,
+                    modifier: SmInfo::MOD_DISABLE,
+                    state: SmState::NotActive,
+                });
+            }
+            SetAction::Standby(f) => {
+                self.sms.enable();
+                self.events.push_back(Event::SmInfoSetApplied {
+                    guid: f.guid,
+                    modifier: SmInfo::MOD_STANDBY,
+                    state: SmState::Standby,
+                });
+                self.enter_standby(f);
+            }
+        }
+    }
+
+    /// A HANDOVER was taken: MASTER, ACKNOWLEDGE to the sender at `at`, and a heavy sweep
+    /// that reads LFT blocks back before writing them.
+    fn taken_over(&mut self, guid: Guid, at: Option<(u32, u8)>) {
+        self.sms.taken_over(guid);
+        self.state = SmState::Master;
+        // Sent at once, once (the heavy sweep that follows forgets every path; OpenSM sends
+        // no ACKNOWLEDGE at all): its answer is counted as stale.
+        let sent = at.is_some_and(|(node, port)| {
+            let req = Req {
+                op: Op::SmInfoSet,
+                node,
+                port,
+                arg: SmInfo::MOD_ACKNOWLEDGE as u16,
+                tries: 0,
+                lid_routed: false,
+                key: 0,
+            };
+            let tid = self.io.own_tid(self.cfg.tid_high);
+            match self.build(&req, tid) {
+                Some(t) => {
+                    self.io.send(t);
+                    true
+                }
+                None => false,
+            }
+        });
+        if !sent {
+            self.sms.owe_ack(guid);
+        }
+        self.events.push_back(Event::HandoverReceived {
+            guid,
+            acknowledged: sent,
+        });
+        self.sched.request_heavy(SweepReason::Handover);
+        if self.phase == Phase::Idle {
+            self.start_pending_heavy();
+        }
+    }
+
+    /// Discovery found the ports: the ACKNOWLEDGE owed for a HANDOVER whose sender's port
+    /// was not known goes out with the SMInfo Gets.
+    pub(super) fn send_owed_ack(&mut self) {
+        let Some(guid) = self.sms.take_owed_ack() else {
+            return;
+        };
+        if let Some((node, port)) = self.sms.locate(&self.disc, guid) {
+            self.push(Op::SmInfoSet, node, port, SmInfo::MOD_ACKNOWLEDGE as u16);
+            self.events.push_back(Event::AcknowledgeSent { guid });
+        }
+    }
+
+    /// Sends HANDOVER to `f` and waits (nothing of this sweep is written).
+    pub(super) fn send_handover(&mut self, f: Followed) {
+        self.sms.start_handing(f);
+        self.push(Op::SmInfoSet, f.node, f.port, SmInfo::MOD_HANDOVER as u16);
+        self.stop_writing();
+        self.events.push_back(Event::HandoverSent {
+            guid: f.guid,
+            priority: f.priority,
+        });
+    }
+
+    /// A poll of the SM handed over to ended.
+    pub(super) fn finish_handover_poll(&mut self, answer: Option<SmInfo>) {
+        match self
+            .sms
+            .handover_polled(answer, self.cfg.foreign_poll_misses)
+        {
+            None => {}
+            Some(HandoverPoll::Taken) => self.handover_taken(false),
+            Some(HandoverPoll::Failed) => self.handover_failed(),
+            Some(HandoverPoll::Wait) => {
+                self.sched
+                    .set_next(Some(self.now + self.cfg.sweep_interval));
+            }
+        }
+    }
+
+    /// The SM handed over to did not take over: MASTER again, a heavy sweep.
+    fn handover_failed(&mut self) {
+        let Some(h) = self.sms.handover_failed() else {
+            return;
+        };
+        self.state = SmState::Master;
+        self.events.push_back(Event::HandoverFailed {
+            guid: h.to.guid,
+            polls: h.polls,
+        });
+        self.start_heavy(SweepReason::HandoverFailed);
+    }
+
+    /// The SM handed over to took over: stand by for it.
+    fn handover_taken(&mut self, acknowledged: bool) {
+        let Some(h) = self.sms.take_handing() else {
+            return;
+        };
+        self.events.push_back(Event::HandoverTaken {
+            guid: h.to.guid,
+            acknowledged,
+        });
+        self.enter_standby(h.to);
+    }
+
+    /// A handover message (Set, `req.arg` = modifier) was refused or given up. A refused
+    /// or unanswered HANDOVER ends the wait at once (at the end of a poll in flight):
+    /// this SM answers STANDBY meanwhile, and its standby would take that for a master
+    /// stepping down.
+    pub(super) fn sm_info_set_failed(&mut self, req: Req) {
+        if u32::from(req.arg) != SmInfo::MOD_HANDOVER {
+            return;
+        }
+        if self.sms.handover_set_failed(req.node, req.port)
+            && !self.sms.polling()
+            && self.phase == Phase::Idle
+        {
+            self.handover_failed();
+        }
+    }
+
+    /// The payload of a handover message this SM sends (`req.arg` = modifier).
+    pub(super) fn fill_sm_info_set(&self, req: &Req, data: &mut [u8; 64]) {
+        let (priority, guid) = self.own_rank();
+        *data = set_payload(
+            u32::from(req.arg),
+            guid,
+            priority,
+            self.cfg.sm_key,
+            self.act_count(),
+        );
+    }
+
+    /// A trap 144 (LID-routed, from this SM's port) to the master `f`: this SM is here and
+    /// outranks it (OpenSM's standby sends the same; a master sweeps on it).
+    pub(super) fn notify_master(&mut self, f: Followed) {
+        if self.disc.local() == NONE {
+            return;
+        }
+        let is_switch = self.disc.node(self.disc.local()).is_switch;
+        let own = self.disc.sm_port().info;
+        let (lid, cap) = (own.lid, own.capability_mask);
+        let at = self
+            .disc
+            .port(self.disc.route_port(f.node, f.port))
+            .info
+            .lid;
+        let dlid = if at.0 != 0 { at } else { own.master_sm_lid };
+        if lid.0 == 0 || dlid.0 == 0 {
+            return;
+        }
+        let producer = if is_switch {
+            ProducerType::SWITCH
+        } else {
+            ProducerType::CA
+        };
+        let notice = Notice::generic(
+            Notice::TYPE_INFO,
+            producer,
+            144,
+            lid,
+            &NoticeDetails::CapabilityChange {
+                lid,
+                other_local_changes: false,
+                capability_mask: cap,
+                change_flags: 0,
+                capability_mask2: 0,
+            },
+        );
+        let tid = self.io.own_tid(self.cfg.tid_high);
+        let mut smp = Smp::lid_routed(Method::TRAP, tid, AttributeId::NOTICE, 0);
+        smp.set_attr(&notice);
+        self.io.send(Transmit { dlid, smp });
+    }
+}

@@ -1,0 +1,150 @@
+//! The heavy sweep's course: start, end of discovery, LIDs and the routing hand-off, end
+//! of the sweep and the scheduling of the next one.
+
+use super::{Phase, Sweeper};
+use crate::SmError;
+use crate::events::{Event, RoutingJob, SweepReason};
+use crate::io::Op;
+use crate::state::NONE;
+use fabric::{NodeId, PortRef};
+use routing::{EngineOptions, RoutingInput};
+
+impl Sweeper {
+    /// Starts a heavy sweep: discovery from the SM's own node.
+    pub(super) fn start_heavy(&mut self, reason: SweepReason) {
+        self.disc.start();
+        self.phase = Phase::Discovering;
+        self.sched.heavy_started(*self.io.counters());
+        self.prog.start_sweep();
+        self.events.push_back(Event::HeavySweepStarted {
+            sweep: self.disc.sweep(),
+            reason,
+        });
+        self.push(Op::Probe, NONE, 0, 0);
+    }
+
+    /// Discovery has nothing left in flight: report it, then other SMs (or straight on
+    /// to the pre-routing steps), or end the sweep when the SM's own port has no link.
+    pub(super) fn finish_discovery(&mut self) {
+        let found = self.disc.finish();
+        self.io.set_all_active(found.all_active);
+        self.events.push_back(Event::DiscoveryDone {
+            nodes: found.nodes,
+            switches: found.switches,
+            ports: found.ports as usize,
+            links: found.links as usize,
+            smps: self.io.counters().since(self.sched.started()).total(),
+            min_smps: found.min_smps,
+        });
+        // Nothing to manage while the SM's own port has no link.
+        if !found.linked {
+            // Not clean: the link may come back with the port in INIT and no trap says so
+            // (no switch is known to poll), so every interval is a heavy sweep until it does.
+            self.sched.mark_dirty();
+            self.finish_heavy();
+            return;
+        }
+        self.after_discovery();
+    }
+
+    /// Builds the topology, assigns LIDs, plans P_KeyTables and returns the routing job.
+    fn prepare_routing(&mut self) -> Result<RoutingJob, SmError> {
+        let (topo, tnode, order) = self.disc.topology(true)?;
+        let (la, outcome) = self.lids.assign(
+            &mut self.disc,
+            &mut self.cfg.guid2lid,
+            self.cfg.lmc,
+            &order,
+            &tnode,
+        )?;
+        self.events.push_back(Event::LidsAssigned {
+            from_map: outcome.from_map,
+            kept: outcome.kept,
+            new: outcome.new,
+            changed: outcome.changed,
+            max_lid: outcome.max_lid,
+        });
+        self.prog
+            .plan_partitions(&mut self.disc, &topo, self.cfg.partition_options)?;
+        let sm_port = PortRef::new(
+            NodeId(tnode[self.disc.local() as usize]),
+            self.disc.local_port(),
+        );
+        let input = RoutingInput::new(&topo, &la, Some(sm_port))?;
+        self.mcast.keep_input(&input);
+        Ok(RoutingJob {
+            sweep: self.disc.sweep(),
+            input,
+            engines: self.cfg.engines.clone(),
+            options: EngineOptions {
+                updn_roots: self.cfg.updn_roots.clone(),
+            },
+            shards: self.cfg.routing_shards.max(1),
+            prev: self.prog.lfts_shared(),
+        })
+    }
+
+    /// Phase::Lids: assigns LIDs, plans partitions, builds and emits the routing job.
+    pub(super) fn run_lids(&mut self) {
+        match self.prepare_routing() {
+            Ok(job) => {
+                self.phase = Phase::Routing;
+                self.events.push_back(Event::RoutingNeeded(Box::new(job)));
+                self.plan_during_routing();
+            }
+            Err(e) => {
+                self.events.push_back(Event::RoutingFailed(e.to_string()));
+                self.finish_heavy();
+            }
+        }
+    }
+
+    /// Starts the heavy sweep asked for (a plain request when none was).
+    pub(super) fn start_pending_heavy(&mut self) {
+        let reason = self.sched.take_heavy();
+        self.start_heavy(reason);
+    }
+
+    /// Ends a heavy sweep (complete or abandoned) and schedules the next sweep.
+    pub(super) fn finish_heavy(&mut self) {
+        self.phase = Phase::Idle;
+        self.sched.heavy_ended();
+        let c = self.io.counters().since(self.sched.started());
+        self.events.push_back(Event::HeavySweepComplete {
+            sweep: self.disc.sweep(),
+            counters: c,
+            min_smps: self.disc.min_smps() + self.prog.planned_sets(),
+        });
+        self.schedule_next();
+        self.start_waiting_readback();
+    }
+
+    /// Nothing runs any more: the heavy sweep asked for meanwhile, else a light sweep one
+    /// interval from now.
+    pub(super) fn schedule_next(&mut self) {
+        if self.sched.heavy_pending() {
+            self.start_pending_heavy();
+        } else {
+            self.sched
+                .set_next(Some(self.now + self.cfg.sweep_interval));
+        }
+    }
+
+    /// Discovery (or a pre-routing step) finished: rotation, re-apply, then LIDs.
+    pub(super) fn pre_routing(&mut self, from: Phase) {
+        if from == Phase::Discovering && self.start_rekey() && !self.io.idle() {
+            return;
+        }
+        if matches!(from, Phase::Discovering | Phase::Rekey) && self.start_reapply() {
+            if !self.io.idle() {
+                return;
+            }
+            self.finish_reapply();
+        } else if from == Phase::Reapply {
+            self.finish_reapply();
+        }
+        // LIDs, partitions and the routing input are prepared on the next timeout (due at
+        // once), so a driver sees discovery end before that work starts.
+        self.phase = Phase::Lids;
+    }
+}

@@ -1,0 +1,178 @@
+//! The heavy sweep's programming: the routing result taken, the stages run one after the
+//! other, the Sets' data written and their answers recorded (see `crate::program`).
+
+use super::{Phase, Sweeper};
+use crate::events::{Event, RoutingOutcome};
+use crate::io::{Op, Req};
+use crate::keys::rekey_info;
+use crate::program::{Set, Wanted};
+use mad::{PortInfo, SmState, Smp, SmpAttribute};
+use std::collections::HashMap;
+
+impl Sweeper {
+    /// What PortInfo Sets write besides what the ports hold.
+    pub(super) fn wanted(&self) -> Wanted<'_> {
+        Wanted {
+            cfg: &self.cfg,
+            sm_lid: self.lids.sm_lid(),
+        }
+    }
+
+    /// Ungated mode, routing job just handed out: sends now what does not depend on the
+    /// routes, so the fabric is busy while the daemon routes — stage 1 (PortInfo fields of
+    /// ports not in INIT) and the ARMED Sets of ports still in INIT (links that carry no
+    /// traffic: a port transmits data only once ACTIVE, and ACTIVE still comes after the
+    /// tables of stage 2). Ports that are already up keep stage 3's order (their partition
+    /// enforcement bits change only after their P_KeyTables). The stages planned later find
+    /// these ports done (the Set responses updated what is known of them).
+    /// Not in a cluster's sweeper (gated, fenced or under a lease): there every Set waits
+    /// for its intent and its lease, in stage order.
+    pub(super) fn plan_during_routing(&mut self) {
+        if self.cfg.gate_programming || self.fencing.is_fenced() || self.fencing.has_lease() {
+            return;
+        }
+        self.plan_stage(1);
+        let sets = self.prog.arm_init_sets(&self.disc);
+        self.queue_sets(sets);
+    }
+
+    /// Accepts the routing result: diffs it against what is programmed and starts stage 1.
+    /// While Sets sent during routing are still in flight, the result waits for them
+    /// (`advance` brings it back once the window is idle).
+    pub(super) fn start_programming(&mut self, r: RoutingOutcome) {
+        if !self.io.idle() {
+            self.prog.hold_result(r);
+            return;
+        }
+        let done = self.prog.take_routing(&mut self.disc, r);
+        self.events.push_back(done);
+        self.prog
+            .plan_pkeys(&mut self.disc, self.cfg.assume_default_pkeys);
+        self.mcast.plan(&self.disc);
+        if self.start_lft_check() {
+            return;
+        }
+        if self.gate() {
+            return;
+        }
+        self.phase = Phase::Programming(0);
+        self.next_stage(0);
+    }
+
+    /// Plans stages after `done` until one has work; after stage 5 the sweep completes.
+    pub(super) fn next_stage(&mut self, done: u8) {
+        if done == 2 {
+            self.prog.after_tables(&mut self.disc);
+        }
+        for stage in done + 1..=5 {
+            self.phase = Phase::Programming(stage);
+            self.plan_stage(stage);
+            if !self.io.idle() {
+                return;
+            }
+            if stage == 2 {
+                self.prog.after_tables(&mut self.disc);
+            }
+        }
+        self.finish_programming();
+    }
+
+    /// Queues the Sets of a stage (stage 2 with the multicast blocks last).
+    fn plan_stage(&mut self, stage: u8) {
+        let mft_tops = if stage == 2 {
+            self.mft_tops()
+        } else {
+            HashMap::new()
+        };
+        let routing = self.phase == Phase::Routing;
+        let want = Wanted {
+            cfg: &self.cfg,
+            sm_lid: self.lids.sm_lid(),
+        };
+        let sets = self
+            .prog
+            .plan_stage(&mut self.disc, &want, stage, routing, &mft_tops);
+        self.queue_sets(sets);
+        if stage == 2 {
+            self.queue_mfts();
+        }
+    }
+
+    /// Queues planned Sets, in order.
+    pub(super) fn queue_sets(&mut self, sets: Vec<Set>) {
+        for (op, node, port, arg) in sets {
+            self.push(op, node, port, arg);
+        }
+    }
+
+    fn finish_programming(&mut self) {
+        let [lft, pkey, port_sets, switch_sets] = self.prog.stage_counts();
+        self.events.push_back(Event::ProgrammingDone {
+            lft_blocks: lft,
+            pkey_blocks: pkey,
+            port_sets,
+            switch_sets,
+            failed: self.prog.failed_sets(),
+        });
+        self.intent_finished();
+        let inactive = self.disc.linked_not_active();
+        let sm = self.disc.sm_port();
+        let clean = self.prog.failed_sets() == 0 && inactive == 0 && !self.sched.is_dirty();
+        let lid_ok = clean && sm.lid.0 != 0 && sm.info.lid == sm.lid;
+        self.io.set_lid_ok(lid_ok);
+        self.io.set_all_active(clean);
+        if !self.subnet_up && clean {
+            self.subnet_up = true;
+            self.state = SmState::Master;
+            self.events.push_back(Event::SubnetUp {
+                at: self.now,
+                counters: self.io.counters().since(self.sched.started()),
+            });
+        }
+        if !clean {
+            // Something did not take or was not reached: look again at the next interval.
+            self.sched.mark_dirty();
+        }
+        self.finish_heavy();
+    }
+
+    /// Writes the data of a Set request; None when it no longer makes sense.
+    pub(super) fn fill_set(&self, req: &Req, data: &mut [u8; 64]) -> Option<()> {
+        match req.op {
+            Op::RekeySet => {
+                rekey_info(&self.disc, &self.cfg, req.node, req.port).encode(data);
+                Some(())
+            }
+            Op::MftSet => self.mcast.fill(req, data),
+            _ => self.prog.fill_set(&self.disc, &self.wanted(), req, data),
+        }
+    }
+
+    /// A Set was answered: what the target holds now.
+    pub(super) fn on_set_done(&mut self, req: Req, smp: &Smp) {
+        match req.op {
+            Op::PortInfoSet | Op::RekeySet => {
+                let info = PortInfo::decode(&smp.data);
+                self.note_key(&req, &info);
+                let not_held = self.prog.on_port_info_set(
+                    &mut self.disc,
+                    &req,
+                    info,
+                    self.cfg.m_key_lease_period,
+                );
+                self.events.extend(not_held);
+            }
+            Op::SwitchInfoSet => self.prog.on_switch_info_set(&mut self.disc, &req, smp),
+            Op::MftSet => self.mft_done(&req),
+            _ => {}
+        }
+    }
+
+    /// A Set was given up.
+    pub(super) fn on_set_failed(&mut self, req: Req) {
+        self.prog.on_set_failed(&mut self.disc, &req);
+        if req.op == Op::MftSet {
+            self.mft_failed(&req);
+        }
+    }
+}
