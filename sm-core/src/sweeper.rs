@@ -451,9 +451,11 @@ impl Sweeper {
             if !self.io.idle() {
                 return;
             }
+            // A phase that ended in Idle goes round once more: the Idle arm starts the
+            // multicast pass for groups handed over meanwhile (and returns when none).
             if matches!(
                 self.phase,
-                Phase::Idle | Phase::Routing | Phase::Lids | Phase::AwaitIntent
+                Phase::Routing | Phase::Lids | Phase::AwaitIntent
             ) {
                 return;
             }
