@@ -83,6 +83,7 @@ mod keys;
 pub mod lids;
 mod light;
 mod mcast;
+pub mod milestone;
 mod program;
 mod readback;
 mod schedule;

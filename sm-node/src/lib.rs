@@ -23,7 +23,7 @@ pub mod error;
 pub mod fence;
 pub mod master;
 pub mod metrics;
-pub mod milestone;
+pub use sm_core::milestone;
 pub mod pool;
 pub mod propose;
 pub mod sa_service;

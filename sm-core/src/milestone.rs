@@ -1,7 +1,7 @@
-//! What the master reports to whoever listens (the binary's summary, tests): a clonable
+//! What a master reports to whoever listens (the daemon's summary, its replica, tests): a clonable
 //! mirror of the sweeper's events, stamped with the daemon's elapsed time.
 
-use sm_core::{Counters, Event};
+use crate::{Counters, Event};
 use std::time::Duration;
 
 /// One milestone of the master.
