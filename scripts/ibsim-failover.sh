@@ -40,7 +40,7 @@ PEERS=1=127.0.0.1:$((17200 + $$ % 500)),2=127.0.0.1:$((17700 + $$ % 500)),3=127.
 for i in 1 2 3; do
     mkdir -p "$WORK/r$i"
     (cd "$WORK/r$i" && LD_PRELOAD=$P SIM_HOST=Hca$i SM_INSECURE_LOOPBACK=1 exec "$SM_NODE" --id $i \
-        --peers "$PEERS" --data-dir "$WORK/r$i/data" --fabric umad:/dev/infiniband/umad0 \
+        --peers "$PEERS" --initial-cluster-state new --data-dir "$WORK/r$i/data" --fabric umad:/dev/infiniband/umad0 \
         --sweep-interval 1 >"$WORK/r$i/log" 2>&1) &
     PIDS[$i]=$!
 done

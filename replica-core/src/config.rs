@@ -46,6 +46,12 @@ pub struct CoreConfig {
     pub standby_retry: VTime,
     /// Report every applied entry ([`crate::Output::Applied`]; the simulation's checker).
     pub observe_applied: bool,
+    /// An empty log belongs to a new cluster (every replica starts empty and votes). When
+    /// false, an empty log means this replica's log was lost in an existing cluster: it
+    /// recovers — no vote, no campaign — until a leader has brought it up to an entry
+    /// committed in the leader's own term (so it never votes with less than it once
+    /// acknowledged). A log that is not empty ignores this.
+    pub bootstrap: bool,
 }
 
 impl CoreConfig {
@@ -68,6 +74,7 @@ impl CoreConfig {
             master_retry: 20 * MS,
             standby_retry: 200 * MS,
             observe_applied: false,
+            bootstrap: false,
         }
     }
 

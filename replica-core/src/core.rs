@@ -69,6 +69,8 @@ pub struct ReplicaCore<S: RaftLog + Clone> {
     pub(crate) recording: bool,
     /// The log failed: nothing more is done.
     pub(crate) failed: bool,
+    /// Recovering a lost log: no vote, no campaign (see [`CoreConfig::bootstrap`]).
+    pub(crate) recovering: bool,
     pub(crate) out: VecDeque<Output>,
     /// Answers held until the log is flushed.
     pub(crate) deferred: Vec<Output>,
@@ -99,8 +101,14 @@ impl<S: RaftLog + Clone> ReplicaCore<S> {
                 ..Default::default()
             };
             store.initialize(cs).map_err(storage("initialize"))?;
+            if !cfg.bootstrap {
+                store
+                    .set_recovering(true)
+                    .map_err(storage("recovering flag"))?;
+            }
             store.flush().map_err(storage("flush"))?;
         }
+        let recovering = store.recovering().map_err(storage("recovering flag"))?;
         let (applied, state) = match store.recovery_state().map_err(storage("recovery"))? {
             Some(a) => (
                 a.index,
@@ -130,6 +138,9 @@ impl<S: RaftLog + Clone> ReplicaCore<S> {
             .map_err(storage("load snapshot"))?
             .map_or(0, |s| s.get_metadata().index);
         let mut out = VecDeque::new();
+        if recovering {
+            out.push_back(Output::Notice(Notice::RecoveringLog));
+        }
         out.push_back(Output::Notice(Notice::Recovered {
             applied,
             policy_version: state.policy().version,
@@ -159,6 +170,7 @@ impl<S: RaftLog + Clone> ReplicaCore<S> {
             election: Election { rng, seen: None },
             recording: false,
             failed: false,
+            recovering,
             out,
             deferred: Vec::new(),
             cfg,
@@ -175,7 +187,10 @@ impl<S: RaftLog + Clone> ReplicaCore<S> {
         if self.failed {
             return;
         }
-        self.raw.tick();
+        if !self.recovering {
+            // A recovering replica's clocks stand still: it never campaigns.
+            self.raw.tick();
+        }
         self.expire_requests(now);
         if let Stop::HandingOver { since } = self.stop
             && now.saturating_sub(since) > self.cfg.stop_timeout
@@ -198,8 +213,26 @@ impl<S: RaftLog + Clone> ReplicaCore<S> {
             return;
         }
         for mut msg in msgs {
+            if self.recovering && crate::recover::is_vote(&msg) {
+                continue; // no vote while the log is not back
+            }
             let term = self.is_leader().then_some(self.raw.raft.term);
             self.lease.acks.receive(&mut msg, term, now);
+            match self.lost_log(&mut msg) {
+                crate::recover::LostLog::No => {}
+                crate::recover::LostLog::Here { commit, last } => {
+                    self.notice(Notice::LogShorterThanCommit { commit, last })
+                }
+                crate::recover::LostLog::There {
+                    peer,
+                    matched,
+                    last,
+                } => self.notice(Notice::PeerLostLog {
+                    peer,
+                    matched,
+                    last,
+                }),
+            }
             // A stale or misdirected message is raft's business.
             let _ = self.raw.step(msg);
         }
@@ -503,6 +536,11 @@ impl<S: RaftLog + Clone> ReplicaCore<S> {
         }
     }
 
+    /// True while recovering a lost log (no vote, no campaign).
+    pub fn is_recovering(&self) -> bool {
+        self.recovering
+    }
+
     /// True once the log failed ([`Output::Fatal`] was given).
     pub fn has_failed(&self) -> bool {
         self.failed
@@ -578,6 +616,9 @@ impl<S: RaftLog + Clone> ReplicaCore<S> {
             return self.fatal(e);
         }
         self.answer_reads();
+        if let Err(e) = self.check_recovered() {
+            return self.fatal(e);
+        }
         self.fix_election_timeout();
     }
 

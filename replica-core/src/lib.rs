@@ -25,6 +25,7 @@ pub mod error;
 pub mod lease;
 pub mod output;
 mod ready;
+mod recover;
 mod requests;
 mod role;
 pub mod seed;

@@ -263,6 +263,31 @@ pub enum Notice {
     },
     /// The transfer of a graceful stop did not complete in time.
     StopTransferTimedOut,
+    /// Started on an empty log in an existing cluster: no vote until a leader caught it up.
+    RecoveringLog,
+    /// The lost log is back: votes again.
+    LogRecovered {
+        /// Committed index reached.
+        index: u64,
+        /// The leader's term it was committed in.
+        term: u64,
+    },
+    /// The leader commits beyond this replica's log: it lost entries it acknowledged.
+    LogShorterThanCommit {
+        /// Commit index the leader sent.
+        commit: u64,
+        /// This log's last index.
+        last: u64,
+    },
+    /// A follower lost entries it acknowledged: it is replicated again from the start.
+    PeerLostLog {
+        /// The follower.
+        peer: u64,
+        /// What it had acknowledged.
+        matched: u64,
+        /// Its last index now.
+        last: u64,
+    },
     /// A Raft message the core could not use.
     BadMessage {
         /// Why.
@@ -281,6 +306,9 @@ impl Notice {
             | Notice::IntentNotCommitted { .. }
             | Notice::ProposalDropped { .. }
             | Notice::StopTransferTimedOut
+            | Notice::RecoveringLog
+            | Notice::LogShorterThanCommit { .. }
+            | Notice::PeerLostLog { .. }
             | Notice::BadMessage { .. } => Level::Warn,
             Notice::Undecodable { .. }
             | Notice::ConfChangeRefused { .. }
@@ -398,6 +426,26 @@ impl fmt::Display for Notice {
             Notice::StopTransferTimedOut => {
                 write!(f, "leadership transfer did not complete; stopping anyway")
             }
+            Notice::RecoveringLog => write!(
+                f,
+                "RCORE-W001 empty log in an existing cluster: recovering it from the leader; no vote or campaign until then"
+            ),
+            Notice::LogRecovered { index, term } => write!(
+                f,
+                "log recovered up to index {index}, committed in term {term}: voting again"
+            ),
+            Notice::LogShorterThanCommit { commit, last } => write!(
+                f,
+                "RCORE-W002 the leader commits up to {commit} but this log ends at {last}: entries acknowledged here were lost; waiting for the leader to replicate them again"
+            ),
+            Notice::PeerLostLog {
+                peer,
+                matched,
+                last,
+            } => write!(
+                f,
+                "RCORE-W003 replica {peer} acknowledged up to {matched} but its log ends at {last}: replicating it again from the start"
+            ),
             Notice::BadMessage { error } => write!(f, "E_NODE_PEER: {error}"),
         }
     }

@@ -254,6 +254,12 @@ impl RaftLog for Failing {
     fn load_snapshot(&self) -> storage::Result<Option<raft::eraftpb::Snapshot>> {
         self.inner.load_snapshot()
     }
+    fn recovering(&self) -> storage::Result<bool> {
+        self.inner.recovering()
+    }
+    fn set_recovering(&self, on: bool) -> storage::Result<()> {
+        self.inner.set_recovering(on)
+    }
     fn flush(&self) -> storage::Result<()> {
         if self.fail.load(std::sync::atomic::Ordering::Relaxed) {
             return Err(storage::Error::Poisoned);
@@ -310,4 +316,82 @@ fn a_failing_log_ends_the_replica_with_one_fatal_output() {
         core.poll_output().is_none(),
         "a failed replica does nothing more"
     );
+}
+
+/// A replica whose log is lost (an empty disk in an existing cluster) never votes before a
+/// leader has brought it up to an entry committed in the leader's term: here the one
+/// replica holding an acknowledged entry besides the dead leader is wiped, and the stale
+/// follower cannot be elected with its vote.
+#[test]
+fn a_replica_with_a_lost_log_votes_only_once_caught_up() {
+    let mut c = Cluster::new(3);
+    let l = c.elect();
+    c.ticks(3);
+    let others: Vec<u64> = (1..=3).filter(|&i| i != l).collect();
+    let (stale, wiped) = (others[0], others[1]);
+    // `stale` misses an entry the leader and `wiped` acknowledge (it is committed).
+    c.down.insert(stale);
+    let now = c.now;
+    let r = c.core(l).propose(now, policy_v(0)).unwrap();
+    c.settle();
+    c.tick();
+    assert!(
+        c.node(l)
+            .seen
+            .iter()
+            .any(|s| matches!(s, Seen::Answer { request, accepted: true } if *request == r))
+    );
+    // The leader dies, `wiped` loses its disk and starts again on an empty log.
+    c.down.insert(l);
+    let cfg = c.core(wiped).config().clone();
+    let mut cfg = cfg;
+    cfg.bootstrap = false;
+    let fresh = VolatileLog::new();
+    c.node(wiped).log = fresh.clone();
+    c.node(wiped).core = ReplicaCore::new(cfg.clone(), fresh).unwrap();
+    c.drain(wiped);
+    assert!(c.core(wiped).is_recovering());
+    c.down.remove(&stale);
+    c.ticks(200);
+    assert_eq!(
+        c.leader(),
+        None,
+        "the stale replica was elected with the vote of a replica that lost its log"
+    );
+    assert_eq!(c.core(stale).state().policy().version, 0);
+    // The old leader comes back: it is elected (with the stale replica's vote), catches the
+    // recovering replica up, which then votes again; the acknowledged entry survives.
+    c.down.remove(&l);
+    let nl = c.elect();
+    c.ticks(40);
+    let (wn, ln) = (
+        c.nodes[&wiped].notices.clone(),
+        c.nodes[&nl].notices.clone(),
+    );
+    assert!(
+        !c.core(wiped).is_recovering(),
+        "{wn:?}\nleader {nl}: {ln:?}"
+    );
+    assert!(
+        c.node(wiped)
+            .notices
+            .iter()
+            .any(|n| n.contains("log recovered"))
+    );
+    for id in 1..=3 {
+        assert_eq!(
+            c.core(id).state().policy().version,
+            1,
+            "replica {id} (leader {nl})"
+        );
+    }
+    // And a restart while recovering stays recovering (the flag is on disk).
+    let log = VolatileLog::new();
+    cfg.bootstrap = false;
+    let mut core = ReplicaCore::new(cfg.clone(), log.clone()).unwrap();
+    assert!(core.is_recovering());
+    core.shutdown().unwrap();
+    log.crash().unwrap();
+    let again = ReplicaCore::new(cfg, log).unwrap();
+    assert!(again.is_recovering());
 }

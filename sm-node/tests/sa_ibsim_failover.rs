@@ -122,7 +122,8 @@ fn sa_state_survives_a_failover_on_ibsim() {
         let child = sim
             .client(env!("CARGO_BIN_EXE_sm-node"), Some(&format!("Hca{i}")))
             .current_dir(&dir)
-            .args(["--id", &i.to_string(), "--peers", &peers, "--data-dir"])
+            .args(["--id", &i.to_string(), "--peers", &peers])
+            .args(["--initial-cluster-state", "new", "--data-dir"])
             .arg(dir.join("data"))
             .args([
                 "--fabric",

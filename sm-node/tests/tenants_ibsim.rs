@@ -83,6 +83,8 @@ fn tenants_programmed_on_ibsim_as_smpquery_reads_them() {
                 "1",
                 "--peers",
                 &format!("1=127.0.0.1:{port}"),
+                "--initial-cluster-state",
+                "new",
                 "--data-dir",
             ])
             .arg(dir.join("data"))

@@ -19,6 +19,8 @@ pub const KEY_SNAPSHOT: &str = "snapshot";
 pub const KEY_TRUNCATED: &str = "truncated";
 /// Meta key: applied index (8 bytes big-endian) followed by the applied state bytes.
 pub const KEY_APPLIED: &str = "applied";
+/// Meta key of the recovering flag (present: the replica recovers a lost log).
+pub const KEY_RECOVERING: &str = "recovering";
 
 /// Key of the entry at `index`: 8 bytes big-endian, so sled's byte order is index order.
 pub fn index_key(index: u64) -> [u8; 8] {

@@ -88,6 +88,14 @@ pub trait RaftLog: raft::Storage {
     /// Makes everything written so far durable (see the implementation's caveats).
     fn flush(&self) -> Result<()>;
 
+    /// True while the replica that owns this log is recovering a lost log: it must not vote
+    /// or campaign until it has caught up with a leader (set when a replica of an existing
+    /// cluster starts on an empty log; kept across restarts until cleared).
+    fn recovering(&self) -> Result<bool>;
+
+    /// Sets or clears [`RaftLog::recovering`]. Not durable before [`RaftLog::flush`].
+    fn set_recovering(&self, on: bool) -> Result<()>;
+
     /// Where a restarting replica resumes: the newer of the saved applied state and the
     /// stored snapshot's data (same format), or `None` for a replica that never applied
     /// anything. The replica then replays the committed entries after its index (raft-rs

@@ -22,6 +22,7 @@ use crate::log::{AppliedState, RaftLog};
 struct Extra {
     snapshot: Snapshot,
     applied: Option<AppliedState>,
+    recovering: bool,
 }
 
 /// A snapshot raft asked for and this log could not give (as `SledStorage` keeps it).
@@ -271,6 +272,15 @@ impl RaftLog for MemRaftLog {
     }
 
     fn flush(&self) -> Result<()> {
+        Ok(())
+    }
+
+    fn recovering(&self) -> Result<bool> {
+        Ok(self.extra_read()?.recovering)
+    }
+
+    fn set_recovering(&self, on: bool) -> Result<()> {
+        self.extra_write()?.recovering = on;
         Ok(())
     }
 }

@@ -599,4 +599,19 @@ impl RaftLog for SledStorage {
     fn flush(&self) -> Result<()> {
         SledStorage::flush(self)
     }
+
+    fn recovering(&self) -> Result<bool> {
+        Ok(self.inner.meta.get(crate::codec::KEY_RECOVERING)?.is_some())
+    }
+
+    fn set_recovering(&self, on: bool) -> Result<()> {
+        if on {
+            self.inner
+                .meta
+                .insert(crate::codec::KEY_RECOVERING, &[1u8][..])?;
+        } else {
+            self.inner.meta.remove(crate::codec::KEY_RECOVERING)?;
+        }
+        Ok(())
+    }
 }

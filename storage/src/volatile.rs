@@ -29,6 +29,7 @@ enum Op {
     Compact(u64),
     CreateSnapshot(u64, ConfState, Vec<u8>),
     SaveApplied(u64, Vec<u8>),
+    Recovering(bool),
 }
 
 impl Op {
@@ -42,6 +43,7 @@ impl Op {
             Op::Compact(i) => log.compact(i),
             Op::CreateSnapshot(i, cs, d) => log.create_snapshot(i, cs, d).map(|_| ()),
             Op::SaveApplied(i, d) => log.save_applied(i, &d),
+            Op::Recovering(on) => log.set_recovering(on),
         }
     }
 }
@@ -195,6 +197,14 @@ impl RaftLog for VolatileLog {
 
     fn load_snapshot(&self) -> Result<Option<Snapshot>> {
         self.live()?.load_snapshot()
+    }
+
+    fn recovering(&self) -> Result<bool> {
+        self.live()?.recovering()
+    }
+
+    fn set_recovering(&self, on: bool) -> Result<()> {
+        self.write(Op::Recovering(on))
     }
 
     fn flush(&self) -> Result<()> {

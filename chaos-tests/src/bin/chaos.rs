@@ -171,6 +171,7 @@ fn run_sim(
         t.graceful_stops += st.graceful_stops;
         t.membership_changes += st.membership_changes;
         t.group_joins += st.group_joins;
+        t.disk_wipes += st.disk_wipes;
         t.mft_sets += st.mft_sets;
         t.quiet_mft_sets += st.quiet_mft_sets;
         t.masters += st.masters;
@@ -246,12 +247,13 @@ fn run_sim(
     );
     println!("| client policy proposals | {} |", total.policies_proposed);
     println!(
-        "| linearizable reads checked / transfers / graceful stops / voters removed / group joins | {} / {} / {} / {} / {} |",
+        "| linearizable reads checked / transfers / graceful stops / voters removed / group joins / disks replaced | {} / {} / {} / {} / {} / {} |",
         total.reads,
         total.transfers,
         total.graceful_stops,
         total.membership_changes,
-        total.group_joins
+        total.group_joins,
+        total.disk_wipes
     );
     println!("| masters started | {} |", total.masters);
     println!("| faults hitting the master | {} |", total.failovers);

@@ -157,6 +157,7 @@ impl ProcCluster {
             .arg(id.to_string())
             .arg("--peers")
             .arg(self.peers_of(id))
+            .args(["--initial-cluster-state", "new"])
             .arg("--listen")
             .arg(r.addr.to_string())
             .arg("--data-dir")

@@ -59,6 +59,8 @@ pub struct RunStats {
     pub membership_changes: u64,
     /// Multicast group changes committed through the master's SA.
     pub group_joins: u64,
+    /// Disks replaced (a replica restarting on an empty log).
+    pub disk_wipes: u64,
     /// MulticastForwardingTable Sets the fabric accepted.
     pub mft_sets: u64,
     /// MulticastForwardingTable Sets accepted during quiet takeovers (their first heavy

@@ -145,6 +145,7 @@ impl Node {
         cfg.port_guid = port_guid;
         cfg.seed = seed;
         cfg.observe_applied = true;
+        cfg.bootstrap = true;
         let mut n = Node {
             id,
             port_guid,
@@ -246,6 +247,20 @@ impl Node {
         self.held.clear();
         self.clients.clear();
         self.reads.clear();
+    }
+
+    /// The disk is replaced: the process dies, its log is gone; the next boot starts on an
+    /// empty log in an existing cluster (it recovers from the leader without voting).
+    pub fn wipe(&mut self, fab: &mut SimFabric) {
+        self.crash(fab);
+        self.disk = VolatileLog::new();
+        self.cfg.bootstrap = false;
+        self.last_state = ReplicatedState::new();
+    }
+
+    /// True while the core recovers a lost log.
+    pub fn is_recovering(&self) -> bool {
+        self.core.as_ref().is_some_and(|c| c.is_recovering())
     }
 
     /// One Raft tick, then the core's outputs.

@@ -79,6 +79,9 @@ pub enum Action {
     RemoveFollower(u64),
     /// The leader adds back a replica removed from the voters.
     AddBack,
+    /// Replica `0`'s disk is replaced (when no other replica's is being recovered): it dies
+    /// and restarts later on an empty log.
+    WipeDisk(u64),
     /// Multicast group number `group` is created (or its members change): the master's SA
     /// commits the new SA state, the master programs the MFTs.
     JoinGroup {
@@ -123,6 +126,7 @@ impl fmt::Display for Action {
             Action::RemoveFollower(r) => write!(f, "remove voter {r}"),
             Action::AddBack => write!(f, "add removed voters back"),
             Action::JoinGroup { group } => write!(f, "multicast join to group {group}"),
+            Action::WipeDisk(r) => write!(f, "replace the disk of replica {r}"),
         }
     }
 }
@@ -260,7 +264,8 @@ fn replica_action(r: &mut SplitMix64) -> Action {
         60..=69 => Action::Prefer(replica(r)),
         70..=76 => Action::PreferNone,
         77..=84 => Action::RemoveFollower(replica(r)),
-        85..=91 => Action::AddBack,
+        85..=88 => Action::AddBack,
+        89..=91 => Action::WipeDisk(replica(r)),
         _ => Action::JoinGroup {
             group: r.below(1 << 16) as u32,
         },

@@ -61,6 +61,8 @@ pub struct World {
     links_full: BTreeSet<(u64, u32, u64, u32)>,
     leaders_seen: BTreeSet<(u64, u64)>,
     next_preference: VTime,
+    /// Replicas whose disk was replaced and that have not finished recovering.
+    wiped: BTreeSet<u64>,
 }
 
 /// A topology's links as (node GUID, port, node GUID, port), each link once, lower end
@@ -211,6 +213,7 @@ impl World {
             links_full,
             leaders_seen: BTreeSet::new(),
             next_preference: 0,
+            wiped: BTreeSet::new(),
         })
     }
 
@@ -349,6 +352,9 @@ impl World {
     /// Feeds what the nodes reported to the checker.
     fn observe(&mut self) -> Result<(), Violation> {
         let now = self.now;
+        let nodes = &self.nodes;
+        self.wiped
+            .retain(|&i| !nodes[i as usize].is_up() || nodes[i as usize].is_recovering());
         for n in &self.nodes {
             if n.is_leader() {
                 if self.leaders_seen.insert((n.id, n.term())) {
@@ -620,6 +626,29 @@ impl World {
                 }
             }
             Action::AddBack => self.add_back_voters(),
+            Action::WipeDisk(r) => {
+                let i = (r.saturating_sub(1) as usize).min(self.nodes.len() - 1);
+                // One lost disk at a time: two would leave the cluster without a quorum
+                // that holds every committed entry (unavailable by design, not a defect).
+                let other_lost = self.nodes.iter().enumerate().any(|(j, n)| {
+                    j != i && (n.is_recovering() || self.wiped.contains(&(j as u64)))
+                });
+                // Only with three voters: a replica removed meanwhile plus a lost log leaves
+                // no quorum that holds the log.
+                let voters = self
+                    .nodes
+                    .iter()
+                    .filter(|n| n.is_up())
+                    .map(|n| n.voters().len())
+                    .min()
+                    .unwrap_or(0);
+                if !other_lost && voters == self.nodes.len() {
+                    self.hit_master(self.nodes[i].id);
+                    self.nodes[i].wipe(&mut self.fab);
+                    self.wiped.insert(i as u64);
+                    self.stats.disk_wipes += 1;
+                }
+            }
             Action::JoinGroup { group } => {
                 if let Some(i) = self.driven_leader() {
                     let st = join(self.nodes[i].state().sa_state(), *group, &self.cas);

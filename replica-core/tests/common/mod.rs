@@ -74,6 +74,7 @@ pub fn config(id: u64, n: u64) -> CoreConfig {
     let mut c = CoreConfig::new(id, peers);
     c.seed = 42 + id;
     c.port_guid = Guid(0x100 + id);
+    c.bootstrap = true;
     c
 }
 

@@ -137,6 +137,8 @@ impl LocalCluster {
             .arg(id.to_string())
             .arg("--peers")
             .arg(&self.peers)
+            // A new cluster: an empty data directory votes (a restart keeps its log).
+            .args(["--initial-cluster-state", "new"])
             .arg("--data-dir")
             .arg(self.dir.join(format!("r{id}")))
             .arg("--fabric")

@@ -47,6 +47,9 @@ pub struct ClusterConfig {
     /// (empty: every peer). A replica that joins later is started with the existing voters
     /// (it is not one of them, so it never campaigns) and added with ChangeMembership.
     pub voters: Vec<u64>,
+    /// An empty data directory belongs to a new cluster (`--initial-cluster-state new`);
+    /// else the replica recovers a lost log without voting (see `replica_core::CoreConfig`).
+    pub bootstrap: bool,
 }
 
 impl ClusterConfig {
@@ -107,6 +110,24 @@ pub struct Replica {
     pub system: actix::System,
     /// The thread.
     pub thread: std::thread::JoinHandle<()>,
+    /// Why the replica gave up (its log failed): the process must exit non-zero.
+    pub died: tokio::sync::oneshot::Receiver<String>,
+}
+
+/// Why the replica's thread ended, from its join result (a panic's message when it
+/// panicked).
+pub fn thread_end(r: std::thread::Result<()>) -> String {
+    match r {
+        Ok(()) => "the replica thread ended".into(),
+        Err(p) => {
+            let msg = p
+                .downcast_ref::<&str>()
+                .map(|s| (*s).to_string())
+                .or_else(|| p.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "(no message)".into());
+            format!("the replica thread panicked: {msg}")
+        }
+    }
 }
 
 /// Starts the actix System on a thread of its own with the RaftActor in it. `peers` must
@@ -118,6 +139,7 @@ pub fn start_replica(
     observers: Vec<UnboundedSender<crate::milestone::Milestone>>,
 ) -> Result<Replica, NodeError> {
     use actix::Actor;
+    let (died_tx, died) = tokio::sync::oneshot::channel();
     let (tx, rx) = std::sync::mpsc::channel();
     let thread = std::thread::Builder::new()
         .name("actix".into())
@@ -125,7 +147,7 @@ pub fn start_replica(
             let sys = actix_rt::System::new();
             let started = sys.block_on(async move {
                 raft_actor::RaftActor::new(cfg, node_cfg, peers, observers)
-                    .map(|a| (a.start(), actix::System::current()))
+                    .map(|a| (a.on_death(died_tx).start(), actix::System::current()))
             });
             let ok = started.is_ok();
             let _ = tx.send(started);
@@ -139,6 +161,7 @@ pub fn start_replica(
             raft,
             system,
             thread,
+            died,
         }),
         Ok(Err(e)) => {
             let _ = thread.join();

@@ -52,6 +52,8 @@ pub struct RaftActor {
     fence_dropped: Arc<AtomicU64>,
     subnet_up_unix_ms: u64,
     last_sweep_unix_ms: u64,
+    /// Told why, when the replica gives up.
+    died: Option<oneshot::Sender<String>>,
 }
 
 impl RaftActor {
@@ -81,6 +83,7 @@ impl RaftActor {
         cc.port_guid = cfg.port_guid;
         cc.priority = node_cfg.priority;
         cc.seed = nanos ^ cfg.id;
+        cc.bootstrap = cfg.bootstrap;
         let core = ReplicaCore::new(cc, store).map_err(|e| err(e.to_string()))?;
         let base = Instant::now();
         Ok(RaftActor {
@@ -99,7 +102,14 @@ impl RaftActor {
             fence_dropped: Arc::new(AtomicU64::new(0)),
             subnet_up_unix_ms: 0,
             last_sweep_unix_ms: 0,
+            died: None,
         })
+    }
+
+    /// Who hears why when the replica gives up (the process then exits non-zero).
+    pub fn on_death(mut self, tx: oneshot::Sender<String>) -> Self {
+        self.died = Some(tx);
+        self
     }
 
     /// The lease (shared with the fenced transport).

@@ -65,6 +65,8 @@ pub struct ReplicaArgs {
     pub snapshot_every: u64,
     pub node: NodeConfig,
     pub voters: Vec<u64>,
+    /// An empty data directory belongs to a new cluster (else: recover a lost log).
+    pub bootstrap: bool,
     /// Where to serve the read-only dashboard (None: not served).
     pub dashboard_listen: Option<std::net::SocketAddr>,
 }
@@ -106,6 +108,7 @@ pub fn run_replica(a: ReplicaArgs) -> anyhow::Result<ExitCode> {
         heartbeat_ticks: 2,
         port_guid,
         voters: a.voters,
+        bootstrap: a.bootstrap,
     };
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -119,13 +122,21 @@ pub fn run_replica(a: ReplicaArgs) -> anyhow::Result<ExitCode> {
         let mut hangups = crate::stop::Hangups::install()?;
         let tx = cluster::net::spawn_senders(a.id, &peers);
         let replica = cluster::start_replica(ccfg, a.node, tx, Vec::new())?;
+        let cluster::Replica {
+            raft,
+            system,
+            thread,
+            mut died,
+        } = replica;
+        // The replica's thread ending (a panic, or the system stopped) is noticed at once.
+        let mut joined = tokio::task::spawn_blocking(move || thread.join());
         tracing::info!("replica {} serving Peer and SmAdmin on {listen}", a.id);
-        sm_node::metrics::spawn_from_env(replica.raft.clone(), a.id)
+        sm_node::metrics::spawn_from_env(raft.clone(), a.id)
             .map_err(|e| anyhow!("E_NODE_METRICS: {e}"))?;
-        cluster::preference::spawn(replica.raft.clone());
+        cluster::preference::spawn(raft.clone());
         let (dash_stop, dash_stop_rx) = tokio::sync::oneshot::channel::<()>();
         if let Some(dl) = a.dashboard_listen {
-            let (raft, id) = (replica.raft.clone(), a.id);
+            let (raft, id) = (raft.clone(), a.id);
             tokio::spawn(async move {
                 let stop = async move {
                     let _ = dash_stop_rx.await;
@@ -139,34 +150,69 @@ pub fn run_replica(a: ReplicaArgs) -> anyhow::Result<ExitCode> {
         let mut server = tokio::spawn(cluster::serve_grpc(
             a.id,
             listen,
-            replica.raft.clone(),
+            raft.clone(),
             async move {
                 let _ = stop_rx.await;
             },
         ));
-        let reason = loop {
+        let end = loop {
             tokio::select! {
-                sig = signals.recv() => break sig.to_string(),
-                r = &mut server => break format!("gRPC server ended: {r:?}"),
+                sig = signals.recv() => break End::Signal(sig),
+                r = &mut server => break End::Failed(format!("E_NODE_GRPC: the gRPC server ended: {r:?}")),
+                Ok(why) = &mut died => break End::Failed(why),
+                r = &mut joined => {
+                    let why = r.map_or_else(|e| format!("the replica thread: {e}"), cluster::thread_end);
+                    break End::Failed(format!("E_NODE_FATAL: replica {}: {why}", a.id));
+                }
                 // SIGHUP: propose the partitions file again (cluster::reload).
                 () = hangups.recv() => {
-                    let (raft, path) = (replica.raft.clone(), partitions.clone());
+                    let (raft, path) = (raft.clone(), partitions.clone());
                     tokio::spawn(async move {
                         cluster::reload::on_hangup(a.id, raft, path.as_deref()).await;
                     });
                 }
             }
         };
-        tracing::info!("replica {} stopping ({reason})", a.id);
-        if let Ok(rx) = replica.raft.send(GracefulStop).await {
-            let _ = tokio::time::timeout(Duration::from_secs(5), rx).await;
+        let id = a.id;
+        if let End::Signal(sig) = &end {
+            tracing::info!("replica {id} stopping ({sig})");
+            if let Ok(Ok(rx)) = tokio::time::timeout(STOP_STEP, raft.send(GracefulStop)).await {
+                let _ = tokio::time::timeout(STOP_STEP, rx).await;
+            }
         }
-        replica.system.stop();
+        system.stop();
         let _ = stop_tx.send(());
         let _ = dash_stop.send(());
-        let _ = tokio::time::timeout(Duration::from_secs(2), server).await;
-        let _ = tokio::task::spawn_blocking(move || replica.thread.join()).await;
-        tracing::info!("replica {} stopped", a.id);
-        Ok(ExitCode::SUCCESS)
+        let _ = tokio::time::timeout(STOP_STEP, server).await;
+        let thread_ended = joined.is_finished()
+            || tokio::time::timeout(STOP_STEP, &mut joined).await.is_ok();
+        match end {
+            End::Signal(_) if thread_ended => {
+                tracing::info!("replica {id} stopped");
+                Ok(ExitCode::SUCCESS)
+            }
+            End::Signal(_) => {
+                tracing::error!(
+                    "E_NODE_STOP: replica {id}: the replica did not stop within {STOP_STEP:?}; exiting anyway"
+                );
+                Ok(ExitCode::FAILURE)
+            }
+            End::Failed(why) => {
+                tracing::error!("{why}; exiting");
+                Ok(ExitCode::FAILURE)
+            }
+        }
     })
+}
+
+/// Each step of a stop (hand-over, gRPC drain, the replica thread) is bounded by this, so
+/// SIGTERM always ends the process.
+const STOP_STEP: Duration = Duration::from_secs(5);
+
+/// Why the replica process ends.
+enum End {
+    /// A stop signal: a graceful stop.
+    Signal(&'static str),
+    /// The replica cannot go on: exit non-zero with this as the last word.
+    Failed(String),
 }

@@ -104,6 +104,7 @@ pub async fn run(a: &DemoArgs) -> anyhow::Result<ExitCode> {
             .arg(i.to_string())
             .arg("--peers")
             .arg(&peers)
+            .args(["--initial-cluster-state", "new"])
             .arg("--data-dir")
             .arg(dir.join(format!("r{i}")))
             .arg("--fabric")

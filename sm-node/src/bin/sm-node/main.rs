@@ -39,6 +39,13 @@ struct Cli {
     /// in --peers but not here starts as a non-voter and joins through `smctl members add`.
     #[arg(long, value_delimiter = ',')]
     voters: Vec<u64>,
+    /// Cluster mode: what an EMPTY data directory means. `new`: this replica is one of a new
+    /// cluster (every replica starts empty and votes). `existing` (default): the cluster
+    /// exists and this replica's log was lost or is new: it recovers from the leader and
+    /// neither votes nor campaigns until caught up, so it never votes with less than it
+    /// once acknowledged. Ignored when the data directory holds a log.
+    #[arg(long, value_enum, default_value_t = InitialClusterState::Existing)]
+    initial_cluster_state: InitialClusterState,
     /// Cluster mode: listen address (default: this replica's address in --peers).
     #[arg(long)]
     listen: Option<std::net::SocketAddr>,
@@ -214,8 +221,18 @@ fn run_cluster(cli: Cli) -> anyhow::Result<ExitCode> {
         snapshot_every: cli.snapshot_every,
         node: cfg,
         voters: cli.voters.clone(),
+        bootstrap: cli.initial_cluster_state == InitialClusterState::New,
         dashboard_listen: cli.dashboard_listen,
     })
+}
+
+/// What an empty data directory of a cluster replica means (`--initial-cluster-state`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum InitialClusterState {
+    /// A replica of a new cluster.
+    New,
+    /// A replica of an existing cluster whose log is recovered from the leader.
+    Existing,
 }
 
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {

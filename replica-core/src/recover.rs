@@ -1,0 +1,116 @@
+//! Recovering a lost log. A replica of an existing cluster that starts on an empty log (its
+//! disk was replaced or wiped) may once have acknowledged entries it no longer holds; if it
+//! voted now it could elect a candidate that lacks them, and a committed entry would be
+//! lost. So it neither votes nor campaigns until a leader has brought it up to an entry
+//! committed in that leader's own term: by Raft's log matching, it then holds every entry
+//! committed before, including any it acknowledged. The flag lives in the log, so a replica
+//! that crashes while recovering recovers again.
+
+use crate::core::{ReplicaCore, storage};
+use crate::error::CoreError;
+use crate::output::Notice;
+use raft::StateRole;
+use raft::eraftpb::{Message, MessageType};
+use storage::RaftLog;
+
+/// The rejected index a replica sends when a heartbeat shows it lost its log: beyond any
+/// index a leader sends, so raft-rs takes the rejection as stale once the leader has reset
+/// its progress.
+const LOST: u64 = u64::MAX;
+
+/// What a message says about a lost log, before raft-rs sees it.
+pub(crate) enum LostLog {
+    /// Nothing.
+    No,
+    /// A leader's heartbeat commits beyond this replica's log (raft-rs would panic): this
+    /// replica lost entries it acknowledged.
+    Here { commit: u64, last: u64 },
+    /// A follower says its log ends below what it acknowledged.
+    There { peer: u64, matched: u64, last: u64 },
+}
+
+/// Messages a recovering replica does not take: votes asked of it, and a leader's request
+/// to campaign at once (a transfer).
+pub(crate) fn is_vote(m: &Message) -> bool {
+    matches!(
+        m.get_msg_type(),
+        MessageType::MsgRequestVote | MessageType::MsgRequestPreVote | MessageType::MsgTimeoutNow
+    )
+}
+
+impl<S: RaftLog + Clone> ReplicaCore<S> {
+    /// Checks (and adjusts) a message for a lost log on either side. A heartbeat that
+    /// commits beyond this log commits only what this replica already committed (its
+    /// answer then makes the leader probe it); a rejection that reveals a follower's lost
+    /// log resets the leader's progress of it, so it is replicated again from the start
+    /// (raft-rs assumes an acknowledged entry is never lost and would never resend it).
+    pub(crate) fn lost_log(&mut self, m: &mut Message) -> LostLog {
+        let last = self.raw.raft.raft_log.last_index();
+        match m.get_msg_type() {
+            MessageType::MsgHeartbeat if m.commit > last => {
+                let commit = m.commit;
+                m.commit = self.raw.raft.raft_log.committed.min(last);
+                // The leader believes this log holds what it acknowledged: tell it otherwise
+                // (a rejection no append of it could be behind, see `There`).
+                let mut r = Message::default();
+                r.set_msg_type(MessageType::MsgAppendResponse);
+                r.to = m.from;
+                r.from = self.cfg.id;
+                r.term = m.term;
+                r.reject = true;
+                r.index = LOST;
+                r.reject_hint = last;
+                self.out.push_back(crate::Output::Send(r));
+                LostLog::Here { commit, last }
+            }
+            MessageType::MsgAppendResponse
+                if m.reject
+                    && self.raw.raft.state == StateRole::Leader
+                    && m.term == self.raw.raft.term =>
+            {
+                let Some(pr) = self.raw.raft.mut_prs().get_mut(m.from) else {
+                    return LostLog::No;
+                };
+                // Only the follower knows its log was lost (it says so with `LOST`): an
+                // ordinary rejection below what it matched may just be an old one the
+                // network reordered, and is raft-rs's to handle.
+                if m.index != LOST || m.reject_hint >= pr.matched {
+                    return LostLog::No;
+                }
+                let matched = pr.matched;
+                pr.matched = 0;
+                pr.become_probe();
+                LostLog::There {
+                    peer: m.from,
+                    matched,
+                    last: m.reject_hint,
+                }
+            }
+            _ => LostLog::No,
+        }
+    }
+
+    /// Ends the recovery once this replica follows a leader and holds an entry committed in
+    /// that leader's term.
+    pub(crate) fn check_recovered(&mut self) -> Result<(), CoreError> {
+        if !self.recovering {
+            return Ok(());
+        }
+        let r = &self.raw.raft;
+        let committed = r.raft_log.committed;
+        if r.state != StateRole::Follower || r.leader_id == 0 || committed == 0 {
+            return Ok(());
+        }
+        if r.raft_log.term(committed).ok() != Some(r.term) {
+            return Ok(());
+        }
+        let (index, term) = (committed, r.term);
+        self.store
+            .set_recovering(false)
+            .map_err(storage("recovering flag"))?;
+        self.store.flush().map_err(storage("flush"))?;
+        self.recovering = false;
+        self.notice(Notice::LogRecovered { index, term });
+        Ok(())
+    }
+}
