@@ -288,3 +288,142 @@ fn regression_f7_removed_leader_hands_over() {
     );
     sim::run(&s, Variant::Correct).unwrap_or_else(|f| panic!("{f}"));
 }
+
+/// F8 (sm-core, fixed), from the 30,000-schedule batch at seed 7,000,000: a switch that
+/// rebooted after a heavy sweep's discovery had read its SwitchInfo got its LinearFDBTop
+/// back from that sweep's SwitchInfo Set, which hid the lost LFT from every later sweep (its
+/// traffic was dropped for good). When the fabric signals a change during a sweep, the
+/// SwitchInfo is now read again before its Set. The shrunk schedule of seed 7023672.
+#[test]
+fn regression_f8_switch_rebooted_during_a_sweep() {
+    let steps = vec![
+        Step {
+            after_ms: 105,
+            action: Action::PauseLeader,
+        },
+        Step {
+            after_ms: 312,
+            action: Action::SwitchReboot { switch: 64437 },
+        },
+        Step {
+            after_ms: 253,
+            action: Action::MadLoss {
+                pct: 12,
+                for_ms: 373,
+            },
+        },
+        Step {
+            after_ms: 380,
+            action: Action::SwitchReboot { switch: 54400 },
+        },
+    ];
+    let s = Schedule {
+        seed: 7_023_672,
+        topology: "ft2:8:hosts=1".into(),
+        steps,
+    };
+    sim::run(&s, Variant::Correct).unwrap_or_else(|f| panic!("{f}"));
+}
+
+/// The INV-QUIET false alarm of the same batch (seed 7023160): a deposed master found a
+/// flapped link back but could not commit its programming, so the log recorded the tables
+/// of the faulty fabric; the next master rightly wrote the difference. A takeover counts as
+/// quiet only once a heavy sweep completed after the last fabric fault.
+#[test]
+fn regression_quiet_takeover_after_an_uncommitted_repair() {
+    let steps = vec![
+        Step {
+            after_ms: 1108,
+            action: Action::NetChaos {
+                drop_pct: 12,
+                dup_pct: 7,
+                jitter_ms: 32,
+            },
+        },
+        Step {
+            after_ms: 799,
+            action: Action::RestartAll,
+        },
+        Step {
+            after_ms: 450,
+            action: Action::SwitchReboot { switch: 42861 },
+        },
+        Step {
+            after_ms: 865,
+            action: Action::LinkFlap {
+                link: 9319,
+                down_ms: 221,
+            },
+        },
+        Step {
+            after_ms: 94,
+            action: Action::IsolateLeader,
+        },
+        Step {
+            after_ms: 711,
+            action: Action::ResumeAll,
+        },
+    ];
+    let s = Schedule {
+        seed: 7_023_160,
+        topology: "ft2:4:hosts=1".into(),
+        steps,
+    };
+    sim::run(&s, Variant::Correct).unwrap_or_else(|f| panic!("{f}"));
+}
+
+/// F9 (sm-core, fixed), seed 7013843 of the same batch: a link that came back between a
+/// takeover sweep's discovery and its SwitchInfo Set left a CA port INIT for good — its
+/// trap went to the dead master (the ports still named it), and the Set cleared the
+/// PortStateChange that light sweeps look for. A takeover's first sweep now asks for one
+/// more heavy sweep at the next interval.
+#[test]
+fn regression_f9_link_back_during_a_takeover_sweep() {
+    let steps = vec![
+        Step {
+            after_ms: 1073,
+            action: Action::NetChaos {
+                drop_pct: 7,
+                dup_pct: 4,
+                jitter_ms: 34,
+            },
+        },
+        Step {
+            after_ms: 128,
+            action: Action::CrashLeader,
+        },
+        Step {
+            after_ms: 1018,
+            action: Action::IsolateLeader,
+        },
+        Step {
+            after_ms: 420,
+            action: Action::CrashLeader,
+        },
+        Step {
+            after_ms: 337,
+            action: Action::SwitchReboot { switch: 14944 },
+        },
+        Step {
+            after_ms: 1122,
+            action: Action::RestartAll,
+        },
+        Step {
+            after_ms: 185,
+            action: Action::RestartAll,
+        },
+        Step {
+            after_ms: 1172,
+            action: Action::LinkFlap {
+                link: 12641,
+                down_ms: 148,
+            },
+        },
+    ];
+    let s = Schedule {
+        seed: 7_013_843,
+        topology: "ft2:4".into(),
+        steps,
+    };
+    sim::run(&s, Variant::Correct).unwrap_or_else(|f| panic!("{f}"));
+}

@@ -40,6 +40,9 @@ pub struct CoreConfig {
     pub proposal_ttl: VTime,
     /// A graceful stop waits this long for the leadership transfer.
     pub stop_timeout: VTime,
+    /// A snapshot sent to a follower that has not answered within this is taken as lost
+    /// (raft-rs then sends it again; it would otherwise wait for the follower forever).
+    pub snapshot_timeout: VTime,
     /// Wait before attaching the master again after a failed attach.
     pub master_retry: VTime,
     /// Wait before attaching the standby again after a failed attach.
@@ -71,6 +74,7 @@ impl CoreConfig {
             seed: id,
             proposal_ttl: 30_000 * MS,
             stop_timeout: 3_000 * MS,
+            snapshot_timeout: 10_000 * MS,
             master_retry: 20 * MS,
             standby_retry: 200 * MS,
             observe_applied: false,

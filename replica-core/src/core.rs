@@ -74,6 +74,9 @@ pub struct ReplicaCore<S: RaftLog + Clone> {
     pub(crate) out: VecDeque<Output>,
     /// Answers held until the log is flushed.
     pub(crate) deferred: Vec<Output>,
+    /// Followers the leader sent a snapshot to, since when (see
+    /// [`CoreConfig::snapshot_timeout`]).
+    snapshots_sent: std::collections::BTreeMap<u64, VTime>,
 }
 
 fn logger() -> slog::Logger {
@@ -173,6 +176,7 @@ impl<S: RaftLog + Clone> ReplicaCore<S> {
             recovering,
             out,
             deferred: Vec::new(),
+            snapshots_sent: std::collections::BTreeMap::new(),
             cfg,
         };
         core.fix_election_timeout();
@@ -192,6 +196,7 @@ impl<S: RaftLog + Clone> ReplicaCore<S> {
             self.raw.tick();
         }
         self.expire_requests(now);
+        self.expire_snapshots(now);
         if let Stop::HandingOver { since } = self.stop
             && now.saturating_sub(since) > self.cfg.stop_timeout
         {
@@ -580,6 +585,33 @@ impl<S: RaftLog + Clone> ReplicaCore<S> {
         self.lease.until = None;
         self.deferred.clear();
         self.out.push_back(Output::Fatal(e));
+    }
+
+    /// A snapshot the follower never answered (lost on the way) is reported failed, so that
+    /// raft-rs sends it again instead of waiting for that follower forever.
+    fn expire_snapshots(&mut self, now: VTime) {
+        use raft::ProgressState;
+        if !self.is_leader() {
+            self.snapshots_sent.clear();
+            return;
+        }
+        let waiting: Vec<u64> = self
+            .raw
+            .raft
+            .prs()
+            .iter()
+            .filter(|(_, p)| p.state == ProgressState::Snapshot)
+            .map(|(id, _)| *id)
+            .collect();
+        self.snapshots_sent.retain(|id, _| waiting.contains(id));
+        for id in waiting {
+            let since = *self.snapshots_sent.entry(id).or_insert(now);
+            if now.saturating_sub(since) >= self.cfg.snapshot_timeout {
+                self.snapshots_sent.remove(&id);
+                self.notice(Notice::SnapshotUnanswered { peer: id });
+                self.raw.report_snapshot(id, raft::SnapshotStatus::Failure);
+            }
+        }
     }
 
     /// Replaces a timeout raft-rs just drew with a seeded one.

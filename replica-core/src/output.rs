@@ -288,6 +288,11 @@ pub enum Notice {
         /// Its last index now.
         last: u64,
     },
+    /// A snapshot sent to a follower was not answered in time: sent again.
+    SnapshotUnanswered {
+        /// The follower.
+        peer: u64,
+    },
     /// A Raft message the core could not use.
     BadMessage {
         /// Why.
@@ -309,6 +314,7 @@ impl Notice {
             | Notice::RecoveringLog
             | Notice::LogShorterThanCommit { .. }
             | Notice::PeerLostLog { .. }
+            | Notice::SnapshotUnanswered { .. }
             | Notice::BadMessage { .. } => Level::Warn,
             Notice::Undecodable { .. }
             | Notice::ConfChangeRefused { .. }
@@ -445,6 +451,10 @@ impl fmt::Display for Notice {
             } => write!(
                 f,
                 "RCORE-W003 replica {peer} acknowledged up to {matched} but its log ends at {last}: replicating it again from the start"
+            ),
+            Notice::SnapshotUnanswered { peer } => write!(
+                f,
+                "RCORE-W004 the snapshot sent to replica {peer} was not answered in time: sending it again"
             ),
             Notice::BadMessage { error } => write!(f, "E_NODE_PEER: {error}"),
         }

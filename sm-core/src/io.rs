@@ -37,6 +37,9 @@ pub(crate) enum Op {
     PortInfoSet,
     /// `arg` 0: LinearFDBTop; 1: clear PortStateChange.
     SwitchInfoSet,
+    /// SwitchInfo read again right before its Set (same `arg`), when the fabric signalled a
+    /// change since discovery: a switch that rebooted meanwhile is found out.
+    SwitchInfoRecheck,
     /// Light sweep poll.
     LightSwitchInfo,
     /// M_Key rotation: PortInfo as read, with this term's key settings.

@@ -142,6 +142,7 @@ impl Node {
         cfg.election_ticks = ELECTION_TICKS;
         cfg.snapshot_every = SNAPSHOT_EVERY;
         cfg.save_applied_every = SAVE_EVERY;
+        cfg.snapshot_timeout = 2 * crate::sim::world::MS * 1000;
         cfg.port_guid = port_guid;
         cfg.seed = seed;
         cfg.observe_applied = true;

@@ -63,6 +63,8 @@ pub struct World {
     next_preference: VTime,
     /// Replicas whose disk was replaced and that have not finished recovering.
     wiped: BTreeSet<u64>,
+    /// When a master last completed a heavy sweep.
+    last_heavy_done: VTime,
 }
 
 /// A topology's links as (node GUID, port, node GUID, port), each link once, lower end
@@ -214,6 +216,7 @@ impl World {
             leaders_seen: BTreeSet::new(),
             next_preference: 0,
             wiped: BTreeSet::new(),
+            last_heavy_done: 0,
         })
     }
 
@@ -412,6 +415,7 @@ impl World {
             if self.checker.quiet == Some((r, term)) {
                 self.checker.quiet = None;
             }
+            self.last_heavy_done = now;
         }
         Ok(())
     }
@@ -429,7 +433,12 @@ impl World {
     fn quiet_takeover(&self, r: u64) -> bool {
         let n = &self.nodes[(r - 1) as usize];
         let st = n.state();
+        // After a fabric fault, a takeover is quiet only once some master completed a heavy
+        // sweep on the fabric as it is again: before that, what the log records may be the
+        // tables of the faulty fabric (a deposed master found the link back but could not
+        // commit its programming), and the new master rightly writes the difference.
         if self.now < self.fabric_busy_until
+            || (self.fabric_busy_until > 0 && self.last_heavy_done <= self.fabric_busy_until)
             || st.pending_intent().is_some()
             || st.open_intent().is_some()
             || st.lfts().next().is_none()
@@ -615,9 +624,14 @@ impl World {
             }
             Action::RemoveFollower(r) => {
                 let id = (*r).clamp(1, self.nodes.len() as u64);
+                // Never while a replica recovers a lost log: two voters of which one may
+                // not vote leave no quorum (the admin API refuses it without --force).
+                let recovering =
+                    !self.wiped.is_empty() || self.nodes.iter().any(Node::is_recovering);
                 if let Some(i) = self.driven_leader()
                     && self.nodes[i].id != id
                     && self.nodes[i].voters().len() == self.nodes.len()
+                    && !recovering
                 {
                     self.with_node(i, |n, cx| {
                         n.with_core(cx, |c, now| c.change_membership(now, id, false))

@@ -89,9 +89,19 @@ impl Sweeper {
             cfg: &self.cfg,
             sm_lid: self.lids.sm_lid(),
         };
-        let sets = self
+        let mut sets = self
             .prog
             .plan_stage(&mut self.disc, &want, stage, routing, &mft_tops);
+        if self.sched.heavy_pending() {
+            // The fabric changed since discovery (a trap): a switch may have rebooted since
+            // its SwitchInfo was read, and writing its LinearFDBTop back would hide that it
+            // lost its tables. Read it again first.
+            for s in &mut sets {
+                if s.0 == Op::SwitchInfoSet {
+                    s.0 = Op::SwitchInfoRecheck;
+                }
+            }
+        }
         self.queue_sets(sets);
         if stage == 2 {
             self.queue_mfts();
@@ -133,6 +143,13 @@ impl Sweeper {
             // Something did not take or was not reached: look again at the next interval.
             self.sched.mark_dirty();
         }
+        if self.disc.sweep() == 1 && self.cfg.known_lfts.is_some() {
+            // A takeover's first sweep: until it wrote MasterSMLID, the ports sent their
+            // traps to the previous master, and a link that changed after this sweep's
+            // discovery may have had its PortStateChange cleared by the SwitchInfo Set
+            // above: look again once, at the next interval (Gets only on a quiet fabric).
+            self.sched.mark_dirty();
+        }
         self.finish_heavy();
     }
 
@@ -166,6 +183,28 @@ impl Sweeper {
             Op::MftSet => self.mft_done(&req),
             _ => {}
         }
+    }
+
+    /// The SwitchInfo read again before its Set: a LinearFDBTop other than the one
+    /// discovery read means the switch rebooted since (its LFT, MFT and P_Key tables are
+    /// back to the default): it is written again by the next heavy sweep, which this
+    /// sweep's end asks for. The Set follows, on what the switch holds now.
+    pub(super) fn on_switch_info_recheck(&mut self, req: Req, info: mad::SwitchInfo) {
+        let n = self.disc.node(req.node);
+        let (sw, first, nports) = (n.sw, n.port_index(0), n.nports);
+        let s = self.disc.switch_mut(sw);
+        if info.linear_fdb_top != s.info.linear_fdb_top {
+            s.lft_valid = false;
+            s.lft_failed = true;
+            s.info = info;
+            for p in 0..=usize::from(nports) {
+                self.disc.port_mut(first + p).pkey_known_valid = false;
+            }
+            self.sched.mark_dirty();
+        } else {
+            s.info = info;
+        }
+        self.push(Op::SwitchInfoSet, req.node, 0, req.arg);
     }
 
     /// A Set was given up.

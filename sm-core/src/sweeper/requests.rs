@@ -49,7 +49,9 @@ impl Sweeper {
             Op::Probe => (Method::GET, AttributeId::NODE_INFO, 0),
             Op::NodeDesc => (Method::GET, AttributeId::NODE_DESCRIPTION, 0),
             Op::PortInfoGet => (Method::GET, AttributeId::PORT_INFO, u32::from(req.port)),
-            Op::SwitchInfoGet | Op::LightSwitchInfo => (Method::GET, AttributeId::SWITCH_INFO, 0),
+            Op::SwitchInfoGet | Op::LightSwitchInfo | Op::SwitchInfoRecheck => {
+                (Method::GET, AttributeId::SWITCH_INFO, 0)
+            }
             Op::LftSet => (
                 Method::SET,
                 AttributeId::LINEAR_FORWARDING_TABLE,
@@ -138,6 +140,9 @@ impl Sweeper {
                 .disc
                 .on_switch_info(req.node, SwitchInfo::decode(&smp.data)),
             Op::LightSwitchInfo => self.on_light_switch_info(req, SwitchInfo::decode(&smp.data)),
+            Op::SwitchInfoRecheck => {
+                self.on_switch_info_recheck(req, SwitchInfo::decode(&smp.data))
+            }
             Op::ReadBack => self.on_readback_reply(req, smp),
             // The answer to a handover Set: nothing to do (the wait polls).
             Op::SmInfoSet => {}
@@ -177,6 +182,11 @@ impl Sweeper {
             | Op::SwitchInfoSet
             | Op::RekeySet
             | Op::MftSet => self.on_set_failed(req),
+            // Not read again: its Set is given up with it.
+            Op::SwitchInfoRecheck => self.on_set_failed(Req {
+                op: Op::SwitchInfoSet,
+                ..req
+            }),
         }
     }
 

@@ -121,6 +121,23 @@ impl LocalCluster {
 
     /// Starts replica `id` (again, on the same data directory).
     pub fn start(&mut self, id: u64) -> Result<(), String> {
+        self.start_as(id, "new")
+    }
+
+    /// The operator's disk replacement of a stopped replica: its data directory is gone and
+    /// it is started again as a replica of the existing cluster (it recovers its log from
+    /// the leader before it votes).
+    pub fn start_on_new_disk(&mut self, id: u64) -> Result<(), String> {
+        let data = self.dir.join(format!("r{id}"));
+        match std::fs::remove_dir_all(&data) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(format!("{}: {e}", data.display())),
+        }
+        self.start_as(id, "existing")
+    }
+
+    fn start_as(&mut self, id: u64, initial_cluster_state: &str) -> Result<(), String> {
         let socket = self
             .server
             .as_ref()
@@ -138,7 +155,7 @@ impl LocalCluster {
             .arg("--peers")
             .arg(&self.peers)
             // A new cluster: an empty data directory votes (a restart keeps its log).
-            .args(["--initial-cluster-state", "new"])
+            .args(["--initial-cluster-state", initial_cluster_state])
             .arg("--data-dir")
             .arg(self.dir.join(format!("r{id}")))
             .arg("--fabric")
