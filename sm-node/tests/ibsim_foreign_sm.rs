@@ -468,8 +468,12 @@ fn opensm_hands_over_to_higher_ours() {
         .find(|l| l.contains("entering STANDBY state (master "))
         .cloned();
     if let Some(s) = &stood {
+        // OpenSM still answered MASTER to our SMInfo queries around the ACKNOWLEDGE (a
+        // loaded machine): ours stood by for it. The only Set it may have sent is that
+        // ACKNOWLEDGE (an SMInfo Set to OpenSM's port); nothing was written to the fabric.
         assert_eq!(hex_after(s, "master "), osm_guid, "{s}");
-        assert_eq!(num_before(s, " Sets sent so far"), 0, "{s}");
+        let sets = num_before(s, " Sets sent so far");
+        assert!(sets <= 1, "more than the ACKNOWLEDGE was sent: {s}");
     }
     let up = ours.wait_for("SUBNET UP", |l| l.contains("SUBNET UP after"));
     ours.wait_for("entering MASTER state", |l| {
