@@ -24,6 +24,7 @@
 
 pub mod delivery;
 pub mod error;
+pub mod lincheck;
 pub mod process;
 pub mod sim;
 

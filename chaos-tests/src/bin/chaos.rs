@@ -64,6 +64,17 @@ enum Cmd {
         /// Working directory (default: a fresh one under the system temp dir).
         #[arg(long)]
         dir: Option<std::path::PathBuf>,
+        /// Admin API clients reading and compare-and-setting the policy throughout; their
+        /// history is checked for linearizability.
+        #[arg(long, default_value_t = 0)]
+        clients: u64,
+        /// The broken variant: the clients read without ReadIndex (must be caught).
+        #[arg(long)]
+        stale_reads: bool,
+        /// Disk faults among the round faults (full disk, flipped byte, lost disk; each
+        /// replica's data directory on a tmpfs of its own: needs root).
+        #[arg(long)]
+        disk_faults: bool,
     },
 }
 
@@ -97,6 +108,9 @@ fn main() -> anyhow::Result<()> {
             seed,
             sm_node,
             dir,
+            clients,
+            stale_reads,
+            disk_faults,
         } => {
             let bin = match sm_node {
                 Some(b) => b,
@@ -113,6 +127,9 @@ fn main() -> anyhow::Result<()> {
                 dir,
                 kills,
                 seed,
+                clients,
+                stale_reads,
+                disk_faults,
                 ..Default::default()
             })?;
             println!("{report}");

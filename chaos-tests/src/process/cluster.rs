@@ -128,6 +128,30 @@ impl ProcCluster {
 
     /// Starts replica `id` (again, on its data directory).
     pub fn start(&mut self, id: u64) -> Result<(), ChaosError> {
+        self.start_as(id, "new")
+    }
+
+    /// Replica `id`'s data directory.
+    pub fn data_dir(&self, id: u64) -> PathBuf {
+        self.dir.join(format!("r{id}"))
+    }
+
+    /// Starts replica `id` on an emptied data directory as a replica of the existing
+    /// cluster (the operator's disk replacement: it recovers its log before it votes).
+    pub fn start_on_new_disk(&mut self, id: u64) -> Result<(), ChaosError> {
+        super::disk::wipe(&self.data_dir(id))?;
+        self.start_as(id, "existing")
+    }
+
+    /// The exit status of replica `id` when its process ended by itself (reaped here).
+    pub fn exited(&mut self, id: u64) -> Option<std::process::ExitStatus> {
+        let r = self.r_mut(id);
+        let st = r.child.as_mut()?.try_wait().ok()??;
+        r.child = None;
+        Some(st)
+    }
+
+    fn start_as(&mut self, id: u64, initial_cluster_state: &str) -> Result<(), ChaosError> {
         let socket = self
             .server
             .as_ref()
@@ -157,7 +181,7 @@ impl ProcCluster {
             .arg(id.to_string())
             .arg("--peers")
             .arg(self.peers_of(id))
-            .args(["--initial-cluster-state", "new"])
+            .args(["--initial-cluster-state", initial_cluster_state])
             .arg("--listen")
             .arg(r.addr.to_string())
             .arg("--data-dir")

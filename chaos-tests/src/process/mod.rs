@@ -13,9 +13,15 @@
 //! * every acknowledged policy version is in force (or superseded by a later acknowledged
 //!   one) on every new master;
 //! * after each round settles: every CA port ACTIVE, delivery exactly as the policy says;
-//! * failover (kill -> a new master's completed sweep with the subnet up) under a bound.
+//! * failover (kill -> a new master's completed sweep with the subnet up) under a bound;
+//! * with `clients`: the admin API history (linearizable reads and compare-and-set writes
+//!   through random replicas) is linearizable ([`crate::lincheck`]);
+//! * with `disk_faults`: a replica whose disk filled up or whose log was damaged either
+//!   serves or exits non-zero, never lingers half-alive; one on a new disk recovers.
 
+pub mod clients;
 pub mod cluster;
+pub mod disk;
 pub mod proxy;
 
 use crate::ChaosError;
@@ -47,6 +53,14 @@ pub struct Options {
     pub extra_fault_p: f64,
     /// Bound on one failover (a violation beyond it).
     pub failover_bound: Duration,
+    /// Admin API clients reading and compare-and-setting the policy throughout, their
+    /// history checked for linearizability at the end (0: none).
+    pub clients: u64,
+    /// The broken variant for proving the checker: clients read without ReadIndex.
+    pub stale_reads: bool,
+    /// Disk faults among the faults of a round (full disk, a flipped byte, a lost disk;
+    /// needs root for the tmpfs data directories).
+    pub disk_faults: bool,
 }
 
 impl Default for Options {
@@ -59,6 +73,9 @@ impl Default for Options {
             topology: "ft2:4".into(),
             extra_fault_p: 0.6,
             failover_bound: Duration::from_secs(15),
+            clients: 0,
+            stale_reads: false,
+            disk_faults: false,
         }
     }
 }
@@ -85,6 +102,8 @@ pub struct Report {
     pub sets: u64,
     /// Sets whose sender was never observed as leader (not attributable).
     pub unattributed_sets: u64,
+    /// Client operations recorded and checked for linearizability.
+    pub client_ops: u64,
     /// Violations found.
     pub violations: Vec<String>,
     /// Wall time of the run.
@@ -140,6 +159,11 @@ impl std::fmt::Display for Report {
             "| CA P_Key tables compared, replicated state vs fabric | {} |",
             self.tables_compared
         )?;
+        writeln!(
+            f,
+            "| client operations checked for linearizability | {} |",
+            self.client_ops
+        )?;
         writeln!(f, "| invariant checks | {} |", self.checks)?;
         writeln!(f, "| violations | {} |", self.violations.len())?;
         writeln!(f, "| wall time | {:.1} s |", self.wall.as_secs_f64())?;
@@ -165,6 +189,10 @@ struct Monitor {
 
 struct Run<'a> {
     c: ProcCluster,
+    /// The replicas' tmpfs data directories (after `c`: unmounted once the replicas died).
+    _disks: Option<disk::Tmpfs>,
+    /// The admin API clients (their history checked at the end).
+    workload: Option<clients::Clients>,
     rt: &'a tokio::runtime::Runtime,
     m: Monitor,
     rep: Report,
@@ -309,6 +337,16 @@ impl Run<'_> {
     /// After a round: every CA port ACTIVE and delivery as the policy says, within a
     /// bound (the master may still be sweeping after a fault).
     fn settle_checks(&mut self, leader: u64) {
+        if let Some(w) = &self.workload {
+            w.pause_writes(true);
+        }
+        self.settle_checks_paused(leader);
+        if let Some(w) = &self.workload {
+            w.pause_writes(false);
+        }
+    }
+
+    fn settle_checks_paused(&mut self, leader: u64) {
         let start = Instant::now();
         let mut last = String::new();
         while start.elapsed() < Duration::from_secs(20) {
@@ -476,7 +514,8 @@ impl Run<'_> {
             .collect();
         let switches: Vec<_> = self.c.topo.switches().map(|(id, _)| id).collect();
         let _ = cas;
-        match self.rng.below(7) {
+        let kinds = if self.opts.disk_faults { 10 } else { 7 };
+        match self.rng.below(kinds) {
             0 => {
                 let d = 300 + self.rng.below(1500);
                 self.note(format!("SIGSTOP master {leader} for {d} ms"));
@@ -557,12 +596,109 @@ impl Run<'_> {
                 });
                 None
             }
+            7..=9 => {
+                self.disk_fault(leader);
+                None
+            }
+            _ if self.opts.clients > 0 => {
+                // The clients write the policy (the checker must see every write).
+                self.note("no fault (the clients write the policy)".into());
+                None
+            }
             _ => {
                 self.note("apply a policy through the master".into());
                 self.apply_policy(leader);
                 None
             }
         }
+    }
+
+    /// A disk fault on a follower: its disk fills up (it must exit or keep serving, never
+    /// hang), a byte of its stopped log flips (it must refuse to start or start right), or
+    /// its disk is lost (it recovers its log before it votes).
+    fn disk_fault(&mut self, leader: u64) {
+        let Some(f) = (1..=3).find(|&i| i != leader && self.c.is_running(i)) else {
+            return;
+        };
+        let dir = self.c.data_dir(f);
+        match self.rng.below(3) {
+            0 => {
+                self.note(format!("disk of replica {f} full"));
+                self.fault("disk full");
+                if let Err(e) = disk::fill(&dir) {
+                    self.note(format!("  could not fill {}: {e}", dir.display()));
+                }
+                // Writes come with every proposal: within the bound the replica either
+                // exits (fail-stop) or still serves; never neither.
+                self.watch_for(Duration::from_secs(3));
+                let exited = self.alive_or_exited(f);
+                let _ = disk::unfill(&dir);
+                if let Some(st) = exited {
+                    self.note(format!("  replica {f} exited ({st}); restarted"));
+                    if st.success() {
+                        self.violation(format!(
+                            "INV-FAILSTOP replica {f} stopped on a full disk with status 0"
+                        ));
+                    }
+                    if let Err(e) = self.c.start(f) {
+                        self.violation(format!("INV-RESTART replica {f}: {e}"));
+                    }
+                }
+            }
+            1 => {
+                self.fault("byte flipped");
+                self.c.kill9(f);
+                let pick = self.rng.next_u64();
+                match disk::flip_byte(&dir, pick) {
+                    Ok((file, off)) => self.note(format!(
+                        "replica {f} stopped, byte {off} of {} flipped",
+                        file.display()
+                    )),
+                    Err(e) => self.note(format!("replica {f}: no byte flipped: {e}")),
+                }
+                if let Err(e) = self.c.start(f) {
+                    self.violation(format!("INV-RESTART replica {f}: {e}"));
+                    return;
+                }
+                self.watch_for(Duration::from_secs(2));
+                if let Some(st) = self.alive_or_exited(f) {
+                    // It refused its log: the operator replaces the disk.
+                    self.note(format!(
+                        "  replica {f} refused its log ({st}); disk replaced"
+                    ));
+                    if let Err(e) = self.c.start_on_new_disk(f) {
+                        self.violation(format!("INV-RESTART replica {f}: {e}"));
+                    }
+                }
+            }
+            _ => {
+                self.note(format!("disk of replica {f} lost; started on a new one"));
+                self.fault("disk lost");
+                self.c.kill9(f);
+                if let Err(e) = self.c.start_on_new_disk(f) {
+                    self.violation(format!("INV-RESTART replica {f}: {e}"));
+                }
+            }
+        }
+    }
+
+    /// A replica process that runs answers its status: a process that neither serves nor
+    /// exits is a violation (a supervisor could not tell it is broken). Returns the exit
+    /// status when it ended by itself (reaped).
+    fn alive_or_exited(&mut self, id: u64) -> Option<std::process::ExitStatus> {
+        if let Some(st) = self.c.exited(id) {
+            return Some(st);
+        }
+        if !self.c.is_running(id) {
+            return None;
+        }
+        self.rep.checks += 1;
+        if self.rt.block_on(self.c.status(id)).is_none() {
+            self.violation(format!(
+                "INV-FAILSTOP replica {id} runs but does not answer its status (neither serves nor exits)"
+            ));
+        }
+        None
     }
 
     fn watch_for(&mut self, d: Duration) {
@@ -587,6 +723,12 @@ pub fn run(opts: &Options) -> Result<Report, ChaosError> {
     // Admin channels are built lazily outside async code too.
     let _enter = rt.enter();
     let mut c = ProcCluster::new(&opts.sm_node, &opts.topology, &opts.dir)?;
+    let disks = if opts.disk_faults {
+        let dirs: Vec<PathBuf> = (1..=3).map(|id| c.data_dir(id)).collect();
+        Some(disk::Tmpfs::mount(&dirs, 128)?)
+    } else {
+        None
+    };
     let by_port = c.replicas.iter().map(|r| (r.port_guid, r.id)).collect();
     let cas = sm_node::cluster::harness::ca_ports(&c.topo);
     let policies = crate::sim::world::policies(&cas);
@@ -595,6 +737,8 @@ pub fn run(opts: &Options) -> Result<Report, ChaosError> {
     }
     let mut run = Run {
         c,
+        _disks: disks,
+        workload: None,
         rt: &rt,
         m: Monitor {
             leaders: Vec::new(),
@@ -619,6 +763,9 @@ pub fn run(opts: &Options) -> Result<Report, ChaosError> {
         )));
     };
     run.note(format!("replica {leader} is master"));
+    let addrs: Vec<std::net::SocketAddr> = run.c.replicas.iter().map(|r| r.addr).collect();
+    run.workload = (opts.clients > 0)
+        .then(|| clients::Clients::start(opts.clients, addrs, opts.seed, opts.stale_reads));
     for k in 0..opts.kills {
         run.m.lft_sets.clear();
         let mut fabric_fault = false;
@@ -684,6 +831,14 @@ pub fn run(opts: &Options) -> Result<Report, ChaosError> {
     // Last settle with everyone running.
     if let Some(l) = run.wait_serving(None, 0, Duration::from_secs(30)) {
         run.settle_checks(l);
+    }
+    if let Some(w) = run.workload.take() {
+        let history = w.finish();
+        run.rep.client_ops = history.len() as u64;
+        run.rep.checks += 1;
+        if let Err(e) = crate::lincheck::check(&history, (0, 0)) {
+            run.violation(format!("INV-LINEARIZABLE {e}"));
+        }
     }
     run.rep.wall = t0.elapsed();
     Ok(run.rep)
