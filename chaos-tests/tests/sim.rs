@@ -427,3 +427,20 @@ fn regression_f9_link_back_during_a_takeover_sweep() {
     };
     sim::run(&s, Variant::Correct).unwrap_or_else(|f| panic!("{f}"));
 }
+
+/// F10 (replica-core, fixed), seed 7028581 of the 30,000-schedule batch: the disk of the
+/// leader of term 2 was replaced while the deposed leader of term 1 was still cut off. On
+/// its empty log (and term 0) the recovering replica took the stale leader's log, counted in
+/// its quorum and voted it back in term 3, which then overwrote index 15 that the replica
+/// had itself committed in term 2. A recovering replica now first learns the cluster's term
+/// from `n - q + 1` other replicas (a term probe) and follows no older leader.
+#[test]
+fn regression_f10_recovering_replica_ignores_a_stale_leader() {
+    let s = Schedule::generate(7_028_581);
+    assert!(
+        s.steps
+            .iter()
+            .any(|st| matches!(st.action, Action::WipeDisk(_)))
+    );
+    sim::run(&s, Variant::Correct).unwrap_or_else(|f| panic!("{f}"));
+}

@@ -71,6 +71,8 @@ pub struct ReplicaCore<S: RaftLog + Clone> {
     pub(crate) failed: bool,
     /// Recovering a lost log: no vote, no campaign (see [`CoreConfig::bootstrap`]).
     pub(crate) recovering: bool,
+    /// A recovering replica's term probe, until enough replicas answered.
+    pub(crate) probe: Option<crate::recover::TermProbe>,
     pub(crate) out: VecDeque<Output>,
     /// Answers held until the log is flushed.
     pub(crate) deferred: Vec<Output>,
@@ -174,6 +176,7 @@ impl<S: RaftLog + Clone> ReplicaCore<S> {
             recording: false,
             failed: false,
             recovering,
+            probe: recovering.then(crate::recover::TermProbe::default),
             out,
             deferred: Vec::new(),
             snapshots_sent: std::collections::BTreeMap::new(),
@@ -195,6 +198,7 @@ impl<S: RaftLog + Clone> ReplicaCore<S> {
             // A recovering replica's clocks stand still: it never campaigns.
             self.raw.tick();
         }
+        self.send_term_probes();
         self.expire_requests(now);
         self.expire_snapshots(now);
         if let Stop::HandingOver { since } = self.stop
@@ -218,6 +222,9 @@ impl<S: RaftLog + Clone> ReplicaCore<S> {
             return;
         }
         for mut msg in msgs {
+            if let crate::recover::Probe::Taken = self.term_probe(&msg) {
+                continue;
+            }
             if self.recovering && crate::recover::is_vote(&msg) {
                 continue; // no vote while the log is not back
             }

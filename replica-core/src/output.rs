@@ -265,6 +265,15 @@ pub enum Notice {
     StopTransferTimedOut,
     /// Started on an empty log in an existing cluster: no vote until a leader caught it up.
     RecoveringLog,
+    /// A recovering replica learned the cluster's term from enough other replicas that
+    /// no term it may have acknowledged entries in is beyond it: it follows leaders of
+    /// that term or later only.
+    TermLearned {
+        /// The highest term the replicas answered.
+        term: u64,
+        /// How many replicas answered.
+        answers: usize,
+    },
     /// The lost log is back: votes again.
     LogRecovered {
         /// Committed index reached.
@@ -435,6 +444,10 @@ impl fmt::Display for Notice {
             Notice::RecoveringLog => write!(
                 f,
                 "RCORE-W001 empty log in an existing cluster: recovering it from the leader; no vote or campaign until then"
+            ),
+            Notice::TermLearned { term, answers } => write!(
+                f,
+                "recovering: {answers} replicas answered, the cluster is at term {term}: taking the log from a leader of term {term} or later"
             ),
             Notice::LogRecovered { index, term } => write!(
                 f,

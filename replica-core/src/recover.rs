@@ -5,13 +5,42 @@
 //! committed in that leader's own term: by Raft's log matching, it then holds every entry
 //! committed before, including any it acknowledged. The flag lives in the log, so a replica
 //! that crashes while recovering recovers again.
+//!
+//! Its term was lost with its log, so a leader it hears from may be a stale one (deposed
+//! while this replica still held its entries): taking that leader's log, and counting in its
+//! quorum, would let the stale leader overwrite an entry this replica had acknowledged under
+//! a later term (simulation seed 7028581). So before it takes or acknowledges anything it
+//! asks the other replicas for their terms (a term probe, answered by the cores themselves,
+//! never by raft-rs) and waits for `n - q + 1` of them (n voters, quorum q): every quorum
+//! this replica belonged to shares a replica with them, so the highest term they answer is
+//! at least any term this replica acknowledged in. It adopts that term; raft-rs then
+//! refuses every leader of an older one. A replica that recovers does not answer probes.
 
 use crate::core::{ReplicaCore, storage};
 use crate::error::CoreError;
 use crate::output::Notice;
 use raft::StateRole;
 use raft::eraftpb::{Message, MessageType};
+use std::collections::BTreeMap;
 use storage::RaftLog;
+
+/// Marks a term probe and its answer (the `context` of a pre-vote message raft-rs never
+/// sees).
+const TERM_PROBE: &[u8] = b"qsm-term-probe";
+
+/// The term probe of a recovering replica: the terms answered so far, by replica.
+#[derive(Debug, Default)]
+pub(crate) struct TermProbe {
+    answers: BTreeMap<u64, u64>,
+}
+
+/// What the core does with a message while a log recovers.
+pub(crate) enum Probe {
+    /// Raft's.
+    Pass,
+    /// Handled (or dropped) here.
+    Taken,
+}
 
 /// The rejected index a replica sends when a heartbeat shows it lost its log: beyond any
 /// index a leader sends, so raft-rs takes the rejection as stale once the leader has reset
@@ -39,6 +68,82 @@ pub(crate) fn is_vote(m: &Message) -> bool {
 }
 
 impl<S: RaftLog + Clone> ReplicaCore<S> {
+    /// Replicas whose term a recovering replica needs: `n - q + 1` of the `n` voters.
+    fn probe_needs(&self) -> usize {
+        let n = self.raw.raft.prs().conf().voters().ids().len();
+        n - (n / 2 + 1) + 1
+    }
+
+    /// Sends the term probe to every other voter that has not answered (each tick while
+    /// probing).
+    pub(crate) fn send_term_probes(&mut self) {
+        let Some(p) = &self.probe else {
+            return;
+        };
+        let peers: Vec<u64> = self
+            .raw
+            .raft
+            .prs()
+            .conf()
+            .voters()
+            .ids()
+            .iter()
+            .filter(|&id| id != self.cfg.id && !p.answers.contains_key(&id))
+            .collect();
+        for to in peers {
+            let mut m = Message::default();
+            m.set_msg_type(MessageType::MsgRequestPreVote);
+            m.to = to;
+            m.from = self.cfg.id;
+            m.context = TERM_PROBE.to_vec().into();
+            self.out.push_back(crate::Output::Send(m));
+        }
+    }
+
+    /// Term probes and their answers, and what a replica still probing must not take (a
+    /// leader's appends, heartbeats and snapshots).
+    pub(crate) fn term_probe(&mut self, m: &Message) -> Probe {
+        let probe_msg = m.context.as_ref() == TERM_PROBE;
+        match m.get_msg_type() {
+            MessageType::MsgRequestPreVote if probe_msg => {
+                if !self.recovering {
+                    let mut r = Message::default();
+                    r.set_msg_type(MessageType::MsgRequestPreVoteResponse);
+                    r.to = m.from;
+                    r.from = self.cfg.id;
+                    r.term = self.raw.raft.term;
+                    r.reject = true;
+                    r.context = TERM_PROBE.to_vec().into();
+                    self.out.push_back(crate::Output::Send(r));
+                }
+                Probe::Taken
+            }
+            MessageType::MsgRequestPreVoteResponse if probe_msg => {
+                let needs = self.probe_needs();
+                let Some(p) = &mut self.probe else {
+                    return Probe::Taken;
+                };
+                p.answers.insert(m.from, m.term);
+                if p.answers.len() >= needs {
+                    let term = p.answers.values().copied().max().unwrap_or(0);
+                    let answers = p.answers.len();
+                    self.probe = None;
+                    if term > self.raw.raft.term {
+                        self.raw.raft.become_follower(term, raft::INVALID_ID);
+                    }
+                    self.notice(Notice::TermLearned { term, answers });
+                }
+                Probe::Taken
+            }
+            MessageType::MsgAppend | MessageType::MsgHeartbeat | MessageType::MsgSnapshot
+                if self.probe.is_some() =>
+            {
+                Probe::Taken
+            }
+            _ => Probe::Pass,
+        }
+    }
+
     /// Checks (and adjusts) a message for a lost log on either side. A heartbeat that
     /// commits beyond this log commits only what this replica already committed (its
     /// answer then makes the leader probe it); a rejection that reveals a follower's lost
@@ -47,7 +152,8 @@ impl<S: RaftLog + Clone> ReplicaCore<S> {
     pub(crate) fn lost_log(&mut self, m: &mut Message) -> LostLog {
         let last = self.raw.raft.raft_log.last_index();
         match m.get_msg_type() {
-            MessageType::MsgHeartbeat if m.commit > last => {
+            // (A heartbeat of an older term is raft-rs's to refuse.)
+            MessageType::MsgHeartbeat if m.commit > last && m.term >= self.raw.raft.term => {
                 let commit = m.commit;
                 m.commit = self.raw.raft.raft_log.committed.min(last);
                 // The leader believes this log holds what it acknowledged: tell it otherwise
