@@ -69,9 +69,9 @@ pub mod mem;
 pub mod sled_storage;
 pub mod volatile;
 
-pub use error::{Error, Result};
+pub use error::{Error, ErrorKind, Result};
 pub use log::{AppliedState, RaftLog};
 pub use mem::MemRaftLog;
 #[cfg(feature = "sled")]
-pub use sled_storage::SledStorage;
+pub use sled_storage::{OpenOptions, SledStorage, SyncEvent, SyncHook};
 pub use volatile::VolatileLog;
