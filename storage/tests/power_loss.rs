@@ -67,7 +67,7 @@ fn hard_state(i: u64) -> HardState {
 fn applied_state(index: u64) -> Vec<u8> {
     let head = format!("applied through {index};").into_bytes();
     // Saved at commit_of(i) = i - 3 for i a multiple of 10: 37, 77, 117... are large.
-    if (index + 3) % BIG_EVERY == 0 {
+    if (index + 3).is_multiple_of(BIG_EVERY) {
         head.iter().copied().cycle().take(BIG_STATE).collect()
     } else {
         head
