@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 
 use raft::eraftpb::{ConfState, Entry, HardState};
 use raft::{GetEntriesContext, Storage};
-use storage::codec::{ENTRIES_TREE, KEY_HARD_STATE, META_TREE, index_key, seal};
+use storage::codec::{ENTRIES_TREE, KEY_HARD_STATE, KEY_RECOVERING, META_TREE, index_key, seal};
 use storage::{Error, ErrorKind, RaftLog, SledStorage};
 
 const LAST: u64 = 300;
@@ -464,4 +464,63 @@ fn new_and_existing_stores_are_told_apart() {
     let log = SledStorage::open(&empty).unwrap();
     assert!(!log.created());
     assert_eq!(log.last_index(), Ok(0));
+}
+
+/// The store of [`store`] with the recovering flag set and flushed.
+fn recovering_store() -> (tempfile::TempDir, PathBuf) {
+    let (dir, path) = store();
+    let log = SledStorage::open(&path).unwrap();
+    assert!(!log.recovering().unwrap());
+    log.set_recovering(true).unwrap();
+    log.flush().unwrap();
+    drop(log);
+    (dir, path)
+}
+
+#[test]
+fn the_recovering_flag_is_kept_and_cleared_durably() {
+    let (_dir, path) = recovering_store();
+    let log = SledStorage::open(&path).unwrap();
+    assert!(log.recovering().unwrap());
+    assert_everything_there(&log);
+    log.set_recovering(false).unwrap();
+    log.flush().unwrap();
+    drop(log);
+    let log = SledStorage::open(&path).unwrap();
+    assert!(!log.recovering().unwrap());
+}
+
+#[test]
+fn a_recovering_flag_removed_behind_the_stores_back_is_refused() {
+    // A replica that lost its log must not vote again because its flag vanished.
+    let (_dir, path) = recovering_store();
+    edit(&path, |_, meta| {
+        meta.remove(KEY_RECOVERING).unwrap();
+    });
+    let e = refused(&path, "STORAGE-E026");
+    assert!(
+        matches!(
+            e,
+            Error::NotAsFlushed {
+                field: "recovering flag",
+                durable: 1,
+                found: 0,
+                ..
+            }
+        ),
+        "{e}"
+    );
+}
+
+#[test]
+fn an_altered_recovering_flag_fails_its_checksum() {
+    let (_dir, path) = recovering_store();
+    edit(&path, |_, meta| {
+        let mut v = meta.get(KEY_RECOVERING).unwrap().unwrap().to_vec();
+        let n = v.len();
+        v[n - 1] ^= 0x02;
+        meta.insert(KEY_RECOVERING, v).unwrap();
+    });
+    let e = refused(&path, "STORAGE-E021");
+    assert!(e.to_string().contains("raft_meta/recovering"), "{e}");
 }

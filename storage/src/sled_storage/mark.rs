@@ -5,9 +5,9 @@
 //!
 //! Two 128-byte slots, written alternately (generation parity) with `pwrite` + `fdatasync`:
 //! a write torn by a power cut damages only the slot being written, and the other slot
-//! still holds the previous flush. Each slot: magic `QSMMARK1`, eight big-endian u64s
+//! still holds the previous flush. Each slot: magic `QSMMARK1`, ten big-endian u64s
 //! (generation, commit, term, vote, first index, last index, last term, applied index,
-//! snapshot index — nine in all), CRC32 of those bytes.
+//! snapshot index, recovering flag 0/1), CRC32 of those bytes.
 
 use std::fs::{File, OpenOptions};
 use std::io::Read;
@@ -21,7 +21,7 @@ const MAGIC: &[u8; 8] = b"QSMMARK1";
 const SLOT: usize = 128;
 /// Size of the mark file.
 pub const MARK_LEN: usize = 2 * SLOT;
-const FIELDS: usize = 9;
+const FIELDS: usize = 10;
 const BODY: usize = 8 + 8 * FIELDS;
 
 /// What a flush made durable, as the log looked when the flush began.
@@ -44,6 +44,8 @@ pub struct Summary {
     pub applied: u64,
     /// Snapshot index (0: none).
     pub snapshot: u64,
+    /// The recovering flag (`RaftLog::recovering`).
+    pub recovering: bool,
 }
 
 /// One slot: the generation and its summary.
@@ -68,6 +70,7 @@ impl Mark {
             s.last_term,
             s.applied,
             s.snapshot,
+            u64::from(s.recovering),
         ];
         let mut out = [0u8; SLOT];
         out[..8].copy_from_slice(MAGIC);
@@ -95,6 +98,9 @@ impl Mark {
             b.copy_from_slice(&slot[8 + 8 * i..16 + 8 * i]);
             *v = u64::from_be_bytes(b);
         }
+        if f[9] > 1 {
+            return None;
+        }
         Some(Mark {
             generation: f[0],
             summary: Summary {
@@ -106,6 +112,7 @@ impl Mark {
                 last_term: f[6],
                 applied: f[7],
                 snapshot: f[8],
+                recovering: f[9] == 1,
             },
         })
     }
@@ -233,6 +240,7 @@ mod tests {
                 last_term: 2,
                 applied: 5,
                 snapshot: 4,
+                recovering: generation % 2 == 1,
             },
         }
     }

@@ -37,8 +37,9 @@ pub use mark::{MARK_LEN, Mark, Summary, mark_path};
 
 use crate::codec::{
     ENTRIES_TREE, FORMAT_VERSION, KEY_APPLIED, KEY_CONF_STATE, KEY_FORMAT, KEY_GENERATION,
-    KEY_HARD_STATE, KEY_SNAPSHOT, KEY_TRUNCATED, META_TREE, decode, decode_applied, encode,
-    encode_applied, encode_index_term, entry_place, index_key, key_index, meta_place, seal, unseal,
+    KEY_HARD_STATE, KEY_RECOVERING, KEY_SNAPSHOT, KEY_TRUNCATED, META_TREE, decode, decode_applied,
+    encode, encode_applied, encode_index_term, entry_place, index_key, key_index, meta_place, seal,
+    unseal,
 };
 use crate::error::{Error, Result};
 use crate::log::{AppliedState, RaftLog};
@@ -857,5 +858,27 @@ impl RaftLog for SledStorage {
 
     fn flush(&self) -> Result<()> {
         SledStorage::flush(self)
+    }
+
+    fn recovering(&self) -> Result<bool> {
+        Ok(self.read()?.recovering)
+    }
+
+    fn set_recovering(&self, on: bool) -> Result<()> {
+        let mut cache = self.write()?;
+        if cache.recovering == on {
+            return Ok(());
+        }
+        let mut m = sled::Batch::default();
+        let generation = self.next_generation(&cache, &mut m);
+        if on {
+            m.insert(KEY_RECOVERING, sealed_meta(KEY_RECOVERING, &[1u8]));
+        } else {
+            m.remove(KEY_RECOVERING);
+        }
+        self.inner.meta.apply_batch(m)?;
+        cache.generation = generation;
+        cache.recovering = on;
+        Ok(())
     }
 }

@@ -9,8 +9,8 @@ use raft::eraftpb::{ConfState, Entry, HardState, Snapshot, SnapshotMetadata};
 use super::mark::{Mark, Summary};
 use crate::codec::{
     FORMAT_VERSION, KEY_APPLIED, KEY_CONF_STATE, KEY_FORMAT, KEY_GENERATION, KEY_HARD_STATE,
-    KEY_SNAPSHOT, KEY_TRUNCATED, decode, decode_applied, decode_index_term, decode_u32, decode_u64,
-    entry_place, key_index, meta_place, unseal,
+    KEY_RECOVERING, KEY_SNAPSHOT, KEY_TRUNCATED, decode, decode_applied, decode_index_term,
+    decode_u32, decode_u64, entry_place, key_index, meta_place, unseal,
 };
 use crate::error::{Error, Result};
 
@@ -29,6 +29,8 @@ pub(super) struct Cache {
     pub(super) applied_index: Option<u64>,
     /// The write generation stored in sled (raised by the first write after a flush).
     pub(super) generation: u64,
+    /// The recovering flag (`RaftLog::recovering`).
+    pub(super) recovering: bool,
 }
 
 impl Cache {
@@ -58,6 +60,7 @@ impl Cache {
             last_term: self.last_term,
             applied: self.applied_index.unwrap_or(0),
             snapshot: self.snapshot.index,
+            recovering: self.recovering,
         }
     }
 }
@@ -153,6 +156,15 @@ pub(super) fn load(path: &str, entries: &sled::Tree, meta: &sled::Tree) -> Resul
         decode_applied(b).map(|(i, _)| i)
     })?;
 
+    c.recovering = meta_value(meta, KEY_RECOVERING, "recovering flag", |b| match b {
+        [1] => Ok(()),
+        _ => Err(Error::CorruptedMeta {
+            key: KEY_RECOVERING,
+            reason: format!("{} bytes, expected the single byte 1", b.len()),
+        }),
+    })?
+    .is_some();
+
     // Every entry: checksum, decoding, continuity, terms.
     let mut expected = c.first_index();
     let mut prev_term = c.truncated_term;
@@ -234,7 +246,8 @@ pub(super) fn load(path: &str, entries: &sled::Tree, meta: &sled::Tree) -> Resul
         && c.conf_state == ConfState::default()
         && snapshot.is_none()
         && c.truncated_index == 0
-        && c.applied_index.is_none();
+        && c.applied_index.is_none()
+        && !c.recovering;
     if pristine {
         return Ok(Loaded::Pristine { formatted: true });
     }
@@ -261,7 +274,7 @@ pub(super) fn check_against_mark(path: &str, c: &Cache, mark: &Mark) -> Result<(
         });
     }
     let exact = c.generation == mark.generation;
-    let fields: [(&'static str, u64, u64, bool); 8] = [
+    let fields: [(&'static str, u64, u64, bool); 9] = [
         ("commit", durable.commit, found.commit, true),
         ("term", durable.term, found.term, true),
         ("first index", durable.first_index, found.first_index, true),
@@ -270,6 +283,12 @@ pub(super) fn check_against_mark(path: &str, c: &Cache, mark: &Mark) -> Result<(
         ("last index", durable.last_index, found.last_index, false),
         ("last term", durable.last_term, found.last_term, false),
         ("snapshot index", durable.snapshot, found.snapshot, false),
+        (
+            "recovering flag",
+            u64::from(durable.recovering),
+            u64::from(found.recovering),
+            false,
+        ),
     ];
     for (field, durable, found, monotonic) in fields {
         let bad = if exact {
