@@ -5,7 +5,8 @@
 
 use raft::eraftpb::{ConfState, Entry, HardState};
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
 use storage::{RaftLog, SledStorage};
 
 const BIN: &str = env!("CARGO_BIN_EXE_sm-node");
@@ -45,8 +46,13 @@ fn write_log(data_dir: &Path) {
 }
 
 /// Runs replica 1 on `data_dir`; returns (success, last non-empty stderr line, stderr).
+/// A replica that starts (the defect) would run for ever: it is killed after `BOUND` and
+/// reported as started.
 fn run_replica(data_dir: &Path) -> (bool, String, String) {
-    let out = Command::new(BIN)
+    const BOUND: Duration = Duration::from_secs(60);
+    let err_path = data_dir.join("stderr.log");
+    let err_file = std::fs::File::create(&err_path).unwrap();
+    let mut child = Command::new(BIN)
         .args([
             "--id",
             "1",
@@ -59,16 +65,31 @@ fn run_replica(data_dir: &Path) -> (bool, String, String) {
         .arg(data_dir)
         .env("RUST_LOG", "info")
         .env("NO_COLOR", "1")
-        .output()
+        .stdout(Stdio::null())
+        .stderr(err_file)
+        .spawn()
         .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    let start = Instant::now();
+    let ok = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status.success();
+        }
+        if start.elapsed() > BOUND {
+            let _ = child.kill();
+            let _ = child.wait();
+            // Still running: it started on the damaged log.
+            break true;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let err = std::fs::read_to_string(&err_path).unwrap();
     let last = err
         .lines()
         .rev()
         .find(|l| !l.trim().is_empty())
         .unwrap_or_default()
         .to_string();
-    (out.status.success(), last, err)
+    (ok, last, err)
 }
 
 #[test]
