@@ -37,4 +37,14 @@ pub enum NodeError {
     /// An actor is gone (its mailbox closed).
     #[error("E_NODE_ACTOR: {0}")]
     Actor(String),
+    /// The replica's log cannot be opened: `source.is_damaged()` when the data directory
+    /// exists but holds less than this replica acknowledged or fails verification (the
+    /// replica must not start, nor vote, from it); see storage/README.md.
+    #[error("E_NODE_STORAGE: {path}: refusing to start from this log: {source}")]
+    Storage {
+        /// The sled directory.
+        path: PathBuf,
+        /// The storage's error (its code, `STORAGE-E0xx`, names what and where).
+        source: storage::Error,
+    },
 }

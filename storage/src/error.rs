@@ -178,6 +178,258 @@ pub enum Error {
     /// A lock was poisoned by a panic in another thread.
     #[error("STORAGE-E018 internal lock poisoned")]
     Poisoned,
+
+    /// A stored value's checksum does not match its key and bytes: the value was changed
+    /// on disk (bit rot, a torn write sled did not catch, an edit behind our back).
+    #[error(
+        "STORAGE-E021 checksum mismatch in {what} at {key}: stored {stored:08x}, computed {computed:08x}"
+    )]
+    Checksum {
+        /// What the value is (`"entry"`, `"hard state"`...).
+        what: &'static str,
+        /// Where it is (tree/key).
+        key: String,
+        /// The checksum stored with the value.
+        stored: u32,
+        /// The checksum of the bytes found.
+        computed: u32,
+    },
+
+    /// A stored value is too short to carry its checksum.
+    #[error("STORAGE-E022 {what} at {key} is {len} bytes, too short for its checksum")]
+    ShortRecord {
+        /// What the value is.
+        what: &'static str,
+        /// Where it is (tree/key).
+        key: String,
+        /// Its length.
+        len: usize,
+    },
+
+    /// The store was written in a format this build does not read: `found` is `None` for a
+    /// store written before checksums (format 0), else the version it declares.
+    #[error(
+        "STORAGE-E023 {path}: on-disk format {} is not supported (this build reads format {supported}); {hint}",
+        found.map_or_else(|| "0 (no checksums)".to_string(), |v| v.to_string())
+    )]
+    UnsupportedFormat {
+        /// The database directory.
+        path: String,
+        /// The version found (`None`: no format key, a store written before checksums).
+        found: Option<u32>,
+        /// The version this build reads and writes.
+        supported: u32,
+        /// What the operator can do.
+        hint: &'static str,
+    },
+
+    /// The database directory is missing or empty, but the durable mark next to it says
+    /// flushes happened: the log this replica acknowledged is gone (a wiped data dir).
+    #[error(
+        "STORAGE-E024 {path} is missing or empty but {mark} records flush generation {generation} (commit {commit}, last index {last_index}): the acknowledged log is gone"
+    )]
+    Wiped {
+        /// The database directory.
+        path: String,
+        /// The mark file.
+        mark: String,
+        /// Generation the last flush made durable.
+        generation: u64,
+        /// Commit index at that flush.
+        commit: u64,
+        /// Last index at that flush.
+        last_index: u64,
+    },
+
+    /// The store is older than its last flush: sled recovered an earlier state (it cuts its
+    /// log at the first damaged record it meets, so a flipped byte or a truncated file
+    /// loses everything written after it without an error from sled).
+    #[error(
+        "STORAGE-E025 {path} went back to write generation {found} but generation {durable} was flushed (then: commit {commit}, last index {last_index}; now: commit {found_commit}, last index {found_last_index}): acknowledged writes are lost"
+    )]
+    RolledBack {
+        /// The database directory.
+        path: String,
+        /// Generation the mark says was made durable.
+        durable: u64,
+        /// Generation found in the store.
+        found: u64,
+        /// Commit index recorded by the mark.
+        commit: u64,
+        /// Last index recorded by the mark.
+        last_index: u64,
+        /// Commit index found in the store.
+        found_commit: u64,
+        /// Last index found in the store.
+        found_last_index: u64,
+    },
+
+    /// The store does not hold what its last flush recorded (same generation, different
+    /// state; or a later generation that went back on something that only moves forward).
+    #[error(
+        "STORAGE-E026 {path}: {field} is {found} but the flush of generation {generation} recorded {durable}"
+    )]
+    NotAsFlushed {
+        /// The database directory.
+        path: String,
+        /// Which value differs (`"commit"`, `"last index"`...).
+        field: &'static str,
+        /// The value the mark recorded.
+        durable: u64,
+        /// The value found in the store.
+        found: u64,
+        /// The generation of the mark.
+        generation: u64,
+    },
+
+    /// The hard state's commit index is beyond the last entry: committed (acknowledged)
+    /// entries are missing from the log.
+    #[error(
+        "STORAGE-E027 hard state commit {commit} is beyond the last index {last_index}: acknowledged entries are lost"
+    )]
+    CommitBeyondLog {
+        /// The stored commit index.
+        commit: u64,
+        /// The last index found.
+        last_index: u64,
+    },
+
+    /// Log terms go down from one entry to the next (or below the term of the last
+    /// discarded entry).
+    #[error("STORAGE-E028 entry {index} has term {term}, below term {prev_term} before it")]
+    TermRegression {
+        /// The entry.
+        index: u64,
+        /// Its term.
+        term: u64,
+        /// The term of the entry (or discarded entry) before it.
+        prev_term: u64,
+    },
+
+    /// The stored snapshot or applied state does not fit the log.
+    #[error("STORAGE-E029 {what} at index {index} does not fit the log: {reason}")]
+    StateBeyondLog {
+        /// `"snapshot"` or `"applied state"`.
+        what: &'static str,
+        /// Its index.
+        index: u64,
+        /// Why.
+        reason: String,
+    },
+
+    /// The durable mark next to the store cannot be read or holds no valid slot.
+    #[error("STORAGE-E030 durable mark {path} is unreadable: {reason}")]
+    MarkCorrupt {
+        /// The mark file.
+        path: String,
+        /// Why.
+        reason: String,
+    },
+
+    /// The store holds written state but its durable mark is gone, so what it acknowledged
+    /// cannot be checked.
+    #[error(
+        "STORAGE-E031 {path} holds a log (write generation {generation}) but its durable mark {mark} is missing"
+    )]
+    MarkMissing {
+        /// The database directory.
+        path: String,
+        /// The mark file that should be there.
+        mark: String,
+        /// Generation found in the store.
+        generation: u64,
+    },
+
+    /// A file system operation of this crate failed (fsync, the mark, the directory).
+    #[error("STORAGE-E032 {op} {path}: {source}")]
+    Io {
+        /// What was being done.
+        op: &'static str,
+        /// On which path.
+        path: String,
+        /// The system's error.
+        source: std::io::Error,
+    },
+}
+
+/// What kind of failure an [`Error`] is, for callers that decide what to do next (the
+/// replica: refuse to start, rejoin as a new member, retry).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorKind {
+    /// Stored bytes are damaged or inconsistent (checksums, decoding, holes in the log,
+    /// terms going down): the data directory exists but cannot be trusted.
+    Corrupt,
+    /// The data directory exists (or its mark does) but holds less than this replica made
+    /// durable: acknowledged writes are lost (rollback, wiped directory, commit beyond log).
+    Lost,
+    /// The store was written in another on-disk format.
+    Unsupported,
+    /// Another process holds the store.
+    Locked,
+    /// The file system or the disk failed; retrying or freeing space may help.
+    Io,
+    /// The caller asked for something the log refuses (a gap, an old snapshot...);
+    /// nothing was written.
+    Usage,
+    /// A bug (poisoned lock, sled reporting a bug).
+    Internal,
+}
+
+impl Error {
+    /// The kind of failure. Opening a data directory that exists but is damaged or lost
+    /// entries gives [`ErrorKind::Corrupt`] or [`ErrorKind::Lost`]; a new (absent or
+    /// empty) one opens without error ([`crate::SledStorage::created`] says so).
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            #[cfg(feature = "sled")]
+            Error::Sled(e) => match e {
+                sled::Error::Corruption { .. } => ErrorKind::Corrupt,
+                sled::Error::Io(_) => ErrorKind::Io,
+                sled::Error::Unsupported(_) => ErrorKind::Unsupported,
+                sled::Error::CollectionNotFound(_) => ErrorKind::Corrupt,
+                sled::Error::ReportableBug(_) => ErrorKind::Internal,
+            },
+            Error::Decode { .. }
+            | Error::CorruptedKey(_)
+            | Error::CorruptedMeta { .. }
+            | Error::LogHole { .. }
+            | Error::Checksum { .. }
+            | Error::ShortRecord { .. }
+            | Error::TermRegression { .. }
+            | Error::MarkCorrupt { .. } => ErrorKind::Corrupt,
+            Error::Unrecoverable { .. }
+            | Error::Wiped { .. }
+            | Error::RolledBack { .. }
+            | Error::NotAsFlushed { .. }
+            | Error::CommitBeyondLog { .. }
+            | Error::StateBeyondLog { .. }
+            | Error::MarkMissing { .. } => ErrorKind::Lost,
+            Error::UnsupportedFormat { .. } => ErrorKind::Unsupported,
+            Error::Locked { .. } => ErrorKind::Locked,
+            Error::Io { .. } => ErrorKind::Io,
+            Error::Encode { .. }
+            | Error::AppendGap { .. }
+            | Error::AppendCompacted { .. }
+            | Error::AppendNotConsecutive { .. }
+            | Error::CompactBeyondLog { .. }
+            | Error::SnapshotOutOfDate { .. }
+            | Error::SnapshotIndexOutOfRange { .. }
+            | Error::SnapshotRegression { .. }
+            | Error::AppliedRegression { .. }
+            | Error::InvalidRange { .. }
+            | Error::AlreadyInitialized
+            | Error::Raft(_) => ErrorKind::Usage,
+            Error::Poisoned => ErrorKind::Internal,
+        }
+    }
+
+    /// The data directory exists but holds less than was acknowledged or cannot be trusted
+    /// ([`ErrorKind::Corrupt`] or [`ErrorKind::Lost`]): the replica must not start from it
+    /// (and must not vote); it can only come back as a new member that receives the log
+    /// from the others.
+    pub fn is_damaged(&self) -> bool {
+        matches!(self.kind(), ErrorKind::Corrupt | ErrorKind::Lost)
+    }
 }
 
 #[cfg(feature = "sled")]

@@ -7,9 +7,13 @@
 //! holds the checks both must pass.
 //!
 //! Guarantees: each write method is atomic on disk (one sled batch or transaction); what was
-//! written before [`RaftLog::flush`] returned survives the death of the process. sled 0.34's
-//! flush uses `sync_file_range`, not a full `fsync` of metadata: after a power loss or a
-//! kernel crash recently flushed writes may be lost (sled issues 654 and 1452).
+//! written before [`RaftLog::flush`] returned survives the death of the process and a power
+//! loss (sled's flush, then `fsync` of its files and directories, then the durable mark).
+//! Every stored record carries a checksum; [`SledStorage::open`] verifies the whole store
+//! and compares it with the mark of its last flush, so a store that holds less than it
+//! acknowledged (sled silently cuts its log at a damaged record; a truncated file; a wiped
+//! directory) is refused with an [`Error`] for which [`Error::is_damaged`] holds, never
+//! opened as a shorter log. See the crate's README for the format and the error codes.
 //!
 //! This crate must never: interpret the applied state's bytes, run a Raft node, spawn threads
 //! of its own (sled runs its own flusher thread), or panic on what it reads from disk
@@ -69,9 +73,9 @@ pub mod mem;
 pub mod sled_storage;
 pub mod volatile;
 
-pub use error::{Error, Result};
+pub use error::{Error, ErrorKind, Result};
 pub use log::{AppliedState, RaftLog};
 pub use mem::MemRaftLog;
 #[cfg(feature = "sled")]
-pub use sled_storage::SledStorage;
+pub use sled_storage::{OpenOptions, SledStorage, SyncEvent, SyncHook};
 pub use volatile::VolatileLog;

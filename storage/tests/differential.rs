@@ -4,7 +4,10 @@
 //! back identical. Operations stay inside the envelope where MemStorage is a correct model:
 //! compaction up to `last_index` (MemStorage's first index jumps back when compacted to
 //! `last + 1`), terms compared on `[first, last]` (MemStorage keeps the term of its last
-//! snapshot, SledStorage the term of the last discarded entry).
+//! snapshot, SledStorage the term of the last discarded entry). They also stay within what
+//! raft-rs does, which SledStorage verifies when it reopens: committed entries are never
+//! truncated, the commit index never goes back, the applied state, snapshots and
+//! compaction never pass the commit index, a received snapshot is past the commit index.
 
 use raft::eraftpb::{ConfState, Entry, HardState, Snapshot};
 use raft::{GetEntriesContext, Storage};
@@ -90,6 +93,7 @@ fn run(seed: u64, steps: usize) {
     let mut sled = SledStorage::open(&path).unwrap();
     let mut term = 1u64;
     let mut applied = 0u64;
+    let mut commit = 0u64;
     let mut reopens = 0;
     for step in 0..steps {
         let first = mem.first_index().unwrap();
@@ -100,31 +104,32 @@ fn run(seed: u64, steps: usize) {
                 if rng.range(0, 4) == 0 {
                     term += 1;
                 }
-                let start = rng.range(first, last + 1);
+                let start = rng.range(first.max(commit + 1), last + 1);
                 let ents = random_entries(&mut rng, start, term);
                 mem.append(&ents).unwrap();
                 sled.append(&ents).unwrap();
                 format!("append {start}+{}", ents.len())
             }
             4 => {
-                let idx = rng.range(first.saturating_sub(2), last.max(1));
+                let idx = rng.range(first.saturating_sub(2), last.min(commit + 1).max(1));
                 mem.compact(idx).unwrap();
                 sled.compact(idx).unwrap();
                 format!("compact {idx}")
             }
             5 => {
+                commit = rng.range(commit.max(first - 1), last.max(commit));
                 let hs = HardState {
                     term,
                     vote: rng.range(0, 3),
-                    commit: rng.range(0, last),
+                    commit,
                     ..Default::default()
                 };
                 mem.set_hardstate(hs.clone()).unwrap();
                 sled.set_hardstate(hs).unwrap();
                 "hard state".to_string()
             }
-            6 if last >= first && last > 0 => {
-                let idx = rng.range(first, last);
+            6 if commit >= first && commit > 0 => {
+                let idx = rng.range(first, commit);
                 let cs = ConfState {
                     voters: vec![1, 2, rng.range(3, 5)],
                     ..Default::default()
@@ -143,7 +148,7 @@ fn run(seed: u64, steps: usize) {
                 format!("create snapshot {idx}")
             }
             7 => {
-                let idx = rng.range(first, last + 8);
+                let idx = rng.range(first.max(commit + 1), last + 8);
                 let snap_term = term.max(1);
                 term = snap_term;
                 let mut snap = Snapshot::default();
@@ -154,10 +159,11 @@ fn run(seed: u64, steps: usize) {
                 mem.apply_snapshot(snap.clone()).unwrap();
                 sled.apply_snapshot(snap).unwrap();
                 applied = applied.max(idx);
+                commit = idx;
                 format!("apply snapshot {idx}")
             }
             8 => {
-                applied += rng.range(0, 3);
+                applied = (applied + rng.range(0, 3)).min(commit).max(applied);
                 let data = format!("applied {applied}").into_bytes();
                 mem.save_applied(applied, &data).unwrap();
                 sled.save_applied(applied, &data).unwrap();

@@ -8,7 +8,7 @@ use std::process::{Command, Stdio};
 
 use raft::eraftpb::{ConfState, Entry, HardState};
 use raft::{GetEntriesContext, Storage, StorageError};
-use storage::codec::{ENTRIES_TREE, index_key};
+use storage::codec::{ENTRIES_TREE, index_key, seal};
 use storage::conformance::{check_reopen, entry, seeded};
 use storage::{AppliedState, Error, RaftLog, SledStorage};
 
@@ -104,14 +104,30 @@ fn initialize_only_once_and_snapshot_requests_are_reported() {
 fn corrupted_values_are_errors_not_panics() {
     let log = seeded(&mut || SledStorage::open_temporary().unwrap()).unwrap();
     let tree = log.db().open_tree(ENTRIES_TREE).unwrap();
+    // Too short to hold a checksum.
     tree.insert(index_key(4), &[0xff, 0xff, 0xff][..]).unwrap();
     let err = log.entries(3, 6, None, ctx()).unwrap_err();
     assert!(
         matches!(err, raft::Error::Store(StorageError::Other(_))),
         "{err:?}"
     );
-    assert!(err.to_string().contains("STORAGE-E002"), "{err}");
+    assert!(err.to_string().contains("STORAGE-E022"), "{err}");
     assert!(log.term(4).is_err());
+    assert_eq!(log.term(3), Ok(3));
+    // A checksum that holds but bytes that do not decode.
+    let key = index_key(4);
+    tree.insert(key, seal(&key, &[0xff, 0xff, 0xff])).unwrap();
+    let err = log.entries(3, 6, None, ctx()).unwrap_err();
+    assert!(err.to_string().contains("STORAGE-E002"), "{err}");
+    // Well-formed bytes under a checksum that does not match them.
+    let mut forged = seal(
+        &key,
+        &protobuf::Message::write_to_bytes(&entry(4, 4)).unwrap(),
+    );
+    forged[0] ^= 0x80;
+    tree.insert(key, forged).unwrap();
+    let err = log.entries(3, 6, None, ctx()).unwrap_err();
+    assert!(err.to_string().contains("STORAGE-E021"), "{err}");
     assert_eq!(log.term(3), Ok(3));
 }
 
@@ -129,7 +145,7 @@ fn a_hole_in_the_log_is_reported_on_open() {
         log.flush().unwrap();
     }
     match SledStorage::open(&path) {
-        Err(e) => assert!(e.to_string().contains("STORAGE-E005"), "{e}"),
+        Err(e) => assert!(e.to_string().contains("STORAGE-E006"), "{e}"),
         Ok(_) => panic!("a log with a hole opened without error"),
     }
 }

@@ -68,9 +68,9 @@ impl RaftActor {
         let err = |e: String| crate::NodeError::Cluster(format!("E_NODE_RAFT: {e}"));
         std::fs::create_dir_all(&cfg.data_dir)
             .map_err(|e| err(format!("{}: {e}", cfg.data_dir.display())))?;
-        let store =
-            SledStorage::open_with_lock_wait(cfg.data_dir.join("raft"), Duration::from_secs(5))
-                .map_err(|e| err(e.to_string()))?;
+        let path = cfg.data_dir.join("raft");
+        let store = SledStorage::open_with_lock_wait(&path, Duration::from_secs(5))
+            .map_err(|source| crate::NodeError::Storage { path, source })?;
         let nanos = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_nanos() as u64);
