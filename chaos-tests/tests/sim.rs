@@ -11,9 +11,9 @@ use chaos_tests::sim::{self, Action, Schedule, Step, Variant};
 /// chaos, link flaps, switch reboots, MAD loss, policy changes).
 const FIXED: std::ops::RangeInclusive<u64> = 1..=40;
 
-/// Fresh seeds per run unless CHAOS_SCHEDULES says otherwise (about 20 s in a debug build
-/// on the 2-core development machine; `chaos sim --schedules N` runs many more).
-const FRESH: u64 = 20;
+/// Fresh seeds per run unless CHAOS_SCHEDULES says otherwise (200: 7.9 s in a debug build
+/// on the shared 2-core development machine; `chaos sim --schedules N` runs many more).
+const FRESH: u64 = 200;
 
 fn env_u64(name: &str, default: u64) -> u64 {
     match std::env::var(name) {
