@@ -191,7 +191,10 @@ fn forwarded_call_errors_reach_the_client_as_the_follower_saw_them() {
         std::fs::create_dir_all(&dir).unwrap();
         let log = std::fs::File::create(dir.join("replica1.log")).unwrap();
         let child = Command::new(env!("CARGO_BIN_EXE_sm-node"))
-            .args(["--id", "1", "--peers"])
+            // A new cluster: a replica of an existing one on an empty log recovers first
+            // (it asks the other replicas for the term, which this test's peers do not
+            // answer) and follows nobody until then.
+            .args(["--id", "1", "--initial-cluster-state", "new", "--peers"])
             .arg(format!("1={addr1},2={addr2},3={addr3}"))
             .arg("--data-dir")
             .arg(dir.join("r1"))
