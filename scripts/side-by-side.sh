@@ -32,9 +32,9 @@ UMAD_PROBE=${UMAD_PROBE:-$ROOT/target/release/umad-probe}
 UMAD2SIM=/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so
 OSM_CONF_DEFAULT=${OSM_CONF_DEFAULT:-/work/shared/reference/opensm.conf.default}
 
-for t in ibsim opensm; do
-    command -v "$t" >/dev/null || { echo "side-by-side: $t is not installed" >&2; exit 2; }
-done
+. "$ROOT/scripts/tools.sh" # the tests' tool lookup: PATH, then /usr/sbin and /sbin
+IBSIM=$(qsm_require_tool ibsim)
+OPENSM=$(qsm_require_tool opensm)
 [ -f "$UMAD2SIM" ] || { echo "side-by-side: $UMAD2SIM missing" >&2; exit 2; }
 [ -x "$SM_NODE" ] || { echo "side-by-side: build first: cargo build --release -p sm-node -p smctl -p umad" >&2; exit 2; }
 [ $# -ge 1 ] || { sed -n '2,18p' "$0"; exit 2; }
@@ -59,7 +59,7 @@ start_ibsim() {
     # are 2048 / 256 / 13312.
     read -r n s p < <(awk '/^Switch/{s++; n++; p+=$2+1} /^(Ca|Hca)/{n++; p+=$2} END{print n+0, s+0, p+0}' "$net")
     local flags=(-N $((n > 2048 ? n + 16 : 2048)) -S $((s > 256 ? s + 16 : 256)) -P $((p > 13312 ? p + 64 : 13312)))
-    IBSIM_SOCKNAME=$sock ibsim -s -n "${flags[@]}" "$net" >"$WORK/ibsim-$sock.log" 2>&1 &
+    IBSIM_SOCKNAME=$sock "$IBSIM" -s -n "${flags[@]}" "$net" >"$WORK/ibsim-$sock.log" 2>&1 &
     IBSIM_PID=$!
     local i
     for i in $(seq 1 600); do
@@ -98,7 +98,7 @@ for topo in "$@"; do
     t0=$(date +%s.%N)
     # shellcheck disable=SC2086
     (cd "$d" && IBSIM_SOCKNAME=$sock SIM_HOST=$host OSM_TMP_DIR=$d OSM_CACHE_DIR=$d LD_PRELOAD=$UMAD2SIM \
-        exec /usr/bin/time -f "%M" -o "$d/rss" opensm -F "$d/opensm.conf" -e -f "$d/osm.log" -s 0 -o ${OSM_ARGS:-} \
+        exec /usr/bin/time -f "%M" -o "$d/rss" "$OPENSM" -F "$d/opensm.conf" -e -f "$d/osm.log" -s 0 -o ${OSM_ARGS:-} \
         >"$d/stdout" 2>&1) || { echo "opensm failed" >&2; tail "$d/osm.log" >&2; exit 1; }
     t1=$(date +%s.%N)
     osm_smps=$(( $(ibsim_writes) - w0 ))

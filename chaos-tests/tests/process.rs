@@ -1,6 +1,9 @@
 //! Process level in CI: three sm-node processes on fabric-simd, three master kills with
-//! other faults in between; every invariant holds and every failover stays under its bound.
-//! The 100-kill run is `chaos process --kills 100` (see the README).
+//! other faults in between; every invariant holds and every kill is followed by a failover,
+//! counted. How long failovers take is `chaos process`'s business (it prints the
+//! distribution and checks a bound), never this test's: a wait here gives up only after its
+//! patience in polls, as a liveness bound. The 100-kill run is `chaos process --kills 100`
+//! (see the README).
 
 use chaos_tests::process::{self, Options};
 use std::path::PathBuf;
@@ -59,7 +62,7 @@ fn three_master_kills_with_faults_hold_every_invariant() {
         kills: 3,
         seed: 11,
         extra_fault_p: 1.0,
-        failover_bound: Duration::from_secs(20),
+        failover_bound: None,
         ..Options::default()
     };
     let report = process::run(&opts).expect("the process-level run");
@@ -69,8 +72,11 @@ fn three_master_kills_with_faults_hold_every_invariant() {
         "violations (logs in {}):\n{report}",
         dir.display()
     );
-    assert!(report.failover_ms.len() >= 3, "{report}");
-    assert_eq!(report.faults.get("kill -9 master"), Some(&3));
+    // Every kill -9 of the master was followed by a failover, and every killed replica was
+    // restarted.
+    assert_eq!(report.faults.get("kill -9 master"), Some(&3), "{report}");
+    assert_eq!(report.failover_ms.len(), 3, "{report}");
+    assert_eq!(report.faults.get("restart"), Some(&3), "{report}");
     assert!(report.checks > 100, "{report}");
     assert!(report.sets > 0, "the fabric accepted no Set at all");
     assert!(
@@ -92,7 +98,7 @@ fn client_history_under_master_kills_is_linearizable() {
         kills: 3,
         seed: 5,
         clients: 2,
-        failover_bound: Duration::from_secs(20),
+        failover_bound: None,
         ..Options::default()
     };
     let report = process::run(&opts).expect("the process-level run");
@@ -102,7 +108,8 @@ fn client_history_under_master_kills_is_linearizable() {
         "violations (logs in {}):\n{report}",
         dir.display()
     );
-    assert_eq!(report.faults.get("kill -9 master"), Some(&3));
+    assert_eq!(report.faults.get("kill -9 master"), Some(&3), "{report}");
+    assert_eq!(report.failover_ms.len(), 3, "{report}");
     assert!(
         report.client_ops > 0,
         "no client operation recorded: {report}"

@@ -1,21 +1,27 @@
-//! The simulation in CI: determinism, a fixed set of seeds, a time-bounded batch, the
-//! checker proven on a deliberately broken driver, and (ignored) one test per open finding
-//! asserting the invariant it breaks.
+//! The simulation in CI: determinism, a fixed set of seeds, a batch of fresh seeds (a fixed
+//! count, so every run covers the same seeds whatever the machine's load), the checker proven
+//! on a deliberately broken driver, and (ignored) one test per open finding asserting the
+//! invariant it breaks. Speed is the `chaos sim` binary's business (it prints wall time per
+//! schedule), never a test's.
 
 use chaos_tests::sim::findings::classify;
 use chaos_tests::sim::{self, Action, Schedule, Step, Variant};
-use std::time::{Duration, Instant};
 
 /// Seeds every CI run checks (schedules of every shape: crashes, pauses, cuts, network
 /// chaos, link flaps, switch reboots, MAD loss, policy changes).
 const FIXED: std::ops::RangeInclusive<u64> = 1..=40;
 
-fn bound() -> Duration {
-    let s = std::env::var("CHAOS_CI_SECONDS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(25);
-    Duration::from_secs(s)
+/// Fresh seeds per run unless CHAOS_SCHEDULES says otherwise (200: 7.9 s in a debug build
+/// on the shared 2-core development machine; `chaos sim --schedules N` runs many more).
+const FRESH: u64 = 200;
+
+fn env_u64(name: &str, default: u64) -> u64 {
+    match std::env::var(name) {
+        Ok(v) => v
+            .parse()
+            .unwrap_or_else(|_| panic!("{name}={v:?} is not a number")),
+        Err(_) => default,
+    }
 }
 
 #[test]
@@ -47,27 +53,24 @@ fn fixed_seeds_hold_every_invariant() {
     );
 }
 
-/// A batch of fresh seeds for a bounded time (CHAOS_CI_SECONDS, default 25 s; the start
-/// seed from CHAOS_SEED, default a fixed one so that CI stays reproducible).
+/// A batch of fresh seeds: CHAOS_SCHEDULES of them (default [`FRESH`]) from CHAOS_SEED
+/// (default a fixed one so that CI stays reproducible). Every seed runs; none is dropped for
+/// time.
 #[test]
-fn time_bounded_batch_holds_every_invariant() {
-    let start: u64 = std::env::var("CHAOS_SEED")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(1_000_000);
-    let t = Instant::now();
-    let limit = bound();
-    let seeds = (start..).take_while(|_| t.elapsed() < limit);
-    let sum =
-        sim::batch(seeds, Variant::Correct, true, |_, _| {}).unwrap_or_else(|f| panic!("{f}"));
+fn fresh_seed_batch_holds_every_invariant() {
+    let start = env_u64("CHAOS_SEED", 1_000_000);
+    let n = env_u64("CHAOS_SCHEDULES", FRESH);
+    assert!(n > 0, "CHAOS_SCHEDULES=0 checks nothing");
+    let sum = sim::batch(start..start + n, Variant::Correct, true, |_, st| {
+        assert!(st.masters >= 1 && st.checks > 0, "{st:?}");
+    })
+    .unwrap_or_else(|f| panic!("{f}"));
     println!(
-        "{} schedules from seed {start} in {:?}: {} passed, open findings {:?}",
-        sum.run,
-        t.elapsed(),
-        sum.passed,
-        sum.known
+        "{} schedules from seed {start}: {} passed, open findings {:?}",
+        sum.run, sum.passed, sum.known
     );
-    assert!(sum.run >= 5, "fewer than 5 schedules in {limit:?}");
+    assert_eq!(sum.run, n, "every seed ran");
+    assert_eq!(sum.passed + sum.known.len() as u64, sum.run);
 }
 
 /// "INV-FENCE replica A, master of term T, ... after replica B led term U": (A, B).

@@ -2,9 +2,10 @@
 //! and `ibnetdiscover`, attached through umad2sim, reports exactly the fabric we generated:
 //! same GUIDs, port GUIDs, descriptions, links, widths and speeds.
 //!
-//! Skipped (with the reason printed) when ibsim, ibnetdiscover or umad2sim is not installed;
-//! the test setup script installs them on CI. Every ibsim gets its own IBSIM_SOCKNAME, is
-//! started with its PID recorded and is killed by that PID after the client has exited.
+//! When ibsim, ibnetdiscover or umad2sim is missing, a test fails under `CI=true` and prints
+//! `SKIPPED: ...` otherwise (testenv); scripts/test.sh installs them. Every ibsim gets its own
+//! IBSIM_SOCKNAME, is started with its PID recorded and is killed by that PID after the
+//! client has exited.
 //! `SIM_HOST` in the environment picks the node ibnetdiscover attaches to (default: host 0).
 
 mod common;
@@ -13,37 +14,37 @@ use common::canonical;
 use fabric::netfile::{IbsimLimits, node_id, parse, write};
 use fabric::{GenSpec, Guid, LinkSpeed, LinkWidth, NodeType, PortRef, Topology};
 use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
-const UMAD2SIM: &str = "/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so";
+use testenv::UMAD2SIM_LIB as UMAD2SIM;
 
-fn in_path(bin: &str) -> bool {
-    std::env::var_os("PATH")
-        .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(bin).is_file()))
+/// The programs these tests run, by full path (testenv's lookup).
+#[derive(Clone)]
+struct Tools {
+    ibsim: PathBuf,
+    ibnetdiscover: PathBuf,
+    timeout: PathBuf,
 }
 
-fn tools_missing() -> Option<String> {
-    for bin in ["ibsim", "ibnetdiscover", "timeout"] {
-        if !in_path(bin) {
-            return Some(format!(
-                "{bin} is not installed (apt-get install ibsim-utils infiniband-diags)"
-            ));
-        }
-    }
-    if !Path::new(UMAD2SIM).is_file() {
-        return Some(format!(
-            "{UMAD2SIM} is missing (apt-get install ibsim-utils)"
-        ));
-    }
-    None
+/// The tools of `test`; None (after testenv reported it: a failure under CI=true, a
+/// `SKIPPED:` line otherwise) when one is missing.
+fn tools(test: &str) -> Option<Tools> {
+    let [ibsim, ibnetdiscover, timeout] =
+        testenv::require(test, ["ibsim", "ibnetdiscover", "timeout"])?;
+    testenv::require_files(test, &[UMAD2SIM]).then_some(Tools {
+        ibsim,
+        ibnetdiscover,
+        timeout,
+    })
 }
 
 /// An ibsim process, killed by PID when dropped.
 struct Sim {
     child: Child,
+    tools: Tools,
     sock: String,
     dir: PathBuf,
 }
@@ -57,14 +58,14 @@ impl Drop for Sim {
     }
 }
 
-fn start_ibsim(name: &str, text: &str, extra: &[&str]) -> Sim {
+fn start_ibsim(tools: &Tools, name: &str, text: &str, extra: &[&str]) -> Sim {
     let dir = std::env::temp_dir().join(format!("qsm-fabric-ibsim-{}-{name}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let file = dir.join("fabric.net");
     std::fs::write(&file, text).unwrap();
     let sock = format!("qsmfab{}{name}", std::process::id());
     let stderr = std::fs::File::create(dir.join("ibsim.stderr")).unwrap();
-    let mut child = Command::new("ibsim")
+    let mut child = Command::new(&tools.ibsim)
         .args(["-s", "-n"])
         .args(extra)
         .arg(&file)
@@ -92,7 +93,12 @@ fn start_ibsim(name: &str, text: &str, extra: &[&str]) -> Sim {
             }
         }
     });
-    let sim = Sim { child, sock, dir };
+    let sim = Sim {
+        child,
+        tools: tools.clone(),
+        sock,
+        dir,
+    };
     match rx.recv_timeout(Duration::from_secs(300)) {
         Ok(Ok(())) => sim,
         Ok(Err(line)) => panic!("ibsim refused the file: {line}\n{}", stderr_of(&sim)),
@@ -106,8 +112,9 @@ fn stderr_of(sim: &Sim) -> String {
 
 fn ibnetdiscover(sim: &Sim, default_host: &str, flags: &[&str]) -> String {
     let host = std::env::var("SIM_HOST").unwrap_or_else(|_| default_host.to_string());
-    let out = Command::new("timeout")
-        .args(["300", "ibnetdiscover"])
+    let out = Command::new(&sim.tools.timeout)
+        .arg("300")
+        .arg(&sim.tools.ibnetdiscover)
         .args(flags)
         .env("LD_PRELOAD", UMAD2SIM)
         .env("IBSIM_SOCKNAME", &sim.sock)
@@ -125,9 +132,9 @@ fn ibnetdiscover(sim: &Sim, default_host: &str, flags: &[&str]) -> String {
 }
 
 /// Writes `t`, loads it in ibsim, discovers it and checks ibnetdiscover saw exactly `t`.
-fn check_in_ibsim(name: &str, t: &Topology, extra: &[&str]) {
+fn check_in_ibsim(tools: &Tools, name: &str, t: &Topology, extra: &[&str]) {
     let text = write(t).unwrap();
-    let sim = start_ibsim(name, &text, extra);
+    let sim = start_ibsim(tools, name, &text, extra);
     // ibsim warns about every line it cannot fully parse; our files must load cleanly.
     let warnings: Vec<String> = stderr_of(&sim)
         .lines()
@@ -179,21 +186,19 @@ fn compare_discovered(t: &Topology, discovered: &str) {
 
 #[test]
 fn ibsim_serves_generated_ft2_radix_36() {
-    if let Some(why) = tools_missing() {
-        eprintln!("SKIPPED: {why}");
+    let Some(tools) = tools("ibsim_serves_generated_ft2_radix_36") else {
         return;
-    }
+    };
     let t = "ft2:36".parse::<GenSpec>().unwrap().generate().unwrap();
     assert_eq!((t.switches().count(), t.cas().count()), (54, 648));
-    check_in_ibsim("ft2", &t, &[]);
+    check_in_ibsim(&tools, "ft2", &t, &[]);
 }
 
 #[test]
 fn ibsim_serves_identities_widths_speeds_and_routers() {
-    if let Some(why) = tools_missing() {
-        eprintln!("SKIPPED: {why}");
+    let Some(tools) = tools("ibsim_serves_identities_widths_speeds_and_routers") else {
         return;
-    }
+    };
     let mut t = Topology::new();
     let s1 = t
         .add_node(
@@ -264,21 +269,20 @@ fn ibsim_serves_identities_widths_speeds_and_routers() {
         t.connect(a, b).unwrap();
         t.set_link_attrs(a, w, s).unwrap();
     }
-    check_in_ibsim("mixed", &t, &[]);
+    check_in_ibsim(&tools, "mixed", &t, &[]);
 }
 
 #[test]
 fn ibsim_serves_generated_torus_and_random() {
-    if let Some(why) = tools_missing() {
-        eprintln!("SKIPPED: {why}");
+    let Some(tools) = tools("ibsim_serves_generated_torus_and_random") else {
         return;
-    }
+    };
     for (name, spec) in [
         ("torus", "torus:4x3x2:hosts=2"),
         ("random", "random:64:seed=7:radix=12"),
     ] {
         let t = spec.parse::<GenSpec>().unwrap().generate().unwrap();
-        check_in_ibsim(name, &t, &[]);
+        check_in_ibsim(&tools, name, &t, &[]);
     }
 }
 
@@ -288,10 +292,9 @@ fn ibsim_serves_generated_torus_and_random() {
 #[test]
 #[ignore = "slow: about 20 s in release; run with --ignored"]
 fn ibsim_serves_generated_ft3_radix_36() {
-    if let Some(why) = tools_missing() {
-        eprintln!("SKIPPED: {why}");
+    let Some(tools) = tools("ibsim_serves_generated_ft3_radix_36") else {
         return;
-    }
+    };
     let t = "ft3:36".parse::<GenSpec>().unwrap().generate().unwrap();
     assert_eq!((t.switches().count(), t.cas().count()), (1620, 11_664));
     // Exactly the sizes the fabric needs: ibsim must accept them.
@@ -306,5 +309,5 @@ fn ibsim_serves_generated_ft3_radix_36() {
     );
     let args = limits.args();
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    check_in_ibsim("ft3", &t, &args);
+    check_in_ibsim(&tools, "ft3", &t, &args);
 }

@@ -20,7 +20,9 @@ fn every_ibsim_example_parses() {
         ("net.2sw2path4hca2port", 2, 2, 6),
     ];
     for (name, sw, ca, links) in expected {
-        let Some(text) = example(name) else { return };
+        let Some(text) = example("every_ibsim_example_parses", name) else {
+            return;
+        };
         let t = parse(&text).unwrap_or_else(|e| panic!("{name}: {e}"));
         assert_eq!(counts(&t), (sw, ca, links), "{name}");
         // Round trip through our writer.
@@ -33,7 +35,7 @@ fn every_ibsim_example_parses() {
 fn ibsim_guid_assignment() {
     // Verified by running ibsim 0.10 on this file and reading it back with ibnetdiscover:
     // switches 0x200000 + n, CAs from 0x100000 advancing by num_ports + 1, ports node + n.
-    let Some(text) = example("net.2sw2path4hca") else {
+    let Some(text) = example("ibsim_guid_assignment", "net.2sw2path4hca") else {
         return;
     };
     let t = parse(&text).unwrap();
@@ -67,7 +69,10 @@ fn real_ibnetdiscover_output_matches_the_ibsim_file_it_came_from() {
     assert_eq!(sw1.description, "Switch1");
     assert_eq!(sw1.node_type, NodeType::Switch);
     assert_eq!(by_guid(&from_tool, 0x100009).description, "Hca4");
-    let Some(text) = example("net.2sw2path4hca") else {
+    let Some(text) = example(
+        "real_ibnetdiscover_output_matches_the_ibsim_file_it_came_from",
+        "net.2sw2path4hca",
+    ) else {
         return;
     };
     let from_ibsim_file = parse(&text).unwrap();

@@ -7,7 +7,8 @@
 //! A second test runs the cases where we knowingly depart from OpenSM's behaviour and checks
 //! that OpenSM really behaves as the crate documentation says.
 //!
-//! Skipped (with a printed reason) when ibsim, opensm, smpquery or the net example are absent.
+//! When ibsim, opensm, smpquery or the net example is absent, the tests fail under `CI=true`
+//! and print `SKIPPED: ...` otherwise (testenv); scripts/test.sh installs them.
 
 use fabric::{Guid, PKey, Topology};
 use partitions::plan::{Caps, PKeyTable, Plan};
@@ -17,31 +18,29 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
 const NET: &str = "/usr/share/doc/ibsim-utils/net-examples/net.2sw2path4hca";
-const UMAD2SIM: &str = "/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so";
+const UMAD2SIM: &str = testenv::UMAD2SIM_LIB;
 /// OpenSM runs on Hca1 (SIM_HOST), whose port 1 has GUID 0x100001.
 const SM_PORT: u64 = 0x100001;
 
-fn have(tool: &str) -> bool {
-    Command::new("sh")
-        .arg("-c")
-        .arg(format!("command -v {tool}"))
-        .stdout(Stdio::null())
-        .status()
-        .map(|s| s.success())
-        .unwrap_or(false)
+/// The programs these tests run, by full path (testenv's lookup).
+struct Tools {
+    ibsim: PathBuf,
+    opensm: PathBuf,
+    smpquery: PathBuf,
+    timeout: PathBuf,
 }
 
-/// The reason to skip, if the tools are absent.
-fn skip_reason() -> Option<String> {
-    for tool in ["ibsim", "opensm", "smpquery", "timeout"] {
-        if !have(tool) {
-            return Some(format!("{tool} is not installed"));
-        }
-    }
-    if !Path::new(NET).exists() || !Path::new(UMAD2SIM).exists() {
-        return Some(format!("{NET} or {UMAD2SIM} is absent"));
-    }
-    None
+/// The tools of `test`; None (after testenv reported it: a failure under CI=true, a
+/// `SKIPPED:` line otherwise) when one is missing.
+fn tools(test: &str) -> Option<Tools> {
+    let [ibsim, opensm, smpquery, timeout] =
+        testenv::require(test, ["ibsim", "opensm", "smpquery", "timeout"])?;
+    testenv::require_files(test, &[NET, UMAD2SIM]).then_some(Tools {
+        ibsim,
+        opensm,
+        smpquery,
+        timeout,
+    })
 }
 
 fn compat_dir() -> PathBuf {
@@ -60,7 +59,7 @@ impl Drop for Sim {
     }
 }
 
-fn client(cmd: &str, sock: &str) -> Command {
+fn client(cmd: &Path, sock: &str) -> Command {
     let mut c = Command::new(cmd);
     c.env("LD_PRELOAD", UMAD2SIM).env("IBSIM_SOCKNAME", sock);
     c
@@ -74,7 +73,7 @@ struct Run {
 }
 
 /// Runs OpenSM once with the partitions text `conf` and reads the fabric back.
-fn run_opensm(name: &str, conf: &str, allow_both: bool) -> Run {
+fn run_opensm(tools: &Tools, name: &str, conf: &str, allow_both: bool) -> Run {
     let dir = std::env::temp_dir().join(format!("partitions-compat-{}-{name}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).expect("temp dir");
@@ -82,7 +81,7 @@ fn run_opensm(name: &str, conf: &str, allow_both: bool) -> Run {
     std::fs::write(&conf_path, conf).expect("write conf");
     let sock = format!("pcompat{}_{name}", std::process::id());
     let log = std::fs::File::create(dir.join("ibsim.log")).expect("log");
-    let child = Command::new("ibsim")
+    let child = Command::new(&tools.ibsim)
         .args(["-s", "-n", NET])
         .env("IBSIM_SOCKNAME", &sock)
         .stdin(Stdio::null())
@@ -94,7 +93,7 @@ fn run_opensm(name: &str, conf: &str, allow_both: bool) -> Run {
     // Poll until the simulator answers a local NodeInfo (a readiness probe, not a timing).
     let mut ready = false;
     for _ in 0..250 {
-        let ok = client("smpquery", &sock)
+        let ok = client(&tools.smpquery, &sock)
             .args(["-D", "nodeinfo", "0"])
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -117,9 +116,9 @@ fn run_opensm(name: &str, conf: &str, allow_both: bool) -> Run {
         ),
     )
     .expect("config");
-    let status = client("timeout", &sock)
+    let status = client(&tools.timeout, &sock)
         .arg("60")
-        .arg("opensm")
+        .arg(&tools.opensm)
         .args(["-e", "-s", "0", "-o", "-F"])
         .arg(&cfg)
         .arg("-f")
@@ -137,9 +136,10 @@ fn run_opensm(name: &str, conf: &str, allow_both: bool) -> Run {
     let log = std::fs::read_to_string(dir.join("osm.log")).unwrap_or_default();
     assert!(log.contains("SUBNET UP"), "no SUBNET UP for {name}");
     let sa_dump = std::fs::read_to_string(dir.join("opensm-sa.dump")).unwrap_or_default();
-    let rb = client("sh", &sock)
+    let rb = client(Path::new("/bin/sh"), &sock)
         .arg(compat_dir().join("readback.sh"))
         .arg("16")
+        .env("SMPQUERY", &tools.smpquery)
         .output()
         .expect("readback");
     drop(sim);
@@ -259,10 +259,9 @@ fn opensm_dropped(log: &str) -> BTreeSet<(u64, u8, u16)> {
 
 #[test]
 fn opensm_compat() {
-    if let Some(reason) = skip_reason() {
-        println!("SKIP opensm_compat: {reason}");
+    let Some(tools) = tools("opensm_compat") else {
         return;
-    }
+    };
     let topo = topo();
     let mut confs: Vec<PathBuf> = std::fs::read_dir(compat_dir())
         .expect("compat dir")
@@ -278,7 +277,7 @@ fn opensm_compat() {
         let src = std::fs::read_to_string(conf).expect("conf");
         let allow_both = src.contains("# options: allow_both_pkeys");
         let plan = plan_for(&src, &topo, allow_both);
-        let run = run_opensm(&name, &src, allow_both);
+        let run = run_opensm(&tools, &name, &src, allow_both);
         assert!(
             run.readings.iter().any(|r| r
                 .pkeys
@@ -366,10 +365,9 @@ fn opensm_compat() {
 /// documentation says it does, and we do what it says we do.
 #[test]
 fn opensm_documented_divergences() {
-    if let Some(reason) = skip_reason() {
-        println!("SKIP opensm_documented_divergences: {reason}");
+    let Some(tools) = tools("opensm_documented_divergences") else {
         return;
-    }
+    };
     let topo = topo();
     let hca2 = (Guid(0x100003), 1u8);
     let sm = (Guid(0x100000), 1u8);
@@ -395,18 +393,18 @@ fn opensm_documented_divergences() {
     };
     // 1. Empty file: OpenSM falls back to ALL=full; we follow the documentation (limited).
     let src = "# nothing defined\n";
-    let run = run_opensm("div-empty", src, false);
+    let run = run_opensm(&tools, "div-empty", src, false);
     assert_eq!(first(&run, hca2), vec![0xffff]);
     assert_eq!(ours(&plan_for(src, &topo, false), hca2), vec![0x7fff]);
     // 2. A Default rule demoting everyone: OpenSM demotes its own port too; we keep it full.
     let src = "Default=0x7fff : ALL=limited ;\n";
-    let run = run_opensm("div-smport", src, false);
+    let run = run_opensm(&tools, "div-smport", src, false);
     assert_eq!(first(&run, sm), vec![0x7fff]);
     assert_eq!(ours(&plan_for(src, &topo, false), sm), vec![0xffff]);
     // 3. scope= on an ipoib partition: OpenSM ignores it for the broadcast group (ff12);
     //    we apply it as documented (ff15).
     let src = "Default=0x7fff, ipoib, scope=5 : ALL=full ;\n";
-    let run = run_opensm("div-scope", src, false);
+    let run = run_opensm(&tools, "div-scope", src, false);
     let theirs: Vec<[u8; 16]> = sa_groups(&run.sa_dump).iter().map(|g| g.0).collect();
     assert_eq!(theirs.len(), 1);
     assert_eq!(theirs[0][1], 0x12);
@@ -417,7 +415,7 @@ fn opensm_documented_divergences() {
     // 4. A syntax error: OpenSM silently falls back to ALL=full and drops every partition;
     //    we reject the file.
     let src = "Default=0x7fff : ALL=limited, SELF=full ;\nT=0x0001 : 0x100004=full, bogus ;\n";
-    let run = run_opensm("div-error", src, false);
+    let run = run_opensm(&tools, "div-error", src, false);
     assert_eq!(first(&run, hca2), vec![0xffff]);
     assert!(
         run.readings.iter().all(|r| r
@@ -430,7 +428,7 @@ fn opensm_documented_divergences() {
     // 5. The man page's own example `ShareIO = 0x80 : defmember=limited : ...` is a syntax
     //    error to OpenSM's parser too (it falls back to ALL=full); we reject it.
     let src = "Default=0x7fff : ALL=limited, SELF=full ;\nShareIO = 0x80 : defmember=limited : 0x100004, 0x100007=full;\n";
-    let run = run_opensm("div-manpage", src, false);
+    let run = run_opensm(&tools, "div-manpage", src, false);
     assert_eq!(first(&run, hca2), vec![0xffff]);
     assert!(
         run.readings

@@ -1,5 +1,6 @@
 //! OpenSM on ibsim, read back with ibroute, measured with our metrics next to our own
-//! routes on the same fabric. Skips (with a printed reason) when the tools are absent.
+//! routes on the same fabric. When a tool is absent the tests fail under `CI=true` and print
+//! `SKIPPED: ...` otherwise (testenv); scripts/test.sh installs them.
 
 mod common;
 
@@ -11,15 +12,32 @@ use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
-const UMAD2SIM: &str = "/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so";
-const TOOLS: &[&str] = &[
-    "/usr/bin/ibsim",
-    "/usr/sbin/opensm",
-    "/usr/sbin/ibroute",
-    "/usr/sbin/ibswitches",
-    "/usr/bin/timeout",
-    UMAD2SIM,
-];
+const UMAD2SIM: &str = testenv::UMAD2SIM_LIB;
+
+/// The programs these tests run, by full path (testenv's lookup: PATH, /usr/sbin, /sbin).
+struct Tools {
+    ibsim: PathBuf,
+    opensm: PathBuf,
+    ibroute: PathBuf,
+    ibswitches: PathBuf,
+    timeout: PathBuf,
+}
+
+/// The tools of `test`; None (after testenv reported it: a failure under CI=true, a
+/// `SKIPPED:` line otherwise) when one is missing.
+fn tools(test: &str) -> Option<Tools> {
+    let [ibsim, opensm, ibroute, ibswitches, timeout] = testenv::require(
+        test,
+        ["ibsim", "opensm", "ibroute", "ibswitches", "timeout"],
+    )?;
+    testenv::require_files(test, &[UMAD2SIM]).then_some(Tools {
+        ibsim,
+        opensm,
+        ibroute,
+        ibswitches,
+        timeout,
+    })
+}
 
 /// Kills the simulator when the test ends, however it ends.
 struct Sim(Child);
@@ -31,7 +49,7 @@ impl Drop for Sim {
     }
 }
 
-fn client(dir: &Path, sock: &str, prog: &str) -> Command {
+fn client(dir: &Path, sock: &str, prog: &Path) -> Command {
     let mut c = Command::new(prog);
     c.env("LD_PRELOAD", UMAD2SIM)
         .env("IBSIM_SOCKNAME", sock)
@@ -48,17 +66,13 @@ fn client(dir: &Path, sock: &str, prog: &str) -> Command {
 type Compared = (Metrics, Metrics, usize, usize);
 
 fn opensm_metrics(
+    test: &str,
     spec: &str,
     engines: &[&str],
     roots: &[fabric::Guid],
     lmc: u8,
 ) -> Option<Vec<Compared>> {
-    if let Some(missing) = TOOLS.iter().find(|t| !Path::new(t).exists()) {
-        println!(
-            "skipped: {missing} is not installed (needs ibsim-utils, opensm, infiniband-diags)"
-        );
-        return None;
-    }
+    let tools = tools(test)?;
     let topo = fabric_of(spec);
     // One socket and directory per call: the tests of this file run in parallel.
     let tag = format!(
@@ -71,7 +85,7 @@ fn opensm_metrics(
     let net = dir.join("net");
     std::fs::write(&net, fabric::netfile::write(&topo).unwrap()).unwrap();
 
-    let mut child = Command::new("/usr/bin/ibsim")
+    let mut child = Command::new(&tools.ibsim)
         .args(["-s", "-n"])
         .arg(&net)
         .env("IBSIM_SOCKNAME", &tag)
@@ -99,17 +113,10 @@ fn opensm_metrics(
             root_args.push(root_file.clone().into_os_string());
         }
         let log = dir.join(format!("osm-{engine}.log"));
-        let st = client(&dir, &tag, "/usr/bin/timeout")
-            .args([
-                "120",
-                "/usr/sbin/opensm",
-                "-e",
-                "-s",
-                "0",
-                "-o",
-                "-R",
-                engine,
-            ])
+        let st = client(&dir, &tag, &tools.timeout)
+            .arg("120")
+            .arg(&tools.opensm)
+            .args(["-e", "-s", "0", "-o", "-R", engine])
             .args(&root_args)
             .arg("-f")
             .arg(&log)
@@ -118,7 +125,7 @@ fn opensm_metrics(
             .status()
             .unwrap();
         assert!(st.success(), "opensm -R {engine} failed on {spec}: {st}");
-        let sw = client(&dir, &tag, "/usr/sbin/ibswitches").output().unwrap();
+        let sw = client(&dir, &tag, &tools.ibswitches).output().unwrap();
         let lids: Vec<String> = String::from_utf8_lossy(&sw.stdout)
             .lines()
             .filter_map(|l| {
@@ -130,7 +137,7 @@ fn opensm_metrics(
         assert_eq!(lids.len(), topo.switches().count(), "ibswitches on {spec}");
         let mut dump = String::new();
         for lid in &lids {
-            let o = client(&dir, &tag, "/usr/sbin/ibroute")
+            let o = client(&dir, &tag, &tools.ibroute)
                 .arg(lid)
                 .output()
                 .unwrap();
@@ -174,7 +181,9 @@ fn opensm_metrics(
 #[test]
 fn opensm_routes_measure_like_ours() {
     let engines = ["ftree", "minhop", "updn"];
-    let Some(results) = opensm_metrics("ft3:4", &engines, &[], 0) else {
+    let Some(results) =
+        opensm_metrics("opensm_routes_measure_like_ours", "ft3:4", &engines, &[], 0)
+    else {
         return;
     };
     for (engine, (theirs, ours, differ, programmed)) in engines.iter().zip(results) {
@@ -205,7 +214,13 @@ fn opensm_routes_measure_like_ours() {
 #[test]
 fn opensm_updn_on_a_torus_matches_ours_given_the_same_root() {
     let root = fabric::Guid(0x2004_0000_0000_0000); // torus switch 0,0
-    let Some(results) = opensm_metrics("torus:5x4:hosts=2", &["updn"], &[root], 0) else {
+    let Some(results) = opensm_metrics(
+        "opensm_updn_on_a_torus_matches_ours_given_the_same_root",
+        "torus:5x4:hosts=2",
+        &["updn"],
+        &[root],
+        0,
+    ) else {
         return;
     };
     let (theirs, ours, differ, programmed) = &results[0];
@@ -222,7 +237,13 @@ fn opensm_lmc_routes_equal_ours() {
     // LMC 2: four LIDs per end port, OpenSM's enhanced LMC mode (next-switch diversity and
     // rotating scan start) against ours, on OpenSM's own LIDs.
     let engines = ["minhop", "updn"];
-    let Some(results) = opensm_metrics("ft3:6:hosts=2", &engines, &[], 2) else {
+    let Some(results) = opensm_metrics(
+        "opensm_lmc_routes_equal_ours",
+        "ft3:6:hosts=2",
+        &engines,
+        &[],
+        2,
+    ) else {
         return;
     };
     for (engine, (theirs, _ours, differ, programmed)) in engines.iter().zip(results) {

@@ -8,8 +8,9 @@
 //! * in headless Chromium (Debian `chromium` + `chromium-driver`, driven through WebDriver by
 //!   fantoccini): the master and the fabric counts on the page equal the admin API's; the
 //!   master is killed with SIGKILL and the failover event appears on the open page without a
-//!   reload; screenshots are written under target/tmp/dashboard/ (paths printed). Skipped
-//!   with a message when chromium or chromedriver is missing.
+//!   reload; screenshots are written under target/tmp/dashboard/ (paths printed). When
+//!   chromium or chromedriver is missing this part fails under `CI=true` and is reported
+//!   `SKIPPED: ...` otherwise (testenv).
 //!
 //! Every child (replicas, chromedriver) is killed by PID on every path (Drop guards), and
 //! the whole test runs under a watchdog.
@@ -85,14 +86,6 @@ impl Drop for ChildGuard {
         let _ = self.0.kill();
         let _ = self.0.wait();
     }
-}
-
-fn which(name: &str) -> Option<PathBuf> {
-    std::env::var_os("PATH").and_then(|p| {
-        std::env::split_paths(&p)
-            .map(|d| d.join(name))
-            .find(|f| f.is_file())
-    })
 }
 
 /// Status of replica `id` with the read token, waiting until `pred` holds.
@@ -294,10 +287,10 @@ async fn scenario(c: &mut LocalCluster, dash: &[u16], dir: &Path) {
     assert!(matrix.contains("full"), "{matrix}");
 
     // --- Browser.
-    let (Some(chromium), Some(driver)) = (which("chromium"), which("chromedriver")) else {
-        eprintln!(
-            "SKIPPED browser part: chromium and chromium-driver (Debian packages) are not installed; scripts/test.sh installs them"
-        );
+    let Some([chromium, driver]) = testenv::require(
+        "dashboard_http_and_headless_chromium (browser part)",
+        ["chromium", "chromedriver"],
+    ) else {
         return;
     };
     browser(c, &chromium, &driver, port, leader, f, switches, hosts, dir).await;

@@ -5,7 +5,8 @@
 //! reaches every other member exactly once through the MLID.
 //!
 //! The SA is reached over the fabric-simd transport (GMP frames). Every wait is a failure
-//! bound only.
+//! bound only; the check that the new master wrote no MFT block waits for the event that
+//! would have written them (see [`sweeps_done`]), never for time to pass.
 
 use fabric::{Guid, Lid, PKey};
 use fabric_sim::client::SimClient;
@@ -84,6 +85,18 @@ fn join(socket: &std::path::Path, sm_lid: Lid, member: Guid, mgid: Gid, tid: u64
         .expect("no SA answer to the join within 20 s")
 }
 
+/// Lines of replica `id`'s log after byte `from` that say a heavy sweep completed.
+fn sweeps_done(d: &std::path::Path, id: u64, from: u64) -> usize {
+    let text = std::fs::read(d.join(format!("replica{id}.log"))).unwrap_or_default();
+    String::from_utf8_lossy(&text[(from as usize).min(text.len())..])
+        .matches("HEAVY SWEEP COMPLETE")
+        .count()
+}
+
+fn log_len(d: &std::path::Path, id: u64) -> u64 {
+    std::fs::metadata(d.join(format!("replica{id}.log"))).map_or(0, |m| m.len())
+}
+
 /// Receivers of a packet each member sends to `mlid`: true when every member reaches every
 /// other member exactly once and nobody else.
 fn delivery_ok(c: &LocalCluster, mlid: Lid, members: &BTreeSet<Guid>) -> bool {
@@ -147,6 +160,7 @@ fn multicast_group_survives_a_failover_with_no_mft_rewrite() {
         }
         c.take_sets();
         let kill_ms = unix_ms();
+        let from: Vec<u64> = (1..=3).map(|id| log_len(&d, id)).collect();
         c.kill9(leader);
         let start = Instant::now();
         let st = loop {
@@ -156,13 +170,36 @@ fn multicast_group_survives_a_failover_with_no_mft_rewrite() {
             assert!(start.elapsed() < BOUND, "no new master");
         };
         assert_ne!(st.leader_id, leader);
-        // Give the new master time to load the SA state and hand the groups over.
-        c.wait_status(st.leader_id, BOUND, |s| {
+        // The new master loaded the replicated SA state when it started and handed the groups
+        // to its sweeper; whatever that sets off (the groups' planning in its first heavy
+        // sweep, a multicast pass right after it) runs before any later sweep can start. So
+        // ask for one more heavy sweep and wait until it has completed (its log's second
+        // HEAVY SWEEP COMPLETE since the kill): by then every MFT Set of the takeover has
+        // reached the fabric, and the triggered sweep plans the MFTs once more itself.
+        let new = st.leader_id;
+        c.wait_status(new, BOUND, |s| {
             !s.intent_pending && s.applied_index == s.commit_index
         })
         .await
         .unwrap();
-        tokio::time::sleep(Duration::from_millis(500)).await;
+        let from_new = from[(new - 1) as usize];
+        assert!(
+            sweeps_done(&d, new, from_new) >= 1,
+            "wait_serving saw a sweep"
+        );
+        c.admin(new)
+            .unwrap()
+            .trigger_sweep(proto::admin::TriggerSweepRequest { heavy: true })
+            .await
+            .unwrap();
+        let t0 = Instant::now();
+        while sweeps_done(&d, new, from_new) < 2 {
+            assert!(
+                t0.elapsed() < BOUND,
+                "the requested heavy sweep never completed"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
         let sets = c.take_sets();
         let mft: Vec<_> = sets.iter().filter(|s| s.attr == MFT).collect();
         assert!(

@@ -83,8 +83,7 @@ fn path_records_per_second_on_ibsim() {
         child();
         return;
     }
-    if let Some(r) = skip_reason() {
-        println!("skipped: {r}");
+    if !ready("path_records_per_second_on_ibsim", &[]) {
         return;
     }
     let spec = std::env::var("SA_BENCH_SPEC").unwrap_or_else(|_| "ft2:16".into());

@@ -4,8 +4,8 @@
 //! `saquery -m` lists it; the master is killed with SIGKILL; the new master answers
 //! `saquery -g`/`-m` with the same group, MLID and member (it loaded the replicated SA
 //! state), the switches' MFTs (`ibroute -M`) are what they were, and `smctl sa members` on a
-//! surviving replica agrees. Skipped, with the reason
-//! printed, when ibsim or the diags are not installed.
+//! surviving replica agrees. When ibsim or the diags are not installed the test fails under
+//! `CI=true` and prints `SKIPPED: ...` otherwise (testenv).
 
 mod common;
 mod ibsim_common;
@@ -14,13 +14,15 @@ use ibsim_common::*;
 use mad::Method;
 use mad::sa::{Gid, McMemberRecord, SaMad, join_state};
 use sa::SaClient;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 use umad::testing::{Ibsim, NET_2SW2PATH4HCA, SIM_DEVICE, child_role, one_test_passed};
 use umad::{Dest, MethodMask, ReceivedMad, UmadPort};
 
 const NAME: &str = "sa_state_survives_a_failover_on_ibsim";
+/// The replicas' SM port GUIDs (Hca1..Hca3 of net.2sw2path4hca), by index.
+const REPLICA_PORTS: [u64; 3] = [0x100001, 0x100004, 0x100007];
 
 /// Three replicas, killed by PID on drop.
 struct Replicas(Vec<Option<Child>>);
@@ -86,6 +88,38 @@ fn master_of(sim: &Ibsim) -> Option<(u16, u64)> {
     Some((lid, guid))
 }
 
+/// Replica `i`'s log (index 0..3).
+fn log_path(sim: &Ibsim, i: usize) -> PathBuf {
+    sim.dir().join(format!("r{}", i + 1)).join("log")
+}
+
+fn log_len(p: &Path) -> u64 {
+    std::fs::metadata(p).map_or(0, |m| m.len())
+}
+
+/// Waits (bounded) until the log at `p` holds at least `n` completed sweeps (heavy or
+/// light) after byte `from`. Sweeps run one after another, each from idle: when the n-th
+/// has completed, whatever was under way when the first one started (a multicast pass for
+/// groups just handed over, the programming of a join) has finished too.
+fn wait_sweeps(p: &Path, from: u64, n: usize) {
+    let end = Instant::now() + SM_DEADLINE;
+    loop {
+        let text = std::fs::read(p).unwrap_or_default();
+        let tail = String::from_utf8_lossy(&text[(from as usize).min(text.len())..]).to_string();
+        let done = tail.matches("SWEEP COMPLETE").count();
+        if done >= n {
+            return;
+        }
+        assert!(
+            Instant::now() < end,
+            "{}: {done} of {n} sweeps completed after byte {from}:\n{tail}",
+            p.display()
+        );
+        // Polling a log file for an event, not waiting for time to pass.
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 fn member_gids(text: &str) -> Vec<String> {
     text.lines()
         .filter_map(|l| l.trim().strip_prefix("PortGid"))
@@ -99,12 +133,7 @@ fn sa_state_survives_a_failover_on_ibsim() {
         child_join();
         return;
     }
-    if let Some(r) = skip_reason() {
-        println!("skipped: {r}");
-        return;
-    }
-    if umad::testing::find_program("saquery").is_none() {
-        println!("skipped: saquery is not installed");
+    if !ready("sa_state_survives_a_failover_on_ibsim", &["saquery"]) {
         return;
     }
     let smctl_bin = common::smctl::bin();
@@ -132,27 +161,39 @@ fn sa_state_survives_a_failover_on_ibsim() {
                 "1",
                 "--insecure-loopback",
             ])
+            // The sweep lines the test waits for are at info.
+            .env("RUST_LOG", "info")
             .stdout(Stdio::null())
             .stderr(log)
             .spawn()
             .expect("spawn sm-node");
         reps.0.push(Some(child));
     }
-    let wait_master = |not: Option<u64>| -> (u16, u64) {
+    // sminfo names a master as soon as it is MASTER; its first heavy sweep, the SA state it
+    // loaded at start and any multicast pass that set off are done once a second sweep has
+    // completed in its log after `from` (the log's length per replica when the wait began).
+    let wait_master = |not: Option<u64>, from: [u64; 3]| -> (u16, u64) {
         let end = Instant::now() + SM_DEADLINE;
         while Instant::now() < end {
             if let Some(m) = master_of(&sim)
                 && Some(m.1) != not
             {
-                // Let it finish its sweep and load the SA state.
-                std::thread::sleep(Duration::from_millis(1500));
+                let idx = REPLICA_PORTS
+                    .iter()
+                    .position(|g| *g == m.1)
+                    .expect("the master is one of the replicas");
+                wait_sweeps(&log_path(&sim, idx), from[idx], 2);
                 return m;
             }
             std::thread::sleep(Duration::from_millis(100));
         }
         panic!("no master");
     };
-    let (sm_lid, sm_guid) = wait_master(None);
+    let (sm_lid, sm_guid) = wait_master(None, [0; 3]);
+    let master_log = log_path(
+        &sim,
+        REPLICA_PORTS.iter().position(|g| *g == sm_guid).unwrap(),
+    );
     // Hca4's port GUID (net.2sw2path4hca: 0x10000a).
     let topo = fabric::netfile::parse(&tool(&sim, "Hca4", "ibnetdiscover", &[])).unwrap();
     let hca4 = topo
@@ -172,8 +213,10 @@ fn sa_state_survives_a_failover_on_ibsim() {
         )
         .expect("join client");
     assert!(one_test_passed(&out), "join client:\n{}", out.describe());
-    // The MFTs the master programmed for the group, as the switches hold them.
-    std::thread::sleep(Duration::from_millis(500));
+    // The MFTs the master programmed for the group, as the switches hold them: the join was
+    // answered once committed and handed to the sweeper, whose pass for it has finished when
+    // two more sweeps have completed.
+    wait_sweeps(&master_log, log_len(&master_log), 2);
     let mfts = || -> String {
         parse_ibswitches(&tool(&sim, "Hca3", "ibswitches", &[]))
             .iter()
@@ -191,7 +234,7 @@ fn sa_state_survives_a_failover_on_ibsim() {
     assert_eq!(member_gids(&before), vec![gid.clone()], "{before}");
 
     // SIGKILL the master's replica (the one at the SM port sminfo names).
-    let idx = [0x100001u64, 0x100004, 0x100007]
+    let idx = REPLICA_PORTS
         .iter()
         .position(|g| *g == sm_guid)
         .expect("the master is one of the replicas");
@@ -200,7 +243,8 @@ fn sa_state_survives_a_failover_on_ibsim() {
         let _ = c.wait();
     }
     let survivor = base + if idx == 0 { 2 } else { 1 };
-    let (new_lid, new_guid) = wait_master(Some(sm_guid));
+    let from = [0, 1, 2].map(|i| log_len(&log_path(&sim, i)));
+    let (new_lid, new_guid) = wait_master(Some(sm_guid), from);
     assert_ne!(new_guid, sm_guid);
     let g = tool(&sim, "Hca3", "saquery", &["-g"]);
     assert!(

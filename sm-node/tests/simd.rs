@@ -99,9 +99,11 @@ fn simd_binary() -> Option<PathBuf> {
 #[test]
 fn daemon_over_the_socket_of_a_fabric_simd_process() {
     let Some(bin) = simd_binary() else {
-        println!(
-            "SKIPPED: fabric-simd is not built next to this test (run `cargo build -p fabric-sim` \
-             or the whole suite with scripts/test.sh)"
+        // `cargo test --workspace` builds it; `cargo test -p sm-node` alone does not.
+        testenv::skip(
+            "daemon_over_the_socket_of_a_fabric_simd_process",
+            "fabric-simd not built next to this test",
+            "run `cargo build -p fabric-sim` or the whole suite with scripts/test.sh",
         );
         return;
     };

@@ -14,7 +14,10 @@
 //!   kills the client by PID, and [`Ibsim`] is stopped only after its clients;
 //! - `LD_PRELOAD` must be set before a process starts, so a test that drives
 //!   [`crate::UmadPort`] in-process re-executes its own test binary filtered to itself
-//!   ([`Ibsim::self_client`], [`child_role`]).
+//!   ([`Ibsim::self_client`], [`child_role`]);
+//! - programs (ibsim, OpenSM, the diags) are found by the tests' one lookup,
+//!   [`testenv::find_tool`] (PATH, then /usr/sbin and /sbin), and a test without them says
+//!   so through [`require_ibsim`] / [`testenv::require`] (a failure under `CI=true`).
 //!
 //! This module does IO and spawns processes; it is meant for tests and benches.
 
@@ -30,7 +33,7 @@ use std::time::{Duration, Instant};
 /// Environment variable giving a re-executed client the console FIFO of its ibsim.
 pub const CONSOLE_ENV: &str = "UMAD_TEST_CONSOLE";
 /// umad2sim as Debian's libumad2sim0 installs it.
-pub const UMAD2SIM_LIB: &str = "/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so";
+pub const UMAD2SIM_LIB: &str = testenv::UMAD2SIM_LIB;
 /// The example fabric with two switches, two paths between them and four HCAs.
 pub const NET_2SW2PATH4HCA: &str = "/usr/share/doc/ibsim-utils/net-examples/net.2sw2path4hca";
 /// Environment variable telling a re-executed test binary which test runs as the client.
@@ -45,25 +48,21 @@ const IBSIM_MAX_CLIENTS: u32 = 10;
 
 static COUNTER: AtomicU32 = AtomicU32::new(0);
 
-/// The full path of `name` found on `PATH`.
-pub fn find_program(name: &str) -> Option<PathBuf> {
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .map(|d| d.join(name))
-        .find(|p| p.is_file())
+/// True when ibsim and umad2sim are installed; otherwise test `test` is reported through
+/// [`testenv::skip`]: it fails under `CI=true`, else it prints `SKIPPED: ...` and the caller
+/// returns. Tools beyond ibsim are asked for with [`testenv::require`].
+pub fn require_ibsim(test: &str) -> bool {
+    testenv::require(test, ["ibsim"]).is_some()
+        && testenv::require_files(test, &[UMAD2SIM_LIB, NET_2SW2PATH4HCA])
 }
 
-/// Why ibsim-based tests cannot run here (`None` when ibsim and umad2sim are installed).
-pub fn missing_ibsim() -> Option<String> {
-    if find_program("ibsim").is_none() {
-        return Some("ibsim is not installed (apt-get install ibsim-utils)".into());
-    }
-    if !Path::new(UMAD2SIM_LIB).is_file() {
-        return Some(format!(
-            "{UMAD2SIM_LIB} is missing (apt-get install libumad2sim0)"
-        ));
-    }
-    None
+/// `program` by full path when it is a bare name the tool lookup finds (PATH, /usr/sbin,
+/// /sbin); otherwise as given (spawning it then reports what is wrong).
+fn program_path(program: &OsStr) -> PathBuf {
+    program
+        .to_str()
+        .and_then(testenv::find_tool)
+        .unwrap_or_else(|| PathBuf::from(program))
 }
 
 /// True when this process was re-executed as the client of the test
@@ -160,7 +159,7 @@ impl Ibsim {
         let dir = std::env::temp_dir().join(&sockname);
         std::fs::create_dir_all(&dir)?;
         let log = std::fs::File::create(dir.join("ibsim.log"))?;
-        let mut cmd = Command::new("ibsim");
+        let mut cmd = Command::new(program_path(OsStr::new("ibsim")));
         cmd.arg("-s");
         let console_path = dir.join("console");
         if console {
@@ -299,8 +298,9 @@ impl Ibsim {
     /// `IBSIM_SOCKNAME`, `SIM_HOST` when given (the node the client attaches at; ibsim's
     /// default is the first node of the file), and the scratch directory as working
     /// directory.
+    /// A bare program name is found by the tool lookup ([`testenv::find_tool`]).
     pub fn client(&self, program: impl AsRef<OsStr>, sim_host: Option<&str>) -> Command {
-        let mut c = Command::new(program);
+        let mut c = Command::new(program_path(program.as_ref()));
         c.env("LD_PRELOAD", UMAD2SIM_LIB)
             .env("IBSIM_SOCKNAME", &self.sockname)
             .current_dir(&self.dir)

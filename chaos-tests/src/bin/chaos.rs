@@ -4,7 +4,9 @@
 //!   deterministic simulation; stops at the first violation, shrinks it and prints the seed
 //!   and the shortest schedule (exit 1). `--trace` prints one schedule's events.
 //! * `chaos process --kills 100 --seed S`: three sm-node processes on fabric-simd with
-//!   proxies between them; prints the summary table.
+//!   proxies between them; prints the summary table with the failover-time distribution
+//!   and counts a failover slower than `--failover-bound-ms` (default 15 s) as a violation.
+//!   Timing lives here, not in the tests.
 
 use anyhow::{Context, bail};
 use chaos_tests::sim::{self, RunStats, Schedule, Variant};
@@ -75,6 +77,9 @@ enum Cmd {
         /// replica's data directory on a tmpfs of its own: needs root).
         #[arg(long)]
         disk_faults: bool,
+        /// A failover slower than this (ms) is a violation; 0: no bound.
+        #[arg(long, default_value_t = 15_000)]
+        failover_bound_ms: u64,
     },
 }
 
@@ -111,6 +116,7 @@ fn main() -> anyhow::Result<()> {
             clients,
             stale_reads,
             disk_faults,
+            failover_bound_ms,
         } => {
             let bin = match sm_node {
                 Some(b) => b,
@@ -130,6 +136,8 @@ fn main() -> anyhow::Result<()> {
                 clients,
                 stale_reads,
                 disk_faults,
+                failover_bound: (failover_bound_ms > 0)
+                    .then(|| std::time::Duration::from_millis(failover_bound_ms)),
                 ..Default::default()
             })?;
             println!("{report}");

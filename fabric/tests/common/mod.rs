@@ -50,16 +50,14 @@ pub fn by_guid(t: &Topology, g: u64) -> &fabric::Node {
     t.node(t.node_by_guid(Guid(g)).expect("node present"))
 }
 
-pub const EXAMPLES: &str = "/usr/share/doc/ibsim-utils/net-examples";
+pub const EXAMPLES: &str = testenv::NET_EXAMPLES;
 
-/// Reads an ibsim example, or None (with a printed reason) when ibsim-utils is missing.
-pub fn example(name: &str) -> Option<String> {
+/// Reads an ibsim example for test `test`, or None when ibsim-utils is missing (reported by
+/// testenv: a failure under CI=true, a `SKIPPED:` line otherwise).
+pub fn example(test: &str, name: &str) -> Option<String> {
     let path = format!("{EXAMPLES}/{name}");
-    match std::fs::read_to_string(&path) {
-        Ok(s) => Some(s),
-        Err(e) => {
-            eprintln!("SKIPPED: cannot read {path} ({e}); install ibsim-utils to run this check");
-            None
-        }
+    if !testenv::require_files(test, &[&path]) {
+        return None;
     }
+    Some(std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("read {path}: {e}")))
 }

@@ -2,7 +2,9 @@
 # Reads back every end port's and every switch port's P_KeyTable (and switch ports'
 # enforcement bits) from the fabric the umad2sim client is attached to, in the dump format of
 # partitions::dump: "### node <GUID> port <N>" + smpquery output. Arg 1: highest LID to try.
+# SMPQUERY: smpquery's full path (the test passes what testenv found; default: PATH).
 max=${1:-64}
+smpquery() { command "${SMPQUERY:-smpquery}" "$@"; }
 lid=1
 while [ "$lid" -le "$max" ]; do
   ni=$(smpquery nodeinfo "$lid" 2>/dev/null) || { lid=$((lid+1)); continue; }

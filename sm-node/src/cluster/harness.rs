@@ -12,7 +12,7 @@ use fabric_sim::{SetRecord, SimConfig, SimFabric};
 use proto::admin::sm_admin_client::SmAdminClient;
 use proto::admin::{ClusterStatusReply, ClusterStatusRequest};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 /// One replica process.
@@ -207,12 +207,35 @@ impl LocalCluster {
         }
     }
 
-    /// SIGTERM and wait for the exit.
-    pub fn terminate(&mut self, id: u64) {
+    /// SIGTERM, then waits for the exit: at most `polls` checks 20 ms apart, then SIGKILL
+    /// (so a replica that ignores SIGTERM shows as killed by signal 9, never hangs a test).
+    /// Returns how it exited (None when it was not running).
+    pub fn terminate(&mut self, id: u64, polls: u32) -> Option<ExitStatus> {
+        self.r(id).child.as_ref()?;
         self.signal(id, libc::SIGTERM);
-        if let Some(mut c) = self.r_mut(id).child.take() {
-            let _ = c.wait();
+        if let Some(st) = self.wait_exit(id, polls) {
+            return Some(st);
         }
+        self.signal(id, libc::SIGKILL);
+        self.r_mut(id).child.take()?.wait().ok()
+    }
+
+    /// Waits for replica `id` to exit by itself: at most `polls` checks 20 ms apart. Returns
+    /// its exit status once it has exited (reaped: the replica is then not running), None
+    /// while it still runs or when it was not running.
+    pub fn wait_exit(&mut self, id: u64, polls: u32) -> Option<ExitStatus> {
+        for i in 0..polls.max(1) {
+            let exited = self.r_mut(id).child.as_mut()?.try_wait().ok().flatten();
+            if let Some(st) = exited {
+                self.r_mut(id).child = None;
+                return Some(st);
+            }
+            if i + 1 < polls {
+                // Polling a child's exit, not synchronising on time.
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
+        None
     }
 
     /// SIGSTOP.

@@ -83,18 +83,7 @@ pub fn spawn_senders(self_id: u64, peers: &BTreeMap<u64, String>) -> PeerTx {
                 }
                 for m in large {
                     next_large += 1;
-                    let chunks: Vec<RaftChunk> = m
-                        .chunks(CHUNK)
-                        .enumerate()
-                        .map(|(i, c)| RaftChunk {
-                            from: self_id,
-                            to: id,
-                            message_id: next_large,
-                            seq: i as u32,
-                            last: (i + 1) * CHUNK >= m.len(),
-                            data: c.to_vec(),
-                        })
-                        .collect();
+                    let chunks = chunks_of(self_id, id, next_large, &m);
                     let r = client
                         .send_large(tokio_stream_iter(chunks))
                         .await
@@ -118,6 +107,49 @@ pub fn spawn_senders(self_id: u64, peers: &BTreeMap<u64, String>) -> PeerTx {
         });
     }
     tx
+}
+
+/// `SendLarge` chunks of message `m` (number `message_id` from `from` to `to`): [`CHUNK`]
+/// bytes each, numbered from 0, the last one marked.
+fn chunks_of(from: u64, to: u64, message_id: u64, m: &[u8]) -> Vec<RaftChunk> {
+    m.chunks(CHUNK)
+        .enumerate()
+        .map(|(i, c)| RaftChunk {
+            from,
+            to,
+            message_id,
+            seq: i as u32,
+            last: (i + 1) * CHUNK >= m.len(),
+            data: c.to_vec(),
+        })
+        .collect()
+}
+
+/// The message a `SendLarge` stream to replica `to` carries: its chunks in order (seq 0, 1,
+/// ...) of one message id, up to the one marked last.
+async fn reassemble<S>(to: u64, mut s: S) -> Result<Vec<u8>, Status>
+where
+    S: futures_util::Stream<Item = Result<RaftChunk, Status>> + Unpin,
+{
+    use futures_util::StreamExt;
+    let mut buf = Vec::new();
+    let mut want = 0u32;
+    let mut id = None;
+    while let Some(c) = s.next().await {
+        let c = c?;
+        if c.to != to || c.seq != want || id.is_some_and(|i| i != c.message_id) {
+            return Err(Status::invalid_argument("E_NODE_PEER: chunk out of order"));
+        }
+        id = Some(c.message_id);
+        want += 1;
+        buf.extend_from_slice(&c.data);
+        if c.last {
+            return Ok(buf);
+        }
+    }
+    Err(Status::invalid_argument(
+        "E_NODE_PEER: stream ended before the last chunk",
+    ))
 }
 
 fn tokio_stream_iter(v: Vec<RaftChunk>) -> impl futures_util::Stream<Item = RaftChunk> + Send {
@@ -173,27 +205,11 @@ impl Peer for PeerService {
         &self,
         req: Request<tonic::Streaming<RaftChunk>>,
     ) -> Result<Response<Ack>, Status> {
-        let mut s = req.into_inner();
-        let mut buf = Vec::new();
-        let mut want = 0u32;
-        let mut id = None;
-        while let Some(c) = s.message().await? {
-            if c.to != self.id || c.seq != want || id.is_some_and(|i| i != c.message_id) {
-                return Err(Status::invalid_argument("E_NODE_PEER: chunk out of order"));
-            }
-            id = Some(c.message_id);
-            want += 1;
-            buf.extend_from_slice(&c.data);
-            if c.last {
-                self.raft
-                    .try_send(Step(vec![std::mem::take(&mut buf)]))
-                    .map_err(|e| Status::unavailable(format!("raft actor: {e}")))?;
-                return Ok(Response::new(Ack { received: 1 }));
-            }
-        }
-        Err(Status::invalid_argument(
-            "E_NODE_PEER: stream ended before the last chunk",
-        ))
+        let m = reassemble(self.id, req.into_inner()).await?;
+        self.raft
+            .try_send(Step(vec![m]))
+            .map_err(|e| Status::unavailable(format!("raft actor: {e}")))?;
+        Ok(Response::new(Ack { received: 1 }))
     }
 
     async fn forward(
@@ -227,3 +243,7 @@ pub fn peer_server(svc: PeerService) -> PeerServer<PeerService> {
         .max_decoding_message_size(MAX_MESSAGE)
         .max_encoding_message_size(MAX_MESSAGE)
 }
+
+#[cfg(test)]
+#[path = "net_tests.rs"]
+mod tests;

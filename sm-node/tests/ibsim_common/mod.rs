@@ -20,25 +20,25 @@ pub const TOOL_TIMEOUT: Duration = Duration::from_secs(60);
 /// From start to SUBNET UP, at most.
 pub const SM_DEADLINE: Duration = Duration::from_secs(120);
 
-/// Why the test cannot run here, printed; None when ibsim, umad2sim and the diags exist.
-pub fn skip_reason() -> Option<String> {
-    if let Some(r) = umad::testing::missing_ibsim() {
-        return Some(r);
-    }
-    for t in [
-        "ibnetdiscover",
-        "ibroute",
-        "smpquery",
-        "sminfo",
-        "ibswitches",
-    ] {
-        if umad::testing::find_program(t).is_none() {
-            return Some(format!(
-                "{t} is not installed (apt-get install infiniband-diags)"
-            ));
-        }
-    }
-    None
+/// The diags every ibsim test of this crate runs (through [`Ibsim::client`], which finds
+/// them with testenv's lookup: PATH, /usr/sbin, /sbin).
+pub const DIAGS: [&str; 5] = [
+    "ibnetdiscover",
+    "ibroute",
+    "smpquery",
+    "sminfo",
+    "ibswitches",
+];
+
+/// True when test `test` can run here: ibsim, umad2sim, the diags and `extra` are installed.
+/// Otherwise testenv reports it (a failure under CI=true, a `SKIPPED:` line otherwise) and
+/// the test returns.
+pub fn ready(test: &str, extra: &[&str]) -> bool {
+    umad::testing::require_ibsim(test)
+        && DIAGS
+            .iter()
+            .chain(extra)
+            .all(|t| testenv::require(test, [*t]).is_some())
 }
 
 /// `sm-node` running as an ibsim client; killed by PID when dropped (before the ibsim).
