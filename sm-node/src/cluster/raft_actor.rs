@@ -176,6 +176,10 @@ impl RaftActor {
                     for a in self.roles.values() {
                         a.do_send(Shutdown);
                     }
+                    // The process exits non-zero with this as its last line (cluster_cli).
+                    if let Some(tx) = self.died.take() {
+                        let _ = tx.send(format!("E_NODE_FATAL: replica {}: {e}", self.cfg.id));
+                    }
                     ctx.stop();
                     System::current().stop();
                 }

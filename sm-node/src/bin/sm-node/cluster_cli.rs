@@ -117,7 +117,7 @@ pub fn run_replica(a: ReplicaArgs) -> anyhow::Result<ExitCode> {
     sm_node::tls::install_from_config(&a.node.admin, listen).map_err(|e| anyhow!("{e}"))?;
     let dash_cfg = a.node.admin.clone();
     let partitions = a.node.partitions.clone();
-    rt.block_on(async move {
+    let code = rt.block_on(async move {
         let mut signals = crate::stop::StopSignals::install()?;
         let mut hangups = crate::stop::Hangups::install()?;
         let tx = cluster::net::spawn_senders(a.id, &peers);
@@ -184,8 +184,10 @@ pub fn run_replica(a: ReplicaArgs) -> anyhow::Result<ExitCode> {
         let _ = stop_tx.send(());
         let _ = dash_stop.send(());
         let _ = tokio::time::timeout(STOP_STEP, server).await;
+        // After a failure the replica thread is dead or wedged: not waited for.
         let thread_ended = joined.is_finished()
-            || tokio::time::timeout(STOP_STEP, &mut joined).await.is_ok();
+            || (matches!(end, End::Signal(_))
+                && tokio::time::timeout(STOP_STEP, &mut joined).await.is_ok());
         match end {
             End::Signal(_) if thread_ended => {
                 tracing::info!("replica {id} stopped");
@@ -202,7 +204,11 @@ pub fn run_replica(a: ReplicaArgs) -> anyhow::Result<ExitCode> {
                 Ok(ExitCode::FAILURE)
             }
         }
-    })
+    });
+    // A task still blocked (a wedged thread, a blocking call) must not keep the process
+    // alive: dropping the runtime would wait for it for ever.
+    rt.shutdown_timeout(Duration::from_secs(1));
+    code
 }
 
 /// Each step of a stop (hand-over, gRPC drain, the replica thread) is bounded by this, so
