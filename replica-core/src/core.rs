@@ -274,6 +274,18 @@ impl<S: RaftLog + Clone> ReplicaCore<S> {
         add: bool,
     ) -> Result<(), ProposeError> {
         self.check_leader()?;
+        if add && !self.cfg.peers.contains_key(&id) {
+            return Err(ProposeError::Failed(format!(
+                "replica {id} is not a configured peer (no address): as a voter it could never answer and would count against every quorum"
+            )));
+        }
+        if self.raw.raft.has_pending_conf() {
+            // raft-rs would accept the proposal, then replace it with an empty entry.
+            return Err(ProposeError::Failed(format!(
+                "a membership change (index {}) is not applied yet: retry once it is",
+                self.raw.raft.pending_conf_index
+            )));
+        }
         let mut cc = ConfChange {
             node_id: id,
             ..Default::default()
