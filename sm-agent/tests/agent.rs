@@ -445,3 +445,11 @@ fn oversized_rdma_current_and_sysfs_files_are_refused() {
         "AGENT-E007"
     );
 }
+
+#[test]
+fn an_endless_kernel_file_costs_the_limit_not_the_memory() {
+    // /dev/zero never ends: the read stops one byte past MAX_KERNEL_FILE (today's
+    // read_to_string grew without bound on such a path).
+    let e = sm_agent::read_kernel_file(std::path::Path::new("/dev/zero")).unwrap_err();
+    assert_eq!(e.code(), "AGENT-E007", "{e}");
+}

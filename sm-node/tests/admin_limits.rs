@@ -101,17 +101,29 @@ async fn policy_version(c: &LocalCluster, id: u64) -> u64 {
         .version
 }
 
+/// A pipe whose reading end is already closed (close-on-exec, so no other child inherits it):
+/// every write to it fails with EPIPE/SIGPIPE, whatever the timing.
+fn closed_pipe() -> Stdio {
+    use std::os::fd::FromRawFd;
+    let mut fds = [0; 2];
+    // SAFETY: pipe2(2) fills both descriptors on success; each is owned exactly once below.
+    assert_eq!(unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) }, 0);
+    unsafe {
+        libc::close(fds[0]);
+        Stdio::from(std::os::fd::OwnedFd::from_raw_fd(fds[1]))
+    }
+}
+
 /// Runs smctl with its stdout a pipe whose reading end is already closed.
 fn closed_stdout(server: &str, args: &[&str]) -> (std::process::ExitStatus, String) {
     let mut child = Command::new(common::smctl::bin())
         .arg("--server")
         .arg(server)
         .args(args)
-        .stdout(Stdio::piped())
+        .stdout(closed_pipe())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    drop(child.stdout.take());
     let mut err = String::new();
     child
         .stderr
@@ -172,7 +184,7 @@ fn closed_pipes_policy_limits_and_dashboard_limits() {
             &["sminfo"],
             &["partitions", "show"],
             &["tenants", "list", "--json"],
-            &["topo", "gen", "ft2:8"],
+            &["topo", "gen", "spec", "ft2:8"],
         ] {
             let (status, err) = closed_stdout(&fa, args);
             assert!(!err.contains("panicked"), "smctl {args:?}: {err}");

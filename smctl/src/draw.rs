@@ -118,7 +118,6 @@ fn fabric(a: FabricArgs) -> anyhow::Result<ExitCode> {
     let model = match &a.topo {
         Some(src) => views::model::from_topology(&offline_topology(src)?),
         None => client::block_on(async {
-            client::set_command_timeout(client::AUDIT_REQUEST_TIMEOUT);
             let mut c = client::connect().await?;
             let nodes = c
                 .list_nodes(ListNodesRequest::default())
@@ -166,6 +165,8 @@ fn partitions(a: PartitionsArgs) -> anyhow::Result<ExitCode> {
         Some(p) => crate::input::read_file(p)
             .with_context(|| format!("E_DRAW_IO: cannot read {}", p.display()))?,
         None => client::block_on(async {
+            // The audit waits for a read-back of every P_KeyTable.
+            client::set_command_timeout(client::AUDIT_REQUEST_TIMEOUT);
             let mut c = client::connect().await?;
             eprintln!("draw: the master is reading every P_KeyTable back from the fabric");
             let mut pc = c.clone();

@@ -61,6 +61,19 @@ fn silent() -> (TcpListener, String) {
     (l, a)
 }
 
+/// A pipe whose reading end is already closed (close-on-exec, so no other child inherits it):
+/// every write to it fails with EPIPE/SIGPIPE, whatever the timing.
+fn closed_pipe() -> Stdio {
+    use std::os::fd::FromRawFd;
+    let mut fds = [0; 2];
+    // SAFETY: pipe2(2) fills both descriptors on success; each is owned exactly once below.
+    assert_eq!(unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) }, 0);
+    unsafe {
+        libc::close(fds[0]);
+        Stdio::from(std::os::fd::OwnedFd::from_raw_fd(fds[1]))
+    }
+}
+
 fn temp(name: &str) -> std::path::PathBuf {
     let d = std::env::temp_dir().join(format!("smctl-limits-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
@@ -164,7 +177,7 @@ fn a_closed_stdout_ends_smctl_by_sigpipe_without_a_panic() {
     .unwrap();
     let conf = conf.to_str().unwrap().to_string();
     for args in [
-        &["topo", "gen", "ft3:8"][..],
+        &["topo", "gen", "spec", "ft3:8"][..],
         &["topo", "info", "ft2:4"],
         &["route", "--topology", "ft2:4", "--json"],
         &["partitions", "check", &conf, "--topology", "ft2:4"],
@@ -173,8 +186,12 @@ fn a_closed_stdout_ends_smctl_by_sigpipe_without_a_panic() {
         &["completion", "bash"],
         &["--help"],
     ] {
-        let mut child = spawn(args);
-        drop(child.stdout.take());
+        let child = Command::new(env!("CARGO_BIN_EXE_smctl"))
+            .args(args)
+            .stdout(closed_pipe())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("smctl runs");
         let (st, err) = finish(child);
         assert!(!err.contains("panicked"), "smctl {args:?}: {err}");
         assert_eq!(
