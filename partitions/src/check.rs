@@ -30,7 +30,26 @@ impl CheckReport {
 }
 
 /// Checks a partitions.conf text; with a topology also plans it and runs topology lints.
+///
+/// Limits first: a text larger than [`crate::MAX_POLICY_BYTES`] is not parsed (PART-E021),
+/// a policy of more than [`crate::MAX_PARTITIONS`] partitions is not planned (PART-E022).
 pub fn check(src: &str, options: Options, topo: Option<(&Topology, &Caps)>) -> CheckReport {
+    if src.len() > crate::MAX_POLICY_BYTES {
+        return CheckReport {
+            policy: None,
+            plan: None,
+            parse_errors: Vec::new(),
+            lints: vec![Lint::new(
+                LintCode::TooLarge,
+                None,
+                format!(
+                    "the text is {} bytes; a policy is at most {} bytes (MAX_POLICY_BYTES): not parsed",
+                    src.len(),
+                    crate::MAX_POLICY_BYTES
+                ),
+            )],
+        };
+    }
     let file = match parse(src) {
         Ok(f) => f,
         Err(errors) => {
@@ -52,7 +71,19 @@ pub fn check(src: &str, options: Options, topo: Option<(&Topology, &Caps)>) -> C
              so nothing talks in Default (add `Default=0x7fff : ALL=full ;` or say what you mean)",
         ));
     }
-    let planned = topo.map(|(t, caps)| {
+    let too_many = policy.partitions.len() > crate::MAX_PARTITIONS;
+    if too_many {
+        lints.push(Lint::new(
+            LintCode::TooManyPartitions,
+            None,
+            format!(
+                "{} partitions; a policy has at most {} (MAX_PARTITIONS): not planned",
+                policy.partitions.len(),
+                crate::MAX_PARTITIONS
+            ),
+        ));
+    }
+    let planned = topo.filter(|_| !too_many).map(|(t, caps)| {
         let p = plan(&policy, t, caps);
         lints.extend(p.lints.iter().cloned());
         let known: BTreeSet<_> = end_ports(t).iter().map(|e| e.port_guid).collect();

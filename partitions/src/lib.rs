@@ -89,6 +89,17 @@ pub use parser::{OPENSM_MAX_LINE, ParseError, ParseErrorKind, parse};
 pub use plan::{Caps, PKeyBlock, PKeyTable, Plan, plan};
 pub use policy::{Options, PartEnforce, Policy};
 
+/// Largest partitions.conf text [`check`] accepts (1 MiB): OpenSM's own files are a few KiB;
+/// 1 MiB holds more than [`MAX_PARTITIONS`] one-line partitions with room for comments. A
+/// larger text is PART-E021 and is not parsed. [`parse`] and [`load`] do not enforce it (a
+/// replica replaying a log entry must load what was committed).
+pub const MAX_POLICY_BYTES: usize = 1 << 20;
+
+/// Most partitions [`check`] accepts in one policy (4,096; the default partition counts). No
+/// port holds more keys than its PartitionCap (128 on common HCAs, at most 32,768 by IBA),
+/// and the planner's work grows with partitions x ports. More is PART-E022 and is not planned.
+pub const MAX_PARTITIONS: usize = 4096;
+
 /// Errors of this crate's fallible entry points.
 #[derive(Debug, thiserror::Error)]
 pub enum PartitionsError {

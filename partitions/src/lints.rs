@@ -59,6 +59,10 @@ pub enum LintCode {
     EmptyPartition,
     /// PART-W020: a numeric GUID or PKey written in octal (leading 0).
     OctalNumber,
+    /// PART-E021: a text larger than [`crate::MAX_POLICY_BYTES`] (not parsed).
+    TooLarge,
+    /// PART-E022: more partitions than [`crate::MAX_PARTITIONS`] (not planned).
+    TooManyPartitions,
 }
 
 impl LintCode {
@@ -85,6 +89,8 @@ impl LintCode {
             LintCode::SelfUnknown => "PART-W018",
             LintCode::EmptyPartition => "PART-W019",
             LintCode::OctalNumber => "PART-W020",
+            LintCode::TooLarge => "PART-E021",
+            LintCode::TooManyPartitions => "PART-E022",
         }
     }
 

@@ -342,3 +342,71 @@ fn part_enforce_modes() {
         .collect();
     assert_eq!(keys, vec![0xffff, 0x8001]);
 }
+
+/// `n` partitions P1..Pn, every port a full member of each (after Default).
+fn many_partitions(n: u32) -> String {
+    let mut s = String::from("Default=0x7fff : ALL=full ;\n");
+    for i in 1..=n {
+        s.push_str(&format!("P{i}={i:#06x} : ALL=full ;\n"));
+    }
+    s
+}
+
+#[test]
+fn limits_are_errors_and_the_text_over_the_size_limit_is_not_parsed() {
+    use partitions::{MAX_PARTITIONS, MAX_POLICY_BYTES, Severity};
+    let t = topo();
+    // A comment-only text one byte over the limit: refused before parsing.
+    let mut big = String::from("Default=0x7fff : ALL=full ;\n");
+    while big.len() <= MAX_POLICY_BYTES {
+        big.push_str("# padding padding padding padding padding padding padding padding\n");
+    }
+    let r = check(&big, opts(), Some((&t, &Caps::default())));
+    assert!(r.has_errors() && r.policy.is_none(), "{:?}", r.lints);
+    assert_eq!(r.lints.len(), 1);
+    assert_eq!(r.lints[0].code.code(), "PART-E021");
+    assert_eq!(r.lints[0].severity(), Severity::Error);
+    // The same text at the limit parses.
+    big.truncate(MAX_POLICY_BYTES);
+    let cut = big.rfind('\n').unwrap() + 1;
+    big.truncate(cut);
+    assert!(!check(&big, opts(), None).has_errors());
+
+    // More partitions than the limit: an error, not planned.
+    let r = check(
+        &many_partitions(MAX_PARTITIONS as u32),
+        opts(),
+        Some((&t, &Caps::default())),
+    );
+    assert!(
+        r.lints
+            .iter()
+            .any(|l| l.code == LintCode::TooManyPartitions)
+    );
+    assert!(r.plan.is_none() && r.has_errors());
+    // At the limit (Default included) it is planned, and a port's PartitionCap still bounds it.
+    let r = check(
+        &many_partitions(MAX_PARTITIONS as u32 - 1),
+        opts(),
+        Some((&t, &Caps::default())),
+    );
+    assert!(
+        !r.lints
+            .iter()
+            .any(|l| l.code == LintCode::TooManyPartitions)
+    );
+    assert!(r.plan.is_some());
+    assert!(r.lints.iter().any(|l| l.code == LintCode::TableOverflow));
+}
+
+#[test]
+fn more_full_memberships_than_a_port_holds_is_an_error() {
+    // 128 keys fit a PartitionCap of 128 (Default + 127); one more is dropped: PART-E008.
+    let caps = Caps::default();
+    let fits = codes(&many_partitions(127), opts(), Some(&caps));
+    assert!(!has(&fits, LintCode::TableOverflow), "{fits:?}");
+    let over = codes(&many_partitions(128), opts(), Some(&caps));
+    assert!(has(&over, LintCode::TableOverflow), "{over:?}");
+    let t = topo();
+    assert!(check(&many_partitions(128), opts(), Some((&t, &caps))).has_errors());
+}

@@ -41,10 +41,7 @@ pub fn device_dir(roots: &Roots, device: &str) -> PathBuf {
 }
 
 fn read(path: &Path) -> Result<String, AgentError> {
-    std::fs::read_to_string(path).map_err(|e| AgentError::Unreadable {
-        path: path.to_path_buf(),
-        why: e.to_string(),
-    })
+    crate::read_kernel_file(path)
 }
 
 /// Parses `rdma.max` text (one line per device; blank lines ignored).

@@ -5,6 +5,10 @@ use proto::admin::sm_admin_client::SmAdminClient;
 use proto::admin::{GetTenantAssignmentReply, GetTenantAssignmentRequest};
 use tonic::transport::{Certificate, ClientTlsConfig, Endpoint, Identity};
 
+/// Largest assignment answer the agent accepts (1 MiB: a host's ports, their keys and its
+/// tenant's limits are a few hundred bytes).
+pub const MAX_REPLY: usize = 1 << 20;
+
 /// How to reach the cluster.
 #[derive(Clone, Debug, Default)]
 pub struct Conn {
@@ -48,7 +52,7 @@ pub async fn fetch(conn: &Conn, ports: &[u64]) -> Result<GetTenantAssignmentRepl
         .connect()
         .await
         .map_err(|e| api(format!("connect: {e}")))?;
-    let mut c = SmAdminClient::new(ch);
+    let mut c = SmAdminClient::new(ch).max_decoding_message_size(MAX_REPLY);
     let mut req = tonic::Request::new(GetTenantAssignmentRequest {
         port_guids: ports.to_vec(),
         linearizable: false,

@@ -14,7 +14,8 @@
 //! device it would limit exists and that `rdma.max` exists and parses; it then opens the file
 //! once and writes every line (one `write(2)` per device line, as the kernel parses one device
 //! per write). A missing device or a malformed file is a clear error ([`AgentError`], codes
-//! `AGENT-Ennn`) and nothing is written.
+//! `AGENT-Ennn`) and nothing is written. Every kernel file is read with a size limit
+//! ([`MAX_KERNEL_FILE`], AGENT-E007 beyond it).
 //!
 //! Reports are log lines with stable codes (`AGENT-I…`, `AGENT-W…`, `AGENT-E…`, see
 //! README.md) and, with `--json`, one JSON [`reconcile::Report`] per cycle on stdout.
@@ -29,7 +30,34 @@ pub mod drift;
 pub mod reconcile;
 pub mod sysfs;
 
-use std::path::PathBuf;
+use std::io::Read as _;
+use std::path::{Path, PathBuf};
+
+/// Largest kernel file the agent reads (64 KiB): `rdma.max` and `rdma.current` hold one
+/// short line per RDMA device, a sysfs attribute is at most one page (4 KiB). A larger file
+/// (a wrong path, a file that never ends) is AGENT-E007 and nothing is written.
+pub const MAX_KERNEL_FILE: usize = 64 * 1024;
+
+/// Reads the text of a kernel file, at most [`MAX_KERNEL_FILE`] bytes: only that much plus
+/// one byte is ever read, so an endless file costs no more.
+pub fn read_kernel_file(path: &Path) -> Result<String, AgentError> {
+    let unreadable = |why: String| AgentError::Unreadable {
+        path: path.to_path_buf(),
+        why,
+    };
+    let f = std::fs::File::open(path).map_err(|e| unreadable(e.to_string()))?;
+    let mut buf = Vec::new();
+    f.take(MAX_KERNEL_FILE as u64 + 1)
+        .read_to_end(&mut buf)
+        .map_err(|e| unreadable(e.to_string()))?;
+    if buf.len() > MAX_KERNEL_FILE {
+        return Err(AgentError::TooLarge {
+            path: path.to_path_buf(),
+            limit: MAX_KERNEL_FILE,
+        });
+    }
+    String::from_utf8(buf).map_err(|_| unreadable("not UTF-8 text".into()))
+}
 
 /// Where the kernel's trees are.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -96,6 +124,16 @@ pub enum AgentError {
     /// The host's ports belong to several tenants, or the assignment is unusable.
     #[error("AGENT-E006 assignment: {0}")]
     Assignment(String),
+    /// A kernel file larger than the agent reads.
+    #[error(
+        "AGENT-E007 {path} is larger than {limit} bytes (MAX_KERNEL_FILE): not read, nothing written"
+    )]
+    TooLarge {
+        /// The file.
+        path: PathBuf,
+        /// The limit.
+        limit: usize,
+    },
 }
 
 impl AgentError {
@@ -108,6 +146,7 @@ impl AgentError {
             AgentError::Unreadable { .. } => "AGENT-E004",
             AgentError::WriteFailed { .. } => "AGENT-E005",
             AgentError::Assignment(_) => "AGENT-E006",
+            AgentError::TooLarge { .. } => "AGENT-E007",
         }
     }
 }

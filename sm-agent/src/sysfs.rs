@@ -22,10 +22,7 @@ pub struct HostPort {
 }
 
 fn read(path: &Path) -> Result<String, AgentError> {
-    std::fs::read_to_string(path).map_err(|e| AgentError::Unreadable {
-        path: path.to_path_buf(),
-        why: e.to_string(),
-    })
+    crate::read_kernel_file(path)
 }
 
 fn list(dir: &Path) -> Result<Vec<String>, AgentError> {

@@ -367,3 +367,89 @@ fn no_tenant_means_no_cgroup_write() {
     // The host view (0x7fff, 0x8101, 0x0200) differs from 0xffff alone.
     assert_eq!(r.drift.len(), 1);
 }
+
+/// `text` followed by blank lines up to one byte over the agent's read limit.
+fn oversized(text: &str) -> String {
+    let mut s = text.to_string();
+    s.push_str(&"\n".repeat(sm_agent::MAX_KERNEL_FILE + 1 - text.len()));
+    s
+}
+
+#[test]
+fn an_oversized_rdma_max_is_refused_and_nothing_is_written() {
+    // Blank lines parse (the kernel never writes them, a wrong path might hold them): past
+    // MAX_KERNEL_FILE the file is not read further, not parsed, and not written.
+    let t = host("bigmax");
+    let big = oversized("");
+    t.write(MAX, &big);
+    let r = reconcile(
+        &cfg(&t),
+        &ports(&t),
+        &assignment(vec![limit("mlx4_0", Some(2), Some(2000))], INTENT),
+    );
+    assert!(t.read(MAX) == big, "rdma.max was written");
+    assert!(
+        r.errors
+            .iter()
+            .any(|e| e.starts_with("AGENT-E007") && e.contains("rdma.max")),
+        "{:?}",
+        r.errors
+    );
+    // At the limit it is read.
+    t.write(MAX, &"\n".repeat(sm_agent::MAX_KERNEL_FILE));
+    let r = reconcile(
+        &cfg(&t),
+        &ports(&t),
+        &assignment(vec![limit("mlx4_0", Some(2), Some(2000))], INTENT),
+    );
+    assert!(r.errors.is_empty(), "{:?}", r.errors);
+    assert_eq!(t.read(MAX), "mlx4_0 hca_handle=2 hca_object=2000\n");
+}
+
+#[test]
+fn oversized_rdma_current_and_sysfs_files_are_refused() {
+    let t = host("bigcur");
+    t.write(CUR, &oversized("mlx4_0 hca_handle=1 hca_object=20\n"));
+    let r = reconcile(
+        &cfg(&t),
+        &ports(&t),
+        &assignment(vec![limit("mlx4_0", Some(2), Some(2000))], INTENT),
+    );
+    assert!(
+        r.errors
+            .iter()
+            .any(|e| e.starts_with("AGENT-E007") && e.contains("rdma.current")),
+        "{:?}",
+        r.errors
+    );
+    // A P_Key entry and a GID file.
+    let t = host("bigsys");
+    t.write(
+        "sys/class/infiniband/mlx4_0/ports/1/pkeys/3",
+        &oversized("0xffff\n"),
+    );
+    let r = reconcile(&cfg(&t), &ports(&t), &assignment(vec![], INTENT));
+    assert!(
+        r.errors
+            .iter()
+            .any(|e| e.starts_with("AGENT-E007") && e.contains("pkeys/3")),
+        "{:?}",
+        r.errors
+    );
+    t.write(
+        "sys/class/infiniband/mlx4_0/ports/1/gids/0",
+        &oversized("fe80:0000:0000:0000:0002:c903:0000:1235\n"),
+    );
+    assert_eq!(
+        sysfs::host_ports(&t.roots()).unwrap_err().code(),
+        "AGENT-E007"
+    );
+}
+
+#[test]
+fn an_endless_kernel_file_costs_the_limit_not_the_memory() {
+    // /dev/zero never ends: the read stops one byte past MAX_KERNEL_FILE (today's
+    // read_to_string grew without bound on such a path).
+    let e = sm_agent::read_kernel_file(std::path::Path::new("/dev/zero")).unwrap_err();
+    assert_eq!(e.code(), "AGENT-E007", "{e}");
+}

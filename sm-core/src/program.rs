@@ -40,7 +40,7 @@ use crate::state::{NONE, routed_top};
 use answers::{desired, fields_differ};
 use fabric::{Guid, PKey, Topology};
 use routing::{BLOCK_LIDS, Lfts, NO_ROUTE};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::sync::Arc;
 
 const INIT: u8 = 2;
@@ -233,28 +233,19 @@ impl Programming {
             Some(t) => partitions::load(t, opts)?,
             None => partitions::Policy::no_file(opts),
         };
-        let mut caps = partitions::Caps::default();
-        let mut pcap = BTreeMap::new();
-        let mut ecap = BTreeMap::new();
+        let caps = partition_caps(disc);
         for i in 0..disc.nodes().len() as u32 {
             if !disc.seen(i) {
                 continue;
             }
-            let n = disc.node(i);
-            pcap.insert(n.guid, n.info.partition_cap);
-            if n.is_switch {
-                let s = disc.switch(n.sw);
-                ecap.insert(n.guid, s.info.partition_enforcement_cap);
-            }
-            for p in 0..=n.nports {
+            let nports = disc.node(i).nports;
+            for p in 0..=nports {
                 let port = disc.port_of_mut(i, p);
                 port.pkey_want.clear();
                 port.enforce_in = false;
                 port.enforce_out = false;
             }
         }
-        caps.partition_cap = pcap;
-        caps.switch_enforcement_cap = ecap;
         let plan = partitions::plan(&policy, topo, &caps);
         for pp in &plan.ports {
             set_pkey_want(disc, pp.port.node_guid, pp.port.port, &pp.table.entries());
@@ -565,6 +556,25 @@ impl Programming {
             }
         }
     }
+}
+
+/// The P_Key table capacities the nodes seen in the last sweep reported: NodeInfo.PartitionCap
+/// per node and SwitchInfo.PartitionEnforcementCap per switch (defaults for nodes not seen).
+pub(crate) fn partition_caps(disc: &Discovery) -> partitions::Caps {
+    let mut caps = partitions::Caps::default();
+    for i in 0..disc.nodes().len() as u32 {
+        if !disc.seen(i) {
+            continue;
+        }
+        let n = disc.node(i);
+        caps.partition_cap.insert(n.guid, n.info.partition_cap);
+        if n.is_switch {
+            let s = disc.switch(n.sw);
+            caps.switch_enforcement_cap
+                .insert(n.guid, s.info.partition_enforcement_cap);
+        }
+    }
+    caps
 }
 
 /// Sets what a port's P_KeyTable should hold (unknown when the size changes).

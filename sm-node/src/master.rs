@@ -525,6 +525,22 @@ impl Handler<GetTopology> for MasterActor {
     }
 }
 
+/// The topology of the master's last discovery with the P_Key table capacities its nodes
+/// reported (what a policy is checked against before it is committed).
+#[derive(Message)]
+#[rtype(result = "(std::sync::Arc<fabric::Topology>, partitions::Caps)")]
+pub struct GetFabric;
+
+impl Handler<GetFabric> for MasterActor {
+    type Result = MessageResult<GetFabric>;
+    fn handle(&mut self, _: GetFabric, _: &mut Context<Self>) -> Self::Result {
+        MessageResult((
+            std::sync::Arc::new(self.sweeper.discovered_topology()),
+            self.sweeper.partition_caps(),
+        ))
+    }
+}
+
 /// Attaches the master to its Raft replica: the sweeper's intents (intent-first
 /// programming) go to `intents`, and Sets leave only within `lease`.
 #[derive(Message)]

@@ -12,3 +12,15 @@ use tokio::sync::oneshot;
 #[derive(Message)]
 #[rtype(result = "Result<oneshot::Receiver<ApplyResult>, ProposeError>")]
 pub struct Propose(pub Command);
+
+/// Why a write did not come back applied.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum WriteError {
+    /// Refused before anything was proposed (not the leader, stopping, raft refused it).
+    #[error(transparent)]
+    Refused(#[from] ProposeError),
+    /// Proposed, but its outcome did not come back (no answer within the deadline, or the
+    /// answer was dropped): it may have been committed.
+    #[error("{0}")]
+    CommitUnknown(String),
+}

@@ -69,7 +69,11 @@ fn a_fourth_replica_joins_and_leaves() {
         c.start(4).unwrap();
         let mut fa = c.admin(follower).unwrap();
         let r = fa
-            .change_membership(ChangeMembershipRequest { id: 4, add: true })
+            .change_membership(ChangeMembershipRequest {
+                id: 4,
+                add: true,
+                force: false,
+            })
             .await
             .unwrap()
             .into_inner();

@@ -117,7 +117,11 @@ fn tokens_roles_and_tls() {
             let e = cl
                 .change_membership(with_token(
                     READ,
-                    ChangeMembershipRequest { id: 9, add: true },
+                    ChangeMembershipRequest {
+                        id: 9,
+                        add: true,
+                        force: false,
+                    },
                 ))
                 .await
                 .unwrap_err();

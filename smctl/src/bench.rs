@@ -47,7 +47,7 @@ pub struct SweepArgs {
 fn load(source: &str) -> anyhow::Result<Topology> {
     let path = Path::new(source);
     if path.exists() {
-        let text = std::fs::read_to_string(path)
+        let text = crate::input::read_file(path)
             .with_context(|| format!("E_TOPO_IO: cannot read {}", path.display()))?;
         return netfile::parse(&text).map_err(|e| {
             anyhow!(

@@ -42,6 +42,14 @@ macro_rules! call {
     };
 }
 
+/// A call that writes to the log: a timeout or a connection lost after sending it leaves
+/// its outcome unknown (exit 7).
+macro_rules! write_call {
+    ($c:expr, $m:ident, $r:expr) => {
+        $c.$m($r).await.map_err(client::write_err)?.into_inner()
+    };
+}
+
 /// Reads that may ask the leader.
 #[derive(Args, Debug, Clone, Copy)]
 pub struct ReadOpts {
@@ -415,13 +423,9 @@ pub fn partitions_show(o: ReadOpts) -> anyhow::Result<ExitCode> {
     })
 }
 
+/// A policy text (`-` = stdin), refused locally over `partitions::MAX_POLICY_BYTES`.
 fn read_text(file: &str) -> anyhow::Result<String> {
-    if file == "-" {
-        let mut s = String::new();
-        std::io::Read::read_to_string(&mut std::io::stdin(), &mut s)?;
-        return Ok(s);
-    }
-    std::fs::read_to_string(file).map_err(|e| anyhow::anyhow!("{file}: {e}"))
+    crate::input::read_policy(file)
 }
 
 /// `smctl partitions check FILE --server` (cluster validate).
@@ -512,7 +516,7 @@ pub fn partitions_apply(file: &str, expect: Option<u64>, js: bool) -> anyhow::Re
             Some(v) => v,
             None => call!(c, get_policy, GetPolicyRequest { linearizable: true }).version,
         };
-        let r = call!(
+        let r = write_call!(
             c,
             apply_policy,
             ApplyPolicyRequest {
@@ -582,6 +586,7 @@ pub fn partitions_plan(file: Option<&str>, o: ReadOpts) -> anyhow::Result<ExitCo
 /// `smctl audit`.
 pub fn audit(o: ReadOpts) -> anyhow::Result<ExitCode> {
     let js = o.json;
+    client::set_command_timeout(client::AUDIT_REQUEST_TIMEOUT);
     run(|mut c| async move {
         let req = AuditRequest {
             linearizable: o.linearizable,
@@ -799,30 +804,41 @@ pub fn master(m: MasterCmd) -> anyhow::Result<ExitCode> {
 /// `smctl members`.
 #[derive(Subcommand, Debug)]
 pub enum MembersCmd {
-    /// Add replica ID as a voter.
+    /// Add replica ID (a configured replica) as a voter.
     Add {
         /// Raft id.
         id: u64,
     },
-    /// Remove replica ID.
+    /// Remove replica ID from the voters. Refused (exit 6) when fewer than a majority of the
+    /// configured replicas would be healthy voters afterwards (E_NODE_MEMBERSHIP_QUORUM)
+    /// unless --force; the last voter is never removed (E_NODE_MEMBERSHIP_LAST_VOTER).
     Remove {
         /// Raft id.
         id: u64,
+        /// Remove it even when fewer than a majority of the configured replicas would be
+        /// healthy voters afterwards.
+        #[arg(long)]
+        force: bool,
     },
 }
 
-/// Runs `smctl members ...`.
+/// Runs `smctl members ...`: answers once the leader has applied the change.
 pub fn members(m: MembersCmd) -> anyhow::Result<ExitCode> {
-    let (id, add) = match m {
-        MembersCmd::Add { id } => (id, true),
-        MembersCmd::Remove { id } => (id, false),
+    let (id, add, force) = match m {
+        MembersCmd::Add { id } => (id, true, false),
+        MembersCmd::Remove { id, force } => (id, false, force),
     };
     run(|mut c| async move {
-        let r = call!(c, change_membership, ChangeMembershipRequest { id, add });
+        let r = write_call!(
+            c,
+            change_membership,
+            ChangeMembershipRequest { id, add, force }
+        );
         println!(
-            "membership change proposed by leader {}: {} replica {id}",
+            "membership change applied by leader {}: {} replica {id} (voters now {:?})",
             r.leader_id,
-            if add { "add" } else { "remove" }
+            if add { "add" } else { "remove" },
+            r.voters
         );
         Ok(ExitCode::SUCCESS)
     })

@@ -94,7 +94,7 @@ fn emit(text: &str, output: &Option<PathBuf>) -> anyhow::Result<ExitCode> {
 fn offline_topology(source: &str) -> anyhow::Result<fabric::Topology> {
     let path = std::path::Path::new(source);
     if path.exists() {
-        let text = std::fs::read_to_string(path)
+        let text = crate::input::read_file(path)
             .with_context(|| format!("E_DRAW_IO: cannot read {}", path.display()))?;
         fabric::netfile::parse(&text).map_err(|e| {
             anyhow!(
@@ -162,9 +162,11 @@ fn fabric(a: FabricArgs) -> anyhow::Result<ExitCode> {
 
 fn partitions(a: PartitionsArgs) -> anyhow::Result<ExitCode> {
     let json = match &a.report {
-        Some(p) => std::fs::read_to_string(p)
+        Some(p) => crate::input::read_file(p)
             .with_context(|| format!("E_DRAW_IO: cannot read {}", p.display()))?,
         None => client::block_on(async {
+            // The audit waits for a read-back of every P_KeyTable.
+            client::set_command_timeout(client::AUDIT_REQUEST_TIMEOUT);
             let mut c = client::connect().await?;
             eprintln!("draw: the master is reading every P_KeyTable back from the fabric");
             let mut pc = c.clone();

@@ -2,7 +2,8 @@
 //! partition checks and plans, pictures, sweep benchmarks on the in-process simulator) run
 //! locally on the pure crates; cluster commands (status, nodes, ports, traces, audit,
 //! sweeps, mastership, members, events, tenants, SA state, pictures) go to a replica's
-//! SmAdmin gRPC service (`--server`, TLS, tokens; exit codes in [`client`]).
+//! SmAdmin gRPC service (`--server`, TLS, tokens, timeouts; exit codes in [`client`]). Every
+//! file it reads has a size limit ([`input`]).
 //!
 //! It must never link the daemon: no dependency on `sm-node`, actix, sled or raft-rs —
 //! everything it learns about a cluster comes through the admin API (`proto` with `grpc`).
@@ -15,6 +16,7 @@ mod bench;
 mod client;
 mod cluster_cmds;
 mod draw;
+mod input;
 mod partitions;
 mod route;
 mod sa;
@@ -23,7 +25,7 @@ mod topo;
 
 /// Quorum SM operator CLI.
 #[derive(Parser)]
-#[command(name = "smctl", version, about)]
+#[command(name = "smctl", version, about, after_help = client::EXIT_CODES)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -99,7 +101,21 @@ enum Command {
     },
 }
 
+/// A closed stdout (`smctl ... | head`) ends smctl the way it ends `cat`: killed by SIGPIPE
+/// on its next write, quietly, status 141 in a shell. Rust starts programs with SIGPIPE
+/// ignored, which turns that write into EPIPE and `println!` into a panic; restoring the
+/// default covers every print path at once. Sockets are unaffected: Rust's TCP writes (std,
+/// mio, hence tokio and tonic) use MSG_NOSIGNAL.
+fn default_sigpipe() {
+    // SAFETY: signal(2) with SIG_DFL installs no handler; called first in main, before any
+    // thread is started.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+}
+
 fn main() -> std::process::ExitCode {
+    default_sigpipe();
     let cli = Cli::parse();
     client::set(cli.conn.clone());
     let result = match cli.command {
@@ -124,7 +140,6 @@ fn main() -> std::process::ExitCode {
             use clap::CommandFactory;
             let mut buf = Vec::new();
             clap_complete::generate(shell, &mut Cli::command(), "smctl", &mut buf);
-            // A closed pipe (`| head`) is not an error.
             let _ = std::io::Write::write_all(&mut std::io::stdout(), &buf);
             Ok(std::process::ExitCode::SUCCESS)
         }

@@ -158,7 +158,8 @@ impl CommonOpts {
 
 fn load_topology(t: &str) -> anyhow::Result<Topology> {
     if std::path::Path::new(t).exists() {
-        let text = std::fs::read_to_string(t).with_context(|| format!("reading {t}"))?;
+        let text = crate::input::read_file(std::path::Path::new(t))
+            .with_context(|| format!("reading {t}"))?;
         return fabric::netfile::parse(&text).with_context(|| format!("parsing topology {t}"));
     }
     let spec: fabric::GenSpec = t
@@ -168,8 +169,14 @@ fn load_topology(t: &str) -> anyhow::Result<Topology> {
         .with_context(|| format!("generating topology {t}"))
 }
 
+/// A policy file (bounded by `partitions::MAX_POLICY_BYTES`).
 fn read(path: &str) -> anyhow::Result<String> {
-    std::fs::read_to_string(path).with_context(|| format!("reading {path}"))
+    crate::input::read_policy(path).with_context(|| format!("reading {path}"))
+}
+
+/// A P_Key dump (bounded by `input::MAX_FILE_BYTES`).
+fn read_dump(path: &str) -> anyhow::Result<String> {
+    crate::input::read_file(std::path::Path::new(path)).with_context(|| format!("reading {path}"))
 }
 
 /// Runs a `smctl partitions` subcommand.
@@ -180,14 +187,13 @@ pub fn run(cmd: PartitionsCmd) -> anyhow::Result<ExitCode> {
     code
 }
 
-/// Writes the output, treating a closed pipe (`| head`) as success.
+/// Writes the output (a reader that went away, `| head`, ends smctl by SIGPIPE: see main.rs).
 fn emit(o: &str) -> anyhow::Result<()> {
     use std::io::Write as _;
     let mut out = std::io::stdout().lock();
-    match out.write_all(o.as_bytes()).and_then(|_| out.flush()) {
-        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
-        _ => Ok(()),
-    }
+    out.write_all(o.as_bytes())?;
+    out.flush()?;
+    Ok(())
 }
 
 fn run_into(o: &mut String, cmd: PartitionsCmd) -> anyhow::Result<ExitCode> {
@@ -298,7 +304,7 @@ fn run_into(o: &mut String, cmd: PartitionsCmd) -> anyhow::Result<ExitCode> {
             opts,
         } => {
             let topo = load_topology(&topology)?;
-            let text = read(&pkeys)?;
+            let text = read_dump(&pkeys)?;
             let readings = if text.trim_start().starts_with('[') {
                 serde_json::from_str(&text).with_context(|| format!("parsing JSON {pkeys}"))?
             } else {

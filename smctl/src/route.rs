@@ -106,7 +106,7 @@ struct AnalyzeArgs {
 fn load_topology(source: &str) -> anyhow::Result<Topology> {
     let path = Path::new(source);
     if path.exists() {
-        let text = std::fs::read_to_string(path)
+        let text = crate::input::read_file(path)
             .with_context(|| format!("E_ROUTE_IO: cannot read {}", path.display()))?;
         return netfile::parse(&text).map_err(|e| {
             anyhow!(
@@ -336,7 +336,7 @@ fn drop_link(
 fn analyze(a: AnalyzeArgs) -> anyhow::Result<ExitCode> {
     let mut o = String::new();
     let topo = load_topology(&a.topology)?;
-    let text = std::fs::read_to_string(&a.lfts)
+    let text = crate::input::read_file(&a.lfts)
         .with_context(|| format!("E_ROUTE_IO: cannot read {}", a.lfts.display()))?;
     let dump = ibroute::parse_ibroute(&text)
         .map_err(|e| anyhow!("E_ROUTE_DUMP: {}: {e}", a.lfts.display()))?;

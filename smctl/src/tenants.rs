@@ -5,7 +5,7 @@
 //! the tenant set version: `--expected-version N` refuses the change when another committed
 //! since (exit 1, FAILED_PRECONDITION); without it the server retries a race itself.
 
-use crate::client::{self, Client, block_on, connect, status_err};
+use crate::client::{self, Client, block_on, connect, status_err, write_err};
 use anyhow::Context;
 use clap::{Args, Subcommand};
 use partitions::tenants::RdmaLimit as Limit;
@@ -368,7 +368,7 @@ pub fn run_cmd(cmd: TenantsCmd) -> anyhow::Result<ExitCode> {
                     request_id: request_id(),
                 })
                 .await
-                .map_err(status_err)?
+                .map_err(write_err)?
                 .into_inner();
             println!(
                 "deleted {name}: tenant set version {} (index {})",
@@ -428,7 +428,7 @@ pub fn run_cmd(cmd: TenantsCmd) -> anyhow::Result<ExitCode> {
 
 fn set_call(req: SetTenantRequest, what: String) -> anyhow::Result<ExitCode> {
     run(|mut c| async move {
-        let r = c.set_tenant(req).await.map_err(status_err)?.into_inner();
+        let r = c.set_tenant(req).await.map_err(write_err)?.into_inner();
         println!(
             "set {what}: tenant set version {} (index {})",
             r.version, r.index

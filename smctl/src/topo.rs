@@ -192,10 +192,7 @@ fn generate(spec: &GenSpec, output: Option<&Path>) -> anyhow::Result<ExitCode> {
                 .and_then(|()| stdout.flush())
             {
                 Ok(()) => {}
-                // The reader went away (e.g. `| head`): nothing left to do.
-                Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {
-                    return Ok(ExitCode::SUCCESS);
-                }
+                // (A reader that went away, `| head`, ends smctl by SIGPIPE: see main.rs.)
                 Err(e) => return Err(anyhow!("E_TOPO_IO: cannot write to stdout: {e}")),
             }
         }
@@ -221,7 +218,7 @@ fn generate(spec: &GenSpec, output: Option<&Path>) -> anyhow::Result<ExitCode> {
 fn info(source: &str) -> anyhow::Result<ExitCode> {
     let path = Path::new(source);
     let (topo, what) = if path.exists() {
-        let text = std::fs::read_to_string(path)
+        let text = crate::input::read_file(path)
             .with_context(|| format!("E_TOPO_IO: cannot read {}", path.display()))?;
         let topo = netfile::parse(&text).map_err(|e| {
             anyhow!(

@@ -97,6 +97,18 @@ pub enum AdminError {
     /// The tenant view in force could not be derived.
     #[error("E_NODE_TENANTS: {0}")]
     Derive(String),
+    /// An input larger than its limit (nothing was changed).
+    #[error("E_ADMIN_LIMIT: {what} is {size}; the limit is {limit} ({name}); nothing was changed")]
+    Limit {
+        /// What is too large ("the policy text (bytes)", ...).
+        what: &'static str,
+        /// Its size.
+        size: usize,
+        /// The limit.
+        limit: usize,
+        /// The constant that sets it.
+        name: &'static str,
+    },
 }
 
 fn kind_name(storage: bool) -> &'static str {
@@ -120,6 +132,7 @@ impl AdminError {
             AdminError::TenantSplit { .. } => "E_NODE_TENANT_SPLIT",
             AdminError::TenantUnknown { .. } => "E_NODE_TENANT_UNKNOWN",
             AdminError::Derive(_) => "E_NODE_TENANTS",
+            AdminError::Limit { .. } => "E_ADMIN_LIMIT",
         }
     }
 }
@@ -174,6 +187,15 @@ mod tests {
                 "E_NODE_TENANT_UNKNOWN: no storage partition named 'nfs'",
             ),
             (AdminError::Derive("x".into()), "E_NODE_TENANTS: x"),
+            (
+                AdminError::Limit {
+                    what: "the policy text (bytes)",
+                    size: 2,
+                    limit: 1,
+                    name: "MAX_POLICY_BYTES",
+                },
+                "E_ADMIN_LIMIT: the policy text (bytes) is 2; the limit is 1 (MAX_POLICY_BYTES); nothing was changed",
+            ),
         ];
         for (e, text) in cases {
             assert_eq!(e.to_string(), text);

@@ -21,10 +21,31 @@ pub fn options(st: &ReplicatedState) -> Options {
     }
 }
 
-/// Lints `text` (syntax errors with line:col, semantic and topology lints).
-pub fn validate(st: &ReplicatedState, t: Option<&Topology>, text: &str) -> ValidatePolicyReply {
-    let caps = Caps::default();
-    let r = partitions::check(text, options(st), t.map(|t| (t, &caps)));
+/// Code of the warning [`validate`] adds when it has no fabric to check against.
+pub const NO_TOPOLOGY: &str = "E_NODE_NO_TOPOLOGY";
+
+/// Lints `text` (syntax errors with line:col, semantic lints, the limits, and with the
+/// master's topology and its nodes' P_Key table capacities the topology lints: a port whose
+/// PartitionCap cannot hold its keys is PART-E008). `ok` is false exactly when
+/// `partitions::check` calls the text an error: ValidatePolicy (`smctl partitions check
+/// --server`) and ApplyPolicy (which refuses a text that is not `ok`) both call this. Without
+/// a fabric the topology lints are not run, and a warning says so.
+pub fn validate(
+    st: &ReplicatedState,
+    fabric: Option<(&Topology, &Caps)>,
+    text: &str,
+) -> ValidatePolicyReply {
+    validate_with(options(st), fabric, text)
+}
+
+/// [`validate`] with the options already read from the state ([`options`]): what a caller
+/// runs off the thread that owns the state (planning a large fabric takes a while).
+pub fn validate_with(
+    opts: Options,
+    fabric: Option<(&Topology, &Caps)>,
+    text: &str,
+) -> ValidatePolicyReply {
+    let r = partitions::check(text, opts, fabric);
     let mut diagnostics: Vec<PolicyDiagnostic> = r
         .parse_errors
         .iter()
@@ -46,11 +67,36 @@ pub fn validate(st: &ReplicatedState, t: Option<&Topology>, text: &str) -> Valid
         col: l.pos.map_or(0, |p| p.col),
         message: l.message.clone(),
     }));
+    if fabric.is_none() {
+        diagnostics.push(PolicyDiagnostic {
+            code: NO_TOPOLOGY.into(),
+            severity: "warning".into(),
+            line: 0,
+            col: 0,
+            message: "the master has not discovered the fabric yet: the ports' PartitionCap and \
+                      the members were not checked"
+                .into(),
+        });
+    }
     ValidatePolicyReply {
         ok: !r.has_errors(),
         diagnostics,
         partitions: r.plan.as_ref().map_or(0, |p| p.partitions.len() as u32),
     }
+}
+
+/// [`AdminError::Limit`] for a policy text larger than [`partitions::MAX_POLICY_BYTES`]
+/// (checked before anything parses it).
+pub fn check_size(text: &str) -> Result<(), AdminError> {
+    if text.len() > partitions::MAX_POLICY_BYTES {
+        return Err(AdminError::Limit {
+            what: "the policy text (bytes)",
+            size: text.len(),
+            limit: partitions::MAX_POLICY_BYTES,
+            name: "MAX_POLICY_BYTES",
+        });
+    }
+    Ok(())
 }
 
 /// The [`AdminError::PolicySyntax`] of a text that does not parse, `None` when it parses.
@@ -70,6 +116,9 @@ fn plan_of(
     t: &Topology,
     text: Option<&str>,
 ) -> Result<partitions::Plan, AdminError> {
+    if let Some(t) = text {
+        check_size(t)?;
+    }
     if let Some(e) = text.and_then(syntax_error) {
         return Err(e);
     }

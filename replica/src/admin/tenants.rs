@@ -19,6 +19,39 @@ use proto::state::{self, Tenants};
 use std::collections::{BTreeMap, BTreeSet};
 use std::hash::{DefaultHasher, Hash, Hasher};
 
+/// Most tenants and storage partitions a tenant set holds (2,048): each is a partition of
+/// the compiled policy (with the operator's, at most `partitions::MAX_PARTITIONS`), and every
+/// write compiles the whole set on the topology.
+pub const MAX_TENANTS: usize = 2048;
+
+/// Largest tenant set, protobuf-encoded (1 MiB): the whole set is one log entry per write
+/// and is kept in every replica's state.
+pub const MAX_TENANT_SET_BYTES: usize = 1 << 20;
+
+/// [`AdminError::Limit`] when `set` has more than [`MAX_TENANTS`] tenants and storage
+/// partitions or encodes to more than [`MAX_TENANT_SET_BYTES`].
+pub fn check_limits(set: &Tenants) -> Result<(), AdminError> {
+    let n = set.tenants.len() + set.storage.len();
+    if n > MAX_TENANTS {
+        return Err(AdminError::Limit {
+            what: "the tenant set (tenants and storage partitions)",
+            size: n,
+            limit: MAX_TENANTS,
+            name: "MAX_TENANTS",
+        });
+    }
+    let bytes = prost::Message::encoded_len(set);
+    if bytes > MAX_TENANT_SET_BYTES {
+        return Err(AdminError::Limit {
+            what: "the tenant set, encoded (bytes)",
+            size: bytes,
+            limit: MAX_TENANT_SET_BYTES,
+            name: "MAX_TENANT_SET_BYTES",
+        });
+    }
+    Ok(())
+}
+
 /// What the tenant reads and writes need from the state, cloned out of it (the daemon does
 /// so in its Raft actor when its cache misses).
 pub struct View {
@@ -293,6 +326,7 @@ pub fn changed(cur: &Tenants, change: &Change) -> Result<Tenants, AdminError> {
 
 /// Compiles `new` strictly against the view (what apply will check); the warnings.
 pub fn precheck(view: &View, new: &Tenants) -> Result<Vec<String>, AdminError> {
+    check_limits(new)?;
     let c = crate::tenants::compile_on(
         new,
         view.operator.as_deref(),
@@ -494,5 +528,33 @@ mod tests {
         .unwrap();
         let e = precheck(&View::of(&state()), &n).unwrap_err();
         assert_eq!(e.code(), "TENANT-E009", "{e:?}");
+    }
+
+    #[test]
+    fn sets_over_the_limits_are_refused_before_compiling() {
+        let view = View::of(&state());
+        let tenant = |i: usize| Tenant {
+            name: format!("t{i}"),
+            pkey: 0x1000 + i as u32,
+            ..Default::default()
+        };
+        let mut set = Tenants {
+            tenants: (0..=MAX_TENANTS).map(tenant).collect(),
+            ..Default::default()
+        };
+        let e = precheck(&view, &set).unwrap_err();
+        assert_eq!(e.code(), "E_ADMIN_LIMIT");
+        assert!(e.to_string().contains("(MAX_TENANTS)"), "{e}");
+        set.tenants.truncate(MAX_TENANTS);
+        assert!(check_limits(&set).is_ok());
+        // One tenant whose storage list alone is larger than the encoded limit.
+        let mut big = tenant(0);
+        big.storage = vec!["x".repeat(1024); MAX_TENANT_SET_BYTES / 1024 + 1];
+        let set = Tenants {
+            tenants: vec![big],
+            ..Default::default()
+        };
+        let e = precheck(&view, &set).unwrap_err();
+        assert!(e.to_string().contains("(MAX_TENANT_SET_BYTES)"), "{e}");
     }
 }

@@ -1,5 +1,5 @@
 //! Read-only views of the sweeper for operators (the admin API): the topology of the last
-//! completed discovery.
+//! completed discovery and its P_Key table capacities.
 
 use super::Sweeper;
 use fabric::Topology;
@@ -14,6 +14,12 @@ impl Sweeper {
             // Not strict: nothing is refused, every error is skipped.
             Err(_) => Topology::new(),
         }
+    }
+
+    /// The P_Key table capacities of the nodes the last sweep saw (NodeInfo.PartitionCap,
+    /// SwitchInfo.PartitionEnforcementCap), as the sweeper plans partitions with them.
+    pub fn partition_caps(&self) -> partitions::Caps {
+        crate::program::partition_caps(&self.disc)
     }
 
     /// PortInfo of `(node GUID, port)` as this sweeper last read it (a discovery Get, or the

@@ -3,6 +3,7 @@
 
 use super::PeerTx;
 use super::raft_actor::{Propose, ProposeError, RaftActor, Step};
+use crate::propose::WriteError;
 use actix::Addr;
 use proto::peer::peer_client::PeerClient;
 use proto::peer::peer_server::{Peer, PeerServer};
@@ -23,6 +24,29 @@ const LARGE: usize = 3 * 1024 * 1024;
 const CHUNK: usize = 1024 * 1024;
 /// How long a forwarded or local proposal may take before the caller gives up.
 pub const PROPOSE_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// How long a follower waits for the leader's answer to a forwarded write: longer than the
+/// leader's own [`PROPOSE_TIMEOUT`], so that the leader's answer (commit unknown included)
+/// comes back before the follower gives up.
+pub const FORWARD_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Bound on establishing a connection to the leader for a forwarded write (TCP, TLS).
+pub const FORWARD_CONNECT_TIMEOUT: Duration = Duration::from_secs(1);
+
+/// A client to `addr` connected now, for a forwarded write: a failure here means nothing was
+/// sent. Calls on it time out after [`FORWARD_TIMEOUT`].
+pub async fn connect_for_write(addr: &str) -> Result<Channel, String> {
+    let ep = crate::tls::endpoint(addr)
+        .map_err(|e| e.to_string())?
+        .connect_timeout(FORWARD_CONNECT_TIMEOUT)
+        .timeout(FORWARD_TIMEOUT)
+        .tcp_nodelay(true);
+    match tokio::time::timeout(FORWARD_CONNECT_TIMEOUT, ep.connect()).await {
+        Ok(Ok(ch)) => Ok(ch),
+        Ok(Err(e)) => Err(format!("{e} ({:?})", std::error::Error::source(&e))),
+        Err(_) => Err(format!("no connection within {FORWARD_CONNECT_TIMEOUT:?}")),
+    }
+}
 
 /// A lazily connecting client to `addr` (reconnects by itself after failures).
 pub fn channel(addr: &str) -> Result<Channel, tonic::transport::Error> {
@@ -164,22 +188,29 @@ pub struct PeerService {
     pub raft: Addr<RaftActor>,
 }
 
-/// Proposes `cmd` here and waits for its apply result.
+/// Proposes `cmd` here and waits for its apply result. Refused (nothing proposed): the
+/// actor is gone or the core refused it (not the leader, stopping, raft dropped it).
+/// Proposed but unanswered: [`WriteError::CommitUnknown`] when no answer comes within
+/// [`PROPOSE_TIMEOUT`] or the answer is dropped (the core's `Output::Dropped` after the
+/// request's time to live, leadership lost, the replica stopping on a storage error after the
+/// entry may have reached a quorum).
 pub async fn propose_local(
     raft: &Addr<RaftActor>,
     cmd: proto::state::Command,
-) -> Result<proto::state::ApplyResult, ProposeError> {
+) -> Result<proto::state::ApplyResult, WriteError> {
     let rx = raft
         .send(Propose(cmd))
         .await
         .map_err(|e| ProposeError::Failed(format!("raft actor: {e}")))??;
     match tokio::time::timeout(PROPOSE_TIMEOUT, rx).await {
         Ok(Ok(r)) => Ok(r),
-        Ok(Err(_)) => Err(ProposeError::Failed(
-            "the proposal was dropped (leadership changed?)".into(),
+        Ok(Err(_)) => Err(WriteError::CommitUnknown(
+            "the replica dropped the proposal's answer (leadership changed, or the replica \
+             stopped)"
+                .into(),
         )),
-        Err(_) => Err(ProposeError::Failed(format!(
-            "not committed within {PROPOSE_TIMEOUT:?} (no quorum?)"
+        Err(_) => Err(WriteError::CommitUnknown(format!(
+            "proposed, not answered within {PROPOSE_TIMEOUT:?} (no quorum?)"
         ))),
     }
 }
@@ -222,14 +253,15 @@ impl Peer for PeerService {
             .ok_or_else(|| Status::invalid_argument("forward without a command"))?;
         let result = match propose_local(&self.raft, cmd).await {
             Ok(a) => propose_reply::Result::Applied(a),
-            Err(ProposeError::NotLeader {
+            Err(WriteError::Refused(ProposeError::NotLeader {
                 leader_id,
                 leader_address,
-            }) => propose_reply::Result::NotLeader(NotLeader {
+            })) => propose_reply::Result::NotLeader(NotLeader {
                 leader_id,
                 leader_address,
             }),
-            Err(e) => propose_reply::Result::Failed(e.to_string()),
+            Err(WriteError::Refused(e)) => propose_reply::Result::Failed(e.to_string()),
+            Err(WriteError::CommitUnknown(m)) => propose_reply::Result::CommitUnknown(m),
         };
         Ok(Response::new(ProposeReply {
             result: Some(result),

@@ -10,7 +10,8 @@
 //! vanilla script, embedded in the binary: no build step.
 //!
 //! Errors reaching operators: `E_DASH_TLS` (certificate/key), `E_DASH_LISTEN`,
-//! `E_DASH_AUTH` (HTTP 401), `E_DASH_VIEW` (a picture that cannot be drawn).
+//! `E_DASH_AUTH` (HTTP 401), `E_DASH_VIEW` (a picture that cannot be drawn), `E_DASH_REQUEST`
+//! (a request head over `server::MAX_REQUEST_HEAD`, 431, or a request with a body, 413).
 
 pub mod access;
 pub mod server;

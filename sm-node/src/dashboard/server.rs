@@ -25,6 +25,58 @@ const APP_JS: &str = include_str!("app.js");
 /// Largest drawing (edges after collapsing hosts) the dashboard lays out.
 pub const MAX_LAYOUT_EDGES: usize = 1500;
 
+/// Largest request head the dashboard takes (16 KiB: the request line and every header,
+/// name and value): its pages and API calls are GETs carrying at most a token and a cookie.
+/// A larger one is refused with 431 and no request may carry a body (413): nothing here
+/// reads one.
+pub const MAX_REQUEST_HEAD: usize = 16 * 1024;
+
+/// The refusal of a request over the limits, None when it is within them.
+fn over_limits<B>(req: &axum::http::Request<B>) -> Option<Response> {
+    let head = req.method().as_str().len()
+        + req.uri().to_string().len()
+        + req
+            .headers()
+            .iter()
+            .map(|(k, v)| k.as_str().len() + v.len() + 4)
+            .sum::<usize>();
+    if head > MAX_REQUEST_HEAD {
+        return Some(
+            (
+                StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
+                format!(
+                    "E_DASH_REQUEST: the request line and headers are {head} bytes; the limit is {MAX_REQUEST_HEAD} (MAX_REQUEST_HEAD)\n"
+                ),
+            )
+                .into_response(),
+        );
+    }
+    let length = req
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .map(|v| v.to_str().ok().and_then(|t| t.trim().parse::<u64>().ok()));
+    let body = req.headers().contains_key(header::TRANSFER_ENCODING)
+        || matches!(length, Some(None))
+        || matches!(length, Some(Some(n)) if n > 0);
+    if body {
+        return Some(
+            (
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "E_DASH_REQUEST: the dashboard takes no request body (its pages and API calls are GETs)\n",
+            )
+                .into_response(),
+        );
+    }
+    None
+}
+
+async fn limits(req: axum::extract::Request, next: axum::middleware::Next) -> Response {
+    match over_limits(&req) {
+        Some(refused) => refused,
+        None => next.run(req).await,
+    }
+}
+
 /// Shared state of the routes.
 pub struct Dash {
     /// This replica's admin service.
@@ -351,5 +403,35 @@ pub fn router(d: Arc<Dash>) -> Router {
         .route("/api/audit-progress", get(audit_progress))
         .route("/api/metrics", get(metrics))
         .route("/api/events", get(events))
+        .layer(axum::middleware::from_fn(limits))
         .with_state(d)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn get(uri: &str, headers: &[(&str, &str)]) -> axum::http::Request<()> {
+        let mut b = axum::http::Request::get(uri);
+        for (k, v) in headers {
+            b = b.header(*k, *v);
+        }
+        b.body(()).unwrap()
+    }
+
+    #[test]
+    fn request_heads_and_bodies_over_the_limits_are_refused() {
+        assert!(over_limits(&get("/api/status", &[("cookie", "t=abc")])).is_none());
+        let big = "x".repeat(MAX_REQUEST_HEAD);
+        let r = over_limits(&get("/api/status", &[("x-pad", &big)])).unwrap();
+        assert_eq!(r.status(), StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE);
+        let q = format!("/?token={big}");
+        let r = over_limits(&get(&q, &[])).unwrap();
+        assert_eq!(r.status(), StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE);
+        let r = over_limits(&get("/", &[("content-length", "10")])).unwrap();
+        assert_eq!(r.status(), StatusCode::PAYLOAD_TOO_LARGE);
+        let r = over_limits(&get("/", &[("transfer-encoding", "chunked")])).unwrap();
+        assert_eq!(r.status(), StatusCode::PAYLOAD_TOO_LARGE);
+        assert!(over_limits(&get("/", &[("content-length", "0")])).is_none());
+    }
 }

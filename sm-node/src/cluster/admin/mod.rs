@@ -12,24 +12,35 @@
 //!
 //! What the reads answer is computed by `replica::admin` (pure); this module decides where
 //! it runs. Status codes (all mapped in [`errors`]): INVALID_ARGUMENT (`line:col`) for a
-//! policy that does not parse, FAILED_PRECONDITION for a stale `expected_version`,
-//! UNAVAILABLE (with the leader's address when known) without a leader or a quorum.
+//! policy that does not parse, for a policy `smctl partitions check` calls an error (checked
+//! at the master, against the fabric's P_Key table capacities) and for an input over its
+//! limit ([`limits`]); FAILED_PRECONDITION for a stale `expected_version` and a membership
+//! change the guard refuses ([`membership`]); UNAVAILABLE (with the leader's address when
+//! known) without a leader or a quorum, when nothing was proposed; ABORTED
+//! `E_NODE_COMMIT_UNKNOWN` for a write that was proposed (or sent to the leader) and whose
+//! outcome did not come back.
 
 pub mod errors;
+pub mod limits;
+pub mod membership;
 pub mod sa;
 pub mod status;
 pub mod tenants;
 pub mod watch;
 
-use super::net::{MAX_MESSAGE, PROPOSE_TIMEOUT, channel, propose_local};
+use super::net::{MAX_MESSAGE, channel, connect_for_write, propose_local};
 use super::raft_actor::{
-    ChangeMembership, GetClusterStatus, GetPolicy, ProposeError, RaftActor, ReadIndex, ReadState,
-    ReadView, TransferLeader, TriggerSweep,
+    GetClusterStatus, GetPolicy, ProposeError, RaftActor, ReadIndex, ReadState, ReadView,
+    TransferLeader, TriggerSweep,
 };
 use crate::auth::Auth;
-use crate::master::{GetPortInfo, GetTopology, ReadPKeys, ReadbackProgress};
+use crate::master::{GetFabric, GetPortInfo, GetTopology, ReadPKeys, ReadbackProgress};
+use crate::propose::WriteError;
 use actix::Addr;
-use errors::{Call, actor_err, admin_status, not_leader_status, status_of};
+use errors::{
+    Call, actor_err, admin_status, commit_unknown, forwarded_read_failure, forwarded_write_failure,
+    not_leader_status, status_of,
+};
 use fabric::Topology;
 use proto::admin::sm_admin_client::SmAdminClient;
 use proto::admin::sm_admin_server::{SmAdmin, SmAdminServer};
@@ -101,54 +112,84 @@ impl AdminService {
             .map_err(actor_err)
     }
 
-    /// Proposes here when leader, else forwards to the leader.
+    /// Proposes here when leader, else forwards the command to the leader (`Peer.Forward`).
+    /// UNAVAILABLE when nothing was proposed; commit unknown when it was proposed (or sent to
+    /// the leader) and the outcome did not come back.
     async fn propose(&self, cmd: Command) -> Result<ApplyResult, Status> {
         crate::metrics::proposal();
         match propose_local(&self.raft, cmd.clone()).await {
             Ok(r) => Ok(r),
-            Err(ProposeError::NotLeader {
+            Err(WriteError::Refused(ProposeError::NotLeader {
                 leader_id,
                 leader_address,
-            }) => {
+            })) => {
                 if leader_id == 0 || leader_address.is_empty() {
                     return Err(not_leader_status(leader_id, &leader_address));
                 }
-                let ch = channel(&leader_address)
-                    .map_err(|e| Status::unavailable(format!("E_NODE_FORWARD: {e}")))?;
-                let mut c = PeerClient::new(ch).max_decoding_message_size(MAX_MESSAGE);
-                let req = ProposeRequest {
-                    from: self.id,
-                    command: Some(cmd),
-                };
-                let reply = tokio::time::timeout(PROPOSE_TIMEOUT, c.forward(req))
-                    .await
-                    .map_err(|_| Status::unavailable("E_NODE_FORWARD: leader did not answer"))?
-                    .map_err(|e| {
-                        Status::unavailable(format!(
-                            "E_NODE_FORWARD: leader {leader_id} at {leader_address}: {}",
-                            e.message()
-                        ))
-                    })?
-                    .into_inner();
-                match reply.result {
-                    Some(propose_reply::Result::Applied(a)) => Ok(a),
-                    Some(propose_reply::Result::NotLeader(n)) => {
-                        Err(not_leader_status(n.leader_id, &n.leader_address))
-                    }
-                    Some(propose_reply::Result::Failed(m)) => {
-                        Err(Status::unavailable(format!("E_NODE_PROPOSE: {m}")))
-                    }
-                    None => Err(Status::internal("E_NODE_FORWARD: empty reply")),
-                }
+                self.forward_command(cmd, leader_id, &leader_address).await
             }
-            Err(e) => Err(status_of(e, Call::Propose)),
+            Err(WriteError::Refused(e)) => Err(status_of(e, Call::Propose)),
+            Err(WriteError::CommitUnknown(m)) => Err(commit_unknown(&m)),
         }
     }
 
-    /// The leader's admin client; None when this replica is the leader.
+    /// Proposes `cmd` at the leader (`Peer.Forward`).
+    async fn forward_command(
+        &self,
+        cmd: Command,
+        leader_id: u64,
+        addr: &str,
+    ) -> Result<ApplyResult, Status> {
+        let ch = connect_for_write(addr).await.map_err(|e| {
+            Status::unavailable(format!(
+                "E_NODE_FORWARD: cannot reach the leader (replica {leader_id}) at {addr}; nothing was sent: {e}"
+            ))
+        })?;
+        let mut c = PeerClient::new(ch)
+            .max_decoding_message_size(MAX_MESSAGE)
+            .max_encoding_message_size(MAX_MESSAGE);
+        let req = ProposeRequest {
+            from: self.id,
+            command: Some(cmd),
+        };
+        let reply = c
+            .forward(req)
+            .await
+            .map_err(|s| forwarded_write_failure(s, addr))?
+            .into_inner();
+        match reply.result {
+            Some(propose_reply::Result::Applied(a)) => Ok(a),
+            Some(propose_reply::Result::NotLeader(n)) => {
+                Err(not_leader_status(n.leader_id, &n.leader_address))
+            }
+            Some(propose_reply::Result::Failed(m)) => Err(Status::unavailable(format!(
+                "E_NODE_PROPOSE: the leader (replica {leader_id}) refused it: {m}"
+            ))),
+            Some(propose_reply::Result::CommitUnknown(m)) => Err(commit_unknown(&format!(
+                "at the leader (replica {leader_id}): {m}"
+            ))),
+            None => Err(Status::internal("E_NODE_FORWARD: empty reply")),
+        }
+    }
+
+    /// The leader (id, admin address) when it is another replica; None when this replica
+    /// leads or no leader is known.
+    async fn leader_elsewhere(&self) -> Result<Option<(u64, String)>, Status> {
+        let st = self.raft.send(GetClusterStatus).await.map_err(actor_err)?;
+        if st.leader_id == 0 || st.leader_id == st.self_id {
+            return Ok(None);
+        }
+        Ok(st
+            .replicas
+            .iter()
+            .find(|r| r.id == st.leader_id)
+            .map(|r| (r.id, r.admin_address.clone())))
+    }
+
+    /// The leader's admin client and address; None when this replica is the leader.
     async fn leader_client(
         &self,
-    ) -> Result<Option<SmAdminClient<tonic::transport::Channel>>, Status> {
+    ) -> Result<Option<(SmAdminClient<tonic::transport::Channel>, String)>, Status> {
         let st = self.raft.send(GetClusterStatus).await.map_err(actor_err)?;
         if st.leader_id == st.self_id {
             return Ok(None);
@@ -160,18 +201,22 @@ impl AdminService {
             .map(|r| r.admin_address.clone())
             .ok_or_else(|| not_leader_status(0, ""))?;
         let ch = channel(&addr).map_err(|e| Status::unavailable(format!("E_NODE_FORWARD: {e}")))?;
-        Ok(Some(
-            SmAdminClient::new(ch).max_decoding_message_size(MAX_MESSAGE),
-        ))
+        Ok(Some((
+            SmAdminClient::new(ch)
+                .max_decoding_message_size(MAX_MESSAGE)
+                .max_encoding_message_size(limits::MAX_ADMIN_REQUEST),
+            addr,
+        )))
     }
 
-    /// The leader's client for a call that must be answered there (UNAVAILABLE when this
-    /// replica is the leader but cannot answer, or the call was forwarded already).
+    /// The leader's client (and address) for a read that must be answered there
+    /// (UNAVAILABLE when this replica is the leader but cannot answer, or the call was
+    /// forwarded already). Map its failures with [`forwarded_read_failure`].
     async fn must_forward<T>(
         &self,
         req: &Request<T>,
         why: &str,
-    ) -> Result<SmAdminClient<tonic::transport::Channel>, Status> {
+    ) -> Result<(SmAdminClient<tonic::transport::Channel>, String), Status> {
         if is_forwarded(req) {
             return Err(Status::unavailable(format!(
                 "E_NODE_FORWARD: forwarded here but {why}"
@@ -180,6 +225,34 @@ impl AdminService {
         self.leader_client()
             .await?
             .ok_or_else(|| Status::unavailable(format!("E_NODE_NO_MASTER: {why}")))
+    }
+
+    /// The leader's client (and address) for a write this replica does not run itself,
+    /// connected now: a failure to connect means nothing was sent (UNAVAILABLE). Map its
+    /// failures with [`forwarded_write_failure`].
+    async fn leader_for_write<T>(
+        &self,
+        req: &Request<T>,
+    ) -> Result<(SmAdminClient<tonic::transport::Channel>, String), Status> {
+        if is_forwarded(req) {
+            return Err(Status::unavailable(
+                "E_NODE_FORWARD: forwarded here but this replica does not lead (leadership moved?); nothing was proposed",
+            ));
+        }
+        let Some((leader, addr)) = self.leader_elsewhere().await? else {
+            return Err(not_leader_status(0, ""));
+        };
+        let ch = connect_for_write(&addr).await.map_err(|e| {
+            Status::unavailable(format!(
+                "E_NODE_FORWARD: cannot reach the leader (replica {leader}) at {addr}; nothing was sent: {e}"
+            ))
+        })?;
+        Ok((
+            SmAdminClient::new(ch)
+                .max_decoding_message_size(MAX_MESSAGE)
+                .max_encoding_message_size(limits::MAX_ADMIN_REQUEST),
+            addr,
+        ))
     }
 
     /// True when a `linearizable` read must go to the leader. On the leader, a ReadIndex
@@ -214,6 +287,31 @@ impl AdminService {
         Ok(Some(t))
     }
 
+    /// The fabric a policy is checked against: the master's last discovery and its nodes'
+    /// P_Key table capacities, when this replica is master and has discovered something.
+    async fn master_fabric(&self) -> Result<Option<(Arc<Topology>, partitions::Caps)>, Status> {
+        let Some(m) = self.read(|v| v.master).await? else {
+            return Ok(None);
+        };
+        let (t, caps) = m.send(GetFabric).await.map_err(actor_err)?;
+        Ok((!t.is_empty()).then_some((t, caps)))
+    }
+
+    /// `policy::validate` of `text` (what `smctl partitions check` runs) against `fabric`,
+    /// on a blocking thread: planning a large fabric must not hold the Raft actor.
+    async fn validate(
+        &self,
+        fabric: Option<(Arc<Topology>, partitions::Caps)>,
+        text: String,
+    ) -> Result<ValidatePolicyReply, Status> {
+        let opts = self.read(|v| policy::options(v.state)).await?;
+        tokio::task::spawn_blocking(move || {
+            policy::validate_with(opts, fabric.as_ref().map(|(t, c)| (t.as_ref(), c)), &text)
+        })
+        .await
+        .map_err(|e| Status::internal(format!("E_NODE_POLICY_CHECK: {e}")))
+    }
+
     /// Runs `f` on the state and the master's topology, here when master.
     async fn with_topology<R: Send + 'static>(
         &self,
@@ -243,11 +341,13 @@ macro_rules! topo_read {
         match local {
             Some(r) => Ok(Response::new(r)),
             None => {
-                let mut c = $self
+                let (mut c, addr) = $self
                     .must_forward(&$req, "the master is not on this replica yet")
                     .await?;
                 let fwd = forwarded(&$req, $req.get_ref().clone());
-                c.$method(fwd).await
+                c.$method(fwd)
+                    .await
+                    .map_err(|s| forwarded_read_failure(s, &addr))
             }
         }
     }};
@@ -258,14 +358,17 @@ macro_rules! state_read {
     ($self:ident, $req:ident, $method:ident, $local:expr) => {{
         $self.auth.read(&$req)?;
         if $self.needs_leader($req.get_ref().linearizable).await? {
-            let mut c = $self
+            let (mut c, addr) = $self
                 .must_forward(
                     &$req,
                     "no leader with a valid lease for a linearizable read",
                 )
                 .await?;
             let fwd = forwarded(&$req, $req.get_ref().clone());
-            return c.$method(fwd).await;
+            return c
+                .$method(fwd)
+                .await
+                .map_err(|s| forwarded_read_failure(s, &addr));
         }
         $local
     }};
@@ -302,15 +405,29 @@ impl SmAdmin for AdminService {
     ) -> Result<Response<ApplyPolicyReply>, Status> {
         let _t = crate::metrics::RpcTimer::new("ApplyPolicy");
         self.auth.admin(&req, "ApplyPolicy")?;
-        let r = req.into_inner();
-        // Check here first: a bad text never reaches the log.
-        if let Some(e) = policy::syntax_error(&r.text) {
+        // Checked before anything is proposed: a text over the size limit is not parsed, a
+        // text that does not parse or that `smctl partitions check` calls an error never
+        // reaches the log. The check needs the fabric (the ports' PartitionCap): it runs at
+        // the master, so a replica that is not master forwards the call to the leader.
+        policy::check_size(&req.get_ref().text).map_err(admin_status)?;
+        if let Some(e) = policy::syntax_error(&req.get_ref().text) {
             return Err(admin_status(e));
         }
-        let text = r.text.clone();
-        let warnings = self
-            .read(move |v| policy::validate(v.state, None, &text))
-            .await?
+        let fabric = self.master_fabric().await?;
+        if fabric.is_none() && !is_forwarded(&req) && self.leader_elsewhere().await?.is_some() {
+            let (mut c, addr) = self.leader_for_write(&req).await?;
+            let fwd = forwarded(&req, req.get_ref().clone());
+            return c
+                .apply_policy(fwd)
+                .await
+                .map_err(|s| forwarded_write_failure(s, &addr));
+        }
+        let r = req.into_inner();
+        let checked = self.validate(fabric, r.text.clone()).await?;
+        if !checked.ok {
+            return Err(errors::policy_invalid(&checked));
+        }
+        let warnings = checked
             .diagnostics
             .into_iter()
             .map(|d| format!("{} {}:{} {}", d.code, d.line, d.col, d.message))
@@ -348,9 +465,10 @@ impl SmAdmin for AdminService {
         {
             Ok(master_id) => Ok(Response::new(TriggerSweepReply { master_id })),
             Err(_) => {
-                let mut c = self.must_forward(&req, "the master is starting").await?;
+                let (mut c, addr) = self.must_forward(&req, "the master is starting").await?;
                 c.trigger_sweep(forwarded(&req, TriggerSweepRequest { heavy }))
                     .await
+                    .map_err(|s| forwarded_read_failure(s, &addr))
             }
         }
     }
@@ -370,10 +488,11 @@ impl SmAdmin for AdminService {
         {
             Ok(()) => {}
             Err(ProposeError::NotLeader { .. }) => {
-                let mut c = self.must_forward(&req, "no leader").await?;
+                let (mut c, addr) = self.must_forward(&req, "no leader").await?;
                 return c
                     .transfer_master(forwarded(&req, TransferMasterRequest { to_replica: to }))
-                    .await;
+                    .await
+                    .map_err(|s| forwarded_read_failure(s, &addr));
             }
             Err(e) => return Err(status_of(e, Call::Transfer)),
         }
@@ -409,7 +528,7 @@ impl SmAdmin for AdminService {
             let (mut info, me_master) = r;
             if !me_master && !is_forwarded(&req) {
                 // The priority is the master's own configuration: ask it.
-                if let Ok(Some(mut c)) = self.leader_client().await
+                if let Ok(Some((mut c, _))) = self.leader_client().await
                     && let Ok(l) = c.sm_info(forwarded(&req, *req.get_ref())).await
                 {
                     info.priority = l.into_inner().priority;
@@ -446,10 +565,13 @@ impl SmAdmin for AdminService {
             self.read(|v| v.master).await?
         };
         let Some(m) = here else {
-            let mut c = self
+            let (mut c, addr) = self
                 .must_forward(&req, "the master is not on this replica yet")
                 .await?;
-            return c.get_port(forwarded(&req, *req.get_ref())).await;
+            return c
+                .get_port(forwarded(&req, *req.get_ref()))
+                .await
+                .map_err(|s| forwarded_read_failure(s, &addr));
         };
         let (t, _) = m.send(GetTopology).await.map_err(actor_err)?;
         let inner = *req.get_ref();
@@ -494,11 +616,20 @@ impl SmAdmin for AdminService {
     ) -> Result<Response<ValidatePolicyReply>, Status> {
         let _t = crate::metrics::RpcTimer::new("ValidatePolicy");
         self.auth.read(&req)?;
-        let text = req.into_inner().text;
-        let t = self.master_topology().await?;
-        let r = self
-            .read(move |v| policy::validate(v.state, t.as_deref(), &text))
-            .await?;
+        // The check ApplyPolicy runs, with the fabric where it is known: at the master.
+        let fabric = self.master_fabric().await?;
+        if fabric.is_none()
+            && !is_forwarded(&req)
+            && let Some((_, addr)) = self.leader_elsewhere().await?
+            && let Some((mut c, _)) = self.leader_client().await?
+        {
+            let fwd = forwarded(&req, req.get_ref().clone());
+            return c
+                .validate_policy(fwd)
+                .await
+                .map_err(|s| forwarded_read_failure(s, &addr));
+        }
+        let r = self.validate(fabric, req.into_inner().text).await?;
         Ok(Response::new(r))
     }
 
@@ -536,10 +667,13 @@ impl SmAdmin for AdminService {
         let _t = crate::metrics::RpcTimer::new("Audit");
         self.auth.read(&req)?;
         let Some(m) = self.read(|v| v.master).await? else {
-            let mut c = self
+            let (mut c, addr) = self
                 .must_forward(&req, "the master is not on this replica yet")
                 .await?;
-            return c.audit(forwarded(&req, *req.get_ref())).await;
+            return c
+                .audit(forwarded(&req, *req.get_ref()))
+                .await
+                .map_err(|s| forwarded_read_failure(s, &addr));
         };
         let (t, _) = m.send(GetTopology).await.map_err(actor_err)?;
         let rb = tokio::time::timeout(READBACK_TIMEOUT, m.send(ReadPKeys))
@@ -569,10 +703,13 @@ impl SmAdmin for AdminService {
     ) -> Result<Response<AuditProgressReply>, Status> {
         self.auth.read(&req)?;
         let Some(m) = self.read(|v| v.master).await? else {
-            let mut c = self
+            let (mut c, addr) = self
                 .must_forward(&req, "the master is not on this replica yet")
                 .await?;
-            return c.audit_progress(forwarded(&req, *req.get_ref())).await;
+            return c
+                .audit_progress(forwarded(&req, *req.get_ref()))
+                .await
+                .map_err(|s| forwarded_read_failure(s, &addr));
         };
         let p = m.send(ReadbackProgress).await.map_err(actor_err)?;
         Ok(Response::new(AuditProgressReply {
@@ -588,24 +725,7 @@ impl SmAdmin for AdminService {
         req: Request<ChangeMembershipRequest>,
     ) -> Result<Response<ChangeMembershipReply>, Status> {
         let _t = crate::metrics::RpcTimer::new("ChangeMembership");
-        self.auth.admin(&req, "ChangeMembership")?;
-        let r = *req.get_ref();
-        match self
-            .raft
-            .send(ChangeMembership {
-                id: r.id,
-                add: r.add,
-            })
-            .await
-            .map_err(actor_err)?
-        {
-            Ok(()) => Ok(Response::new(ChangeMembershipReply { leader_id: self.id })),
-            Err(ProposeError::NotLeader { .. }) => {
-                let mut c = self.must_forward(&req, "no leader").await?;
-                c.change_membership(forwarded(&req, r)).await
-            }
-            Err(e) => Err(status_of(e, Call::Membership)),
-        }
+        self.change_membership_impl(req).await
     }
 
     async fn get_sa(&self, req: Request<GetSaRequest>) -> Result<Response<GetSaReply>, Status> {
@@ -671,9 +791,10 @@ fn reading(x: sm_core::PortTable) -> partitions::PortReading {
     }
 }
 
-/// The `SmAdmin` server for `svc`.
+/// The `SmAdmin` server for `svc`: requests up to [`limits::MAX_ADMIN_REQUEST`], answers up
+/// to the peer transport's `MAX_MESSAGE`.
 pub fn admin_server(svc: AdminService) -> SmAdminServer<AdminService> {
     SmAdminServer::new(svc)
-        .max_decoding_message_size(MAX_MESSAGE)
+        .max_decoding_message_size(limits::MAX_ADMIN_REQUEST)
         .max_encoding_message_size(MAX_MESSAGE)
 }

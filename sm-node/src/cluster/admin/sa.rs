@@ -15,10 +15,13 @@ impl AdminService {
     ) -> Result<Response<GetSaReply>, Status> {
         self.auth.read(&req)?;
         if self.needs_leader(req.get_ref().linearizable).await? {
-            let mut c = self
+            let (mut c, addr) = self
                 .must_forward(&req, "no leader with a valid lease for a linearizable read")
                 .await?;
-            return c.get_sa(forwarded(&req, *req.get_ref())).await;
+            return c
+                .get_sa(forwarded(&req, *req.get_ref()))
+                .await
+                .map_err(|s| super::errors::forwarded_read_failure(s, &addr));
         }
         let (sa, applied_index) = self
             .read(|v| (v.state.sa_state().clone(), v.state.applied_index()))

@@ -9,11 +9,15 @@
 //! set never reaches the log) and propose it with the version read; without an
 //! `expected_version` a race with another write is retried (3 attempts).
 //!
-//! Status codes: INVALID_ARGUMENT with the `TENANT-Ennn` code for a set that does not compile,
+//! Status codes: INVALID_ARGUMENT with the `TENANT-Ennn` code for a set that does not compile
+//! and `E_ADMIN_LIMIT` for a set over `MAX_TENANTS` / `MAX_TENANT_SET_BYTES`,
 //! FAILED_PRECONDITION (`REPL-E201`) for a stale `expected_version`, NOT_FOUND for a delete of
-//! an unknown name (see [`super::errors`]).
+//! an unknown name, ABORTED `E_NODE_COMMIT_UNKNOWN` for a write whose outcome did not come
+//! back (never retried: it may have been committed) (see [`super::errors`]).
 
-use super::errors::{admin_status, tenant_refusal};
+use super::errors::{
+    admin_status, forwarded_read_failure, forwarded_write_failure, tenant_refusal,
+};
 use super::{AdminService, forwarded};
 use proto::admin::*;
 use proto::state::{Command, command::Kind};
@@ -134,10 +138,13 @@ impl AdminService {
             .tenant_read_at_leader(req.get_ref().linearizable)
             .await?
         {
-            let mut c = self
+            let (mut c, addr) = self
                 .must_forward(&req, "no leader with a valid lease for a linearizable read")
                 .await?;
-            return c.list_tenants(forwarded(&req, *req.get_ref())).await;
+            return c
+                .list_tenants(forwarded(&req, *req.get_ref()))
+                .await
+                .map_err(|s| forwarded_read_failure(s, &addr));
         }
         Ok(Response::new(list(&*self.derived().await?)))
     }
@@ -151,12 +158,13 @@ impl AdminService {
             .tenant_read_at_leader(req.get_ref().linearizable)
             .await?
         {
-            let mut c = self
+            let (mut c, addr) = self
                 .must_forward(&req, "no leader with a valid lease for a linearizable read")
                 .await?;
             return c
                 .get_tenant_assignment(forwarded(&req, req.get_ref().clone()))
-                .await;
+                .await
+                .map_err(|s| forwarded_read_failure(s, &addr));
         }
         let r = req.into_inner();
         let d = self.derived().await?;
@@ -176,9 +184,12 @@ impl AdminService {
         // The tenant set is read, changed and proposed at the leader (after a ReadIndex
         // round): a follower's applied state may lag behind a write it just forwarded.
         if self.needs_leader(true).await? {
-            let mut c = self.must_forward(&req, "no leader").await?;
+            let (mut c, addr) = self.leader_for_write(&req).await?;
             let r = req.get_ref().clone();
-            return c.set_tenant(super::forwarded(&req, r)).await;
+            return c
+                .set_tenant(super::forwarded(&req, r))
+                .await
+                .map_err(|s| forwarded_write_failure(s, &addr));
         }
         let r = req.into_inner();
         let (version, index, warnings) = self
@@ -201,9 +212,12 @@ impl AdminService {
     ) -> Result<Response<DeleteTenantReply>, Status> {
         self.auth.admin(&req, "DeleteTenant")?;
         if self.needs_leader(true).await? {
-            let mut c = self.must_forward(&req, "no leader").await?;
+            let (mut c, addr) = self.leader_for_write(&req).await?;
             let r = req.get_ref().clone();
-            return c.delete_tenant(super::forwarded(&req, r)).await;
+            return c
+                .delete_tenant(super::forwarded(&req, r))
+                .await
+                .map_err(|s| forwarded_write_failure(s, &addr));
         }
         let r = req.into_inner();
         let (version, index, _) = self
