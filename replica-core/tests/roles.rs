@@ -467,3 +467,23 @@ fn an_intent_done_dropped_during_a_transfer_is_proposed_again() {
         "the IntentDone was proposed again"
     );
 }
+
+#[test]
+fn membership_changes_one_at_a_time_and_only_for_configured_replicas() {
+    let mut c = Cluster::new(3);
+    let l = c.elect();
+    let f: Vec<u64> = (1..=3).filter(|&i| i != l).collect();
+    let now = c.now;
+    let e = c.core(l).change_membership(now, 9, true).unwrap_err();
+    assert!(e.to_string().contains("not a configured peer"), "{e}");
+    c.core(l).change_membership(now, f[0], false).unwrap();
+    // Proposed, not applied: raft-rs would take a second one and replace it with an empty
+    // entry; the core refuses it.
+    let e = c.core(l).change_membership(now, f[1], false).unwrap_err();
+    assert!(e.to_string().contains("not applied yet"), "{e}");
+    c.settle();
+    c.tick();
+    c.settle();
+    let now = c.now;
+    c.core(l).change_membership(now, f[0], true).unwrap();
+}
