@@ -335,7 +335,11 @@ fn forwarded_call_errors_reach_the_client_as_the_follower_saw_them() {
         // A call answered on the leader's admin service (not through a proposal) reaches the
         // client as the transport reported it: UNAVAILABLE.
         let e = a
-            .change_membership(ChangeMembershipRequest { id: 2, add: false })
+            .change_membership(ChangeMembershipRequest {
+                id: 2,
+                add: false,
+                force: false,
+            })
             .await
             .unwrap_err();
         assert_eq!(e.code(), Code::Unavailable, "{e:?}");
