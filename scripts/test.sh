@@ -56,7 +56,7 @@ if [ -n "$need" ]; then
 fi
 
 # The fuzz targets build (cargo check only: no libFuzzer run, no nightly). libfuzzer-sys
-# builds on stable; RUSTC_BOOTSTRAP=1 is what the README's `cargo fuzz` line uses as well.
+# builds on stable; RUSTC_BOOTSTRAP=1 is what the `cargo fuzz` line in docs/development.md uses as well.
 for fuzz in mad/fuzz partitions/fuzz; do
   echo "test.sh: cargo check --manifest-path $fuzz/Cargo.toml"
   if ! RUSTC_BOOTSTRAP=1 cargo check -q --manifest-path "$fuzz/Cargo.toml" --target-dir target/fuzz-check; then

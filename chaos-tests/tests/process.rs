@@ -3,7 +3,7 @@
 //! counted. How long failovers take is `chaos process`'s business (it prints the
 //! distribution and checks a bound), never this test's: a wait here gives up only after its
 //! patience in polls, as a liveness bound. The 100-kill run is `chaos process --kills 100`
-//! (see the README).
+//! (see docs/chaos.md).
 
 use chaos_tests::process::{self, Options};
 use std::path::PathBuf;

@@ -88,7 +88,7 @@ pub async fn run(a: &DemoArgs) -> anyhow::Result<ExitCode> {
         socket.display()
     );
     println!(
-        "replicas start with --insecure-loopback: plain HTTP/2 on 127.0.0.1 (development; see the README for TLS and tokens)"
+        "replicas start with --insecure-loopback: plain HTTP/2 on 127.0.0.1 (development; see docs/admin.md for TLS and tokens)"
     );
     let peers: Vec<String> = (1..=a.replicas)
         .map(|i| format!("{i}=127.0.0.1:{}", a.base_port + i as u16))
