@@ -10,6 +10,7 @@
 //! error's text is exactly the status message a client sees, so codes and messages live here
 //! and nowhere else.
 
+pub mod membership;
 pub mod policy;
 pub mod query;
 pub mod tenants;

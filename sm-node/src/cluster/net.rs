@@ -19,9 +19,9 @@ use tonic::{Request, Response, Status};
 /// Largest gRPC message accepted or sent.
 pub const MAX_MESSAGE: usize = 64 * 1024 * 1024;
 /// Messages larger than this go through `SendLarge` in chunks.
-const LARGE: usize = 3 * 1024 * 1024;
+pub const LARGE: usize = 3 * 1024 * 1024;
 /// Chunk size of `SendLarge`.
-const CHUNK: usize = 1024 * 1024;
+pub const CHUNK: usize = 1024 * 1024;
 /// How long a forwarded or local proposal may take before the caller gives up.
 pub const PROPOSE_TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -135,7 +135,7 @@ pub fn spawn_senders(self_id: u64, peers: &BTreeMap<u64, String>) -> PeerTx {
 
 /// `SendLarge` chunks of message `m` (number `message_id` from `from` to `to`): [`CHUNK`]
 /// bytes each, numbered from 0, the last one marked.
-fn chunks_of(from: u64, to: u64, message_id: u64, m: &[u8]) -> Vec<RaftChunk> {
+pub fn chunks_of(from: u64, to: u64, message_id: u64, m: &[u8]) -> Vec<RaftChunk> {
     m.chunks(CHUNK)
         .enumerate()
         .map(|(i, c)| RaftChunk {
@@ -151,7 +151,7 @@ fn chunks_of(from: u64, to: u64, message_id: u64, m: &[u8]) -> Vec<RaftChunk> {
 
 /// The message a `SendLarge` stream to replica `to` carries: its chunks in order (seq 0, 1,
 /// ...) of one message id, up to the one marked last.
-async fn reassemble<S>(to: u64, mut s: S) -> Result<Vec<u8>, Status>
+pub async fn reassemble<S>(to: u64, mut s: S) -> Result<Vec<u8>, Status>
 where
     S: futures_util::Stream<Item = Result<RaftChunk, Status>> + Unpin,
 {
@@ -275,7 +275,3 @@ pub fn peer_server(svc: PeerService) -> PeerServer<PeerService> {
         .max_decoding_message_size(MAX_MESSAGE)
         .max_encoding_message_size(MAX_MESSAGE)
 }
-
-#[cfg(test)]
-#[path = "net_tests.rs"]
-mod tests;

@@ -1,12 +1,17 @@
 //! The peer transport's large-message path, driven for real: the sending task of
-//! [`spawn_senders`] talks gRPC to a recording `Peer` server on loopback, which reassembles
-//! what `SendLarge` brought with the receiver's own [`reassemble`].
+//! `spawn_senders` talks gRPC to a recording `Peer` server on loopback, which reassembles
+//! what `SendLarge` brought with the receiver's own `reassemble`.
 
-use super::*;
+use proto::peer::peer_server::Peer;
 use proto::peer::peer_server::PeerServer;
+use proto::peer::{Ack, ProposeReply, ProposeRequest, RaftBatch, RaftChunk};
+use sm_node::cluster::net::{CHUNK, LARGE, MAX_MESSAGE, chunks_of, reassemble, spawn_senders};
+use std::collections::BTreeMap;
 use std::time::Duration;
+use tokio::sync::mpsc;
 use tokio::sync::mpsc::UnboundedReceiver;
 use tonic::transport::server::TcpIncoming;
+use tonic::{Request, Response, Status};
 
 /// What the recording server saw.
 #[derive(Debug)]
