@@ -50,7 +50,11 @@ fn build() -> PathBuf {
             cmd.env_remove(&k);
         }
     }
-    if above.join("CACHEDIR.TAG").exists() {
+    // The target directory is the parent of Cargo's tmp directory for integration tests
+    // (`CARGO_TARGET_TMPDIR`, target/tmp with or without --target); a fresh target directory
+    // has no CACHEDIR.TAG to tell it by.
+    let target_tmp = Path::new(env!("CARGO_TARGET_TMPDIR"));
+    if target_tmp.parent() == Some(above) {
         cmd.arg("--target-dir").arg(above);
     } else {
         // Built with --target: target/<triple>/<profile>.
