@@ -207,5 +207,7 @@ fn report(
     Ok(())
 }
 
+pub mod corpus;
+
 #[cfg(test)]
 mod tests;
