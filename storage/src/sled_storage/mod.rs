@@ -353,14 +353,11 @@ impl SledStorage {
         {
             return Err(Error::AlreadyInitialized);
         }
-        let mut m = sled::Batch::default();
-        let generation = self.next_generation(&cache, &mut m);
-        m.insert(
+        self.put_meta(
+            &mut cache,
             KEY_CONF_STATE,
-            sealed_meta(KEY_CONF_STATE, &encode("conf state", &cs)?),
-        );
-        self.inner.meta.apply_batch(m)?;
-        cache.generation = generation;
+            Some(&encode("conf state", &cs)?),
+        )?;
         cache.conf_state = cs;
         Ok(())
     }
@@ -429,6 +426,20 @@ impl SledStorage {
             sealed_meta(KEY_GENERATION, &g.to_be_bytes()),
         );
         g
+    }
+
+    /// Writes the meta record `key` (sealed; `None` removes it) in one batch with the raised
+    /// generation when it is the first write since a flush.
+    fn put_meta(&self, cache: &mut Cache, key: &'static str, payload: Option<&[u8]>) -> Result<()> {
+        let mut m = sled::Batch::default();
+        let generation = self.next_generation(cache, &mut m);
+        match payload {
+            Some(p) => m.insert(key, sealed_meta(key, p)),
+            None => m.remove(key),
+        }
+        self.inner.meta.apply_batch(m)?;
+        cache.generation = generation;
+        Ok(())
     }
 
     fn get_meta(&self, key: &'static str, what: &'static str) -> Result<Option<Vec<u8>>> {
@@ -649,28 +660,22 @@ impl RaftLog for SledStorage {
 
     fn set_hardstate(&self, hs: HardState) -> Result<()> {
         let mut cache = self.write()?;
-        let mut m = sled::Batch::default();
-        let generation = self.next_generation(&cache, &mut m);
-        m.insert(
+        self.put_meta(
+            &mut cache,
             KEY_HARD_STATE,
-            sealed_meta(KEY_HARD_STATE, &encode("hard state", &hs)?),
-        );
-        self.inner.meta.apply_batch(m)?;
-        cache.generation = generation;
+            Some(&encode("hard state", &hs)?),
+        )?;
         cache.hard_state = hs;
         Ok(())
     }
 
     fn set_conf_state(&self, cs: ConfState) -> Result<()> {
         let mut cache = self.write()?;
-        let mut m = sled::Batch::default();
-        let generation = self.next_generation(&cache, &mut m);
-        m.insert(
+        self.put_meta(
+            &mut cache,
             KEY_CONF_STATE,
-            sealed_meta(KEY_CONF_STATE, &encode("conf state", &cs)?),
-        );
-        self.inner.meta.apply_batch(m)?;
-        cache.generation = generation;
+            Some(&encode("conf state", &cs)?),
+        )?;
         cache.conf_state = cs;
         Ok(())
     }
@@ -800,14 +805,7 @@ impl RaftLog for SledStorage {
         meta.term = term;
         meta.set_conf_state(conf_state);
         snap.data = data.into();
-        let mut m = sled::Batch::default();
-        let generation = self.next_generation(&cache, &mut m);
-        m.insert(
-            KEY_SNAPSHOT,
-            sealed_meta(KEY_SNAPSHOT, &encode("snapshot", &snap)?),
-        );
-        self.inner.meta.apply_batch(m)?;
-        cache.generation = generation;
+        self.put_meta(&mut cache, KEY_SNAPSHOT, Some(&encode("snapshot", &snap)?))?;
         cache.snapshot = snap.get_metadata().clone();
         if self.inner.snapshot_wanted_index.load(Ordering::Acquire) <= index {
             self.inner.snapshot_wanted.store(false, Ordering::Release);
@@ -825,14 +823,7 @@ impl RaftLog for SledStorage {
                 new: index,
             });
         }
-        let mut m = sled::Batch::default();
-        let generation = self.next_generation(&cache, &mut m);
-        m.insert(
-            KEY_APPLIED,
-            sealed_meta(KEY_APPLIED, &encode_applied(index, data)),
-        );
-        self.inner.meta.apply_batch(m)?;
-        cache.generation = generation;
+        self.put_meta(&mut cache, KEY_APPLIED, Some(&encode_applied(index, data)))?;
         cache.applied_index = Some(index);
         Ok(())
     }
@@ -869,15 +860,7 @@ impl RaftLog for SledStorage {
         if cache.recovering == on {
             return Ok(());
         }
-        let mut m = sled::Batch::default();
-        let generation = self.next_generation(&cache, &mut m);
-        if on {
-            m.insert(KEY_RECOVERING, sealed_meta(KEY_RECOVERING, &[1u8]));
-        } else {
-            m.remove(KEY_RECOVERING);
-        }
-        self.inner.meta.apply_batch(m)?;
-        cache.generation = generation;
+        self.put_meta(&mut cache, KEY_RECOVERING, on.then_some(&[1u8][..]))?;
         cache.recovering = on;
         Ok(())
     }
