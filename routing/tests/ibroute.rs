@@ -30,7 +30,7 @@ fn dump_round_trips_lfts_and_lids() {
 
 #[test]
 fn parses_the_reference_sample() {
-    // From /work/shared/reference/ib-tools-output.txt (ibroute on net.2sw2path4hca).
+    // What `ibroute 2` printed on ibsim's net.2sw2path4hca (infiniband-diags).
     let text = "$ ibroute 2
 Unicast lids [0x0-0x6] of switch Lid 2 guid 0x0000000000200000 (Switch1):
   Lid  Out   Destination
