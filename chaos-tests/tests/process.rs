@@ -53,17 +53,16 @@ fn sm_node() -> PathBuf {
     bin
 }
 
-#[test]
-fn three_master_kills_with_faults_hold_every_invariant() {
-    let dir = std::env::temp_dir().join(format!("chaos-ci-{}", std::process::id()));
+/// Runs `opts` (in a fresh directory named after `name`) with three master kills and checks
+/// what every run must show: no violation, each kill followed by a failover.
+fn run_checked(name: &str, opts: Options) -> process::Report {
+    let dir = std::env::temp_dir().join(format!("{name}-{}", std::process::id()));
     let opts = Options {
         sm_node: sm_node(),
         dir: dir.clone(),
         kills: 3,
-        seed: 11,
-        extra_fault_p: 1.0,
         failover_bound: None,
-        ..Options::default()
+        ..opts
     };
     let report = process::run(&opts).expect("the process-level run");
     println!("{report}");
@@ -72,10 +71,24 @@ fn three_master_kills_with_faults_hold_every_invariant() {
         "violations (logs in {}):\n{report}",
         dir.display()
     );
-    // Every kill -9 of the master was followed by a failover, and every killed replica was
-    // restarted.
     assert_eq!(report.faults.get("kill -9 master"), Some(&3), "{report}");
     assert_eq!(report.failover_ms.len(), 3, "{report}");
+    let _ = std::fs::remove_dir_all(&dir);
+    report
+}
+
+#[test]
+fn three_master_kills_with_faults_hold_every_invariant() {
+    let report = run_checked(
+        "chaos-ci",
+        Options {
+            seed: 11,
+            extra_fault_p: 1.0,
+            ..Options::default()
+        },
+    );
+    // Every kill -9 of the master was followed by a failover, and every killed replica was
+    // restarted.
     assert_eq!(report.faults.get("restart"), Some(&3), "{report}");
     assert!(report.checks > 100, "{report}");
     assert!(report.sets > 0, "the fabric accepted no Set at all");
@@ -83,7 +96,6 @@ fn three_master_kills_with_faults_hold_every_invariant() {
         report.tables_compared > 0,
         "no P_Key table compared: {report}"
     );
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// Admin API clients compare-and-set and read the policy through random replicas while
@@ -91,28 +103,16 @@ fn three_master_kills_with_faults_hold_every_invariant() {
 /// `chaos_tests::lincheck`, show it rejects stale reads and lost writes).
 #[test]
 fn client_history_under_master_kills_is_linearizable() {
-    let dir = std::env::temp_dir().join(format!("chaos-ci-lin-{}", std::process::id()));
-    let opts = Options {
-        sm_node: sm_node(),
-        dir: dir.clone(),
-        kills: 3,
-        seed: 5,
-        clients: 2,
-        failover_bound: None,
-        ..Options::default()
-    };
-    let report = process::run(&opts).expect("the process-level run");
-    println!("{report}");
-    assert!(
-        report.violations.is_empty(),
-        "violations (logs in {}):\n{report}",
-        dir.display()
+    let report = run_checked(
+        "chaos-ci-lin",
+        Options {
+            seed: 5,
+            clients: 2,
+            ..Options::default()
+        },
     );
-    assert_eq!(report.faults.get("kill -9 master"), Some(&3), "{report}");
-    assert_eq!(report.failover_ms.len(), 3, "{report}");
     assert!(
         report.client_ops > 0,
         "no client operation recorded: {report}"
     );
-    let _ = std::fs::remove_dir_all(&dir);
 }
