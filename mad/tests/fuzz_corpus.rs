@@ -10,5 +10,5 @@ mod mad_decode_check;
 #[test]
 fn every_corpus_input_passes_the_fuzz_target_checks() {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/corpus");
-    testenv::corpus::replay(&root, 4, |data| mad_decode_check::run(data));
+    testenv::corpus::replay(&root, 4, mad_decode_check::run);
 }

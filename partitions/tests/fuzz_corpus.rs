@@ -10,5 +10,5 @@ mod parse_check;
 #[test]
 fn every_corpus_input_passes_the_fuzz_target_checks() {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/corpus");
-    testenv::corpus::replay(&root, 6, |data| parse_check::run(data));
+    testenv::corpus::replay(&root, 6, parse_check::run);
 }
