@@ -23,6 +23,8 @@ pub struct Seeds {
     pub known_pkeys: Option<Arc<PKeyTables>>,
     /// MulticastForwardingTables as programmed (None when none was ever written).
     pub known_mfts: Option<Arc<MftTables>>,
+    /// SLtoVL and VLArb blocks as programmed (None when none was ever written).
+    pub known_vl_tables: Option<Arc<sm_core::VlTables>>,
     /// Partition policy text to plan from: the operator's text with the tenants compiled in
     /// (None: no policy nor tenants ever applied through the cluster).
     pub policy: Option<String>,
@@ -70,7 +72,13 @@ pub fn seeds(st: &ReplicatedState) -> Seeds {
         }
     };
     let mfts: MftTables = st.mfts().clone();
+    let vl: sm_core::VlTables = st
+        .vl_tables()
+        .iter()
+        .filter_map(|(&(g, attr, m), d)| Some(((g, vl_attr(attr)?, m), d.clone())))
+        .collect();
     Seeds {
+        known_vl_tables: (!vl.is_empty()).then(|| Arc::new(vl)),
         known_mfts: (!mfts.is_empty()).then(|| Arc::new(mfts)),
         guid2lid,
         known_lfts: (!switches.is_empty()).then(|| Arc::new(Lfts { switches })),
@@ -180,6 +188,15 @@ pub fn canonical(t: &proto::state::Topology) -> proto::state::Topology {
     }
 }
 
+/// The sweeper's VL attribute of a replicated `VlBlock.attr` (None: unknown).
+fn vl_attr(attr: u32) -> Option<sm_core::VlAttr> {
+    match attr {
+        replica::vl::VL_ATTR_SL2VL => Some(sm_core::VlAttr::SlToVl),
+        replica::vl::VL_ATTR_VLARB => Some(sm_core::VlAttr::VlArb),
+        _ => None,
+    }
+}
+
 /// A sweeper's intent as replicated contents.
 pub fn intent_to_contents(it: &sm_core::Intent) -> IntentContents {
     use std::collections::BTreeMap;
@@ -209,6 +226,19 @@ pub fn intent_to_contents(it: &sm_core::Intent) -> IntentContents {
         });
     }
     IntentContents {
+        vl_blocks: it
+            .vl_blocks
+            .iter()
+            .map(|b| proto::state::VlBlock {
+                node_guid: b.node.0,
+                attr: match b.attr {
+                    sm_core::VlAttr::SlToVl => replica::vl::VL_ATTR_SL2VL,
+                    sm_core::VlAttr::VlArb => replica::vl::VL_ATTR_VLARB,
+                },
+                modifier: b.modifier,
+                data: b.data.clone(),
+            })
+            .collect(),
         mfts: mfts
             .into_iter()
             .map(|(g, blocks)| MftTable {
@@ -307,6 +337,16 @@ pub fn intent_from_proto(it: &proto::state::Intent) -> sm_core::Intent {
                     masks,
                 });
             }
+        }
+    }
+    for b in &c.vl_blocks {
+        if let Some(attr) = vl_attr(b.attr).filter(|a| a.data_len() == b.data.len()) {
+            out.vl_blocks.push(sm_core::VlBlockWrite {
+                node: Guid(b.node_guid),
+                attr,
+                modifier: b.modifier,
+                data: b.data.clone(),
+            });
         }
     }
     out

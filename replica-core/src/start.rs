@@ -71,6 +71,7 @@ impl MasterSeed {
         scfg.known_lfts = s.known_lfts.clone();
         scfg.known_pkeys = s.known_pkeys.clone();
         scfg.known_mfts = s.known_mfts.clone();
+        scfg.known_vl_tables = s.known_vl_tables.clone();
         if s.policy.is_some() {
             scfg.partitions_conf = s.policy.clone();
         }

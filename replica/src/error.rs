@@ -108,7 +108,7 @@ pub enum ApplyError {
     },
     /// An MFT block that is not 32 masks of 16 bits, or beyond block 511 / position 15.
     #[error(
-        "REPL-E301 switch {switch}: MFT block {block} position {position} is malformed ({len} masks)"
+        "REPL-E302 switch {switch}: MFT block {block} position {position} is malformed ({len} masks)"
     )]
     BadMftBlock {
         /// The switch.
@@ -118,6 +118,21 @@ pub enum ApplyError {
         /// Block number.
         block: u32,
         /// Number of masks.
+        len: usize,
+    },
+    /// A VL table block of an unknown attribute, a wrong data length or a modifier out of
+    /// range.
+    #[error(
+        "REPL-E303 node {node}: VL table block attr {attr} modifier {modifier:#x} is malformed ({len} bytes)"
+    )]
+    BadVlBlock {
+        /// The node.
+        node: Guid,
+        /// 1 SLtoVL, 2 VLArb.
+        attr: u32,
+        /// Attribute modifier.
+        modifier: u32,
+        /// Data length.
         len: usize,
     },
     /// A P_Key block that is not 32 keys, a key above 0xffff, or a block beyond 2047.
@@ -210,7 +225,8 @@ impl ApplyError {
             ApplyError::BadSaState(_) => "REPL-E301",
             ApplyError::StaleTenants { .. } => "REPL-E201",
             ApplyError::BadTenants(_) => "REPL-E202",
-            ApplyError::BadMftBlock { .. } => "REPL-E301",
+            ApplyError::BadMftBlock { .. } => "REPL-E302",
+            ApplyError::BadVlBlock { .. } => "REPL-E303",
             ApplyError::Tenants(e) => e.code(),
         }
     }

@@ -60,6 +60,8 @@ pub struct DoneStats {
     pub dropped_ports: usize,
     /// MFT blocks written.
     pub mft_blocks: usize,
+    /// SLtoVL and VLArb blocks recorded.
+    pub vl_blocks: usize,
 }
 
 impl ReplicatedState {
@@ -137,6 +139,7 @@ impl ReplicatedState {
         dst.pkeys.extend(contents.pkeys.iter().cloned());
         dst.port_infos.extend(contents.port_infos.iter().cloned());
         dst.mfts.extend(contents.mfts.iter().cloned());
+        dst.vl_blocks.extend(contents.vl_blocks.iter().cloned());
         intent.chunks += 1;
         Ok(Effect::IntentChunkAdded {
             id: c.id,
@@ -230,6 +233,10 @@ impl ReplicatedState {
                 stats.mft_blocks += self.write_mft_blocks(t);
             }
         }
+        let failed_port_nums: BTreeSet<(Guid, u8)> =
+            failed_ports.iter().map(|(g, p)| (*g, p.0)).collect();
+        stats.vl_blocks +=
+            self.write_vl_blocks(&contents.vl_blocks, &failed_switches, &failed_port_nums);
         for g in &failed_switches {
             let lft = lft_written.contains(g) && self.lfts.remove(g).is_some();
             let mft = mft_written.contains(g) && self.drop_mft(*g);
@@ -326,6 +333,7 @@ pub(crate) fn validate_contents(c: &IntentContents) -> Result<(), ApplyError> {
         port_num(pi.node_guid, pi.port)?;
     }
     crate::mft::validate(&c.mfts)?;
+    crate::vl::validate(&c.vl_blocks)?;
     Ok(())
 }
 
@@ -439,6 +447,14 @@ pub fn split_intent(
             flush(&mut cur, &mut size, &mut chunks);
         }
         cur.port_infos.push(pi);
+        size += cost;
+    }
+    for b in contents.vl_blocks {
+        let cost = b.encoded_len() + ENTRY_OVERHEAD;
+        if size + cost > budget && size > 0 {
+            flush(&mut cur, &mut size, &mut chunks);
+        }
+        cur.vl_blocks.push(b);
         size += cost;
     }
     if size > 0 || chunks.is_empty() {

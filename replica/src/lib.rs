@@ -27,6 +27,7 @@ pub mod convert;
 mod error;
 pub mod intent;
 pub mod mft;
+pub mod vl;
 mod sa;
 mod snapshot;
 mod state;

@@ -61,6 +61,7 @@ impl ReplicatedState {
             tenants: Some(self.tenants.clone()),
             sa: Some(self.sa.clone()),
             mfts: crate::mft::to_proto(&self.mfts),
+            vl_blocks: crate::vl::to_proto(&self.vl_tables),
             recent_requests: self.recent.iter().copied().collect(),
             format: SNAPSHOT_FORMAT,
         }
@@ -162,6 +163,7 @@ impl ReplicatedState {
             }
         }
         let mfts = crate::mft::from_proto(s.mfts).map_err(bad)?;
+        let vl_tables = crate::vl::from_proto(s.vl_blocks).map_err(bad)?;
         if let Some(i) = &s.intent {
             crate::intent::validate_contents(&i.contents.clone().unwrap_or_default())
                 .map_err(|e| bad(format!("pending intent: {e}")))?;
@@ -194,6 +196,7 @@ impl ReplicatedState {
             tenants: s.tenants.unwrap_or_default(),
             sa: s.sa.unwrap_or_default(),
             mfts,
+            vl_tables,
             recent,
             recent_set,
         })

@@ -59,6 +59,8 @@ pub struct ReplicatedState {
     pub(crate) sa: SaState,
     /// Per switch: MFT blocks as programmed (see `mft`).
     pub(crate) mfts: crate::mft::Mfts,
+    /// VL tables as programmed (see `vl`).
+    pub(crate) vl_tables: crate::vl::VlTables,
     pub(crate) recent: VecDeque<u64>,
     pub(crate) recent_set: BTreeSet<u64>,
 }

@@ -70,6 +70,10 @@ pub struct SweeperConfig {
     /// replicated state; see [`crate::Sweeper::mft_tables`]): blocks equal to what the
     /// multicast groups need are not rewritten.
     pub known_mfts: Option<Arc<crate::MftTables>>,
+    /// SLtoVL and VLArb blocks the ports are known to hold (a takeover, from the replicated
+    /// state; see [`crate::Sweeper::vl_tables`]): blocks equal to what is wanted are not
+    /// written.
+    pub known_vl_tables: Option<Arc<crate::VlTables>>,
     /// Set ClientReregister on end ports the first time this SM writes them (OpenSM does,
     /// so clients re-register with a new SM). A takeover whose SA state is replicated can
     /// turn it off.
@@ -149,6 +153,7 @@ impl Default for SweeperConfig {
             known_lfts: None,
             known_pkeys: None,
             known_mfts: None,
+            known_vl_tables: None,
             reregister_on_takeover: true,
             tid_high: 0,
             role: Role::Master,

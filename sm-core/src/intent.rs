@@ -91,6 +91,8 @@ pub struct Intent {
     pub port_changes: Vec<PortChange>,
     /// MulticastForwardingTable blocks.
     pub mft_blocks: Vec<crate::MftBlockWrite>,
+    /// SLtoVLMappingTable and VLArbitrationTable blocks.
+    pub vl_blocks: Vec<crate::VlBlockWrite>,
 }
 
 impl Intent {
@@ -100,6 +102,7 @@ impl Intent {
             && self.pkey_blocks.is_empty()
             && self.port_changes.is_empty()
             && self.mft_blocks.is_empty()
+            && self.vl_blocks.is_empty()
     }
 }
 

@@ -46,6 +46,10 @@ pub(crate) enum Op {
     RekeySet,
     /// MulticastForwardingTable block write (`port` = position, `arg` = block).
     MftSet,
+    /// SLtoVLMappingTable write (`port` = output port, `arg` = input port; see `vl`).
+    SlToVlSet,
+    /// VLArbitrationTable write (`port` = port, `arg` = block 1-4; see `vl`).
+    VlArbSet,
     /// P_KeyTable read-back Get (`arg` = block, or PortInfo; see `readback`).
     ReadBack,
     /// SMInfo Get of another SM at `port` of `node` (see `foreign`).

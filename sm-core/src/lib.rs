@@ -89,6 +89,7 @@ mod readback;
 mod schedule;
 mod state;
 mod sweeper;
+mod vl;
 
 pub use config::{MS, PKeyTables, Role, SweeperConfig};
 pub use counters::{ATTRS, Counters, METHODS};
@@ -101,6 +102,7 @@ pub use io::Transmit;
 pub use mcast::{McastGroup, MftBlockWrite, MftTables, mlid_masks};
 pub use readback::{PortTable, ReadbackId, ReadbackReport};
 pub use sweeper::{Phase, Sweeper};
+pub use vl::{VlAttr, VlBlockWrite, VlTables, sl2vl_data, vlarb_data};
 
 /// Virtual time in nanoseconds.
 pub type VTime = u64;

@@ -17,12 +17,13 @@
 //! | `keys`     | [`MKeys`](crate::keys)             | candidate M_Keys                                        |
 //! | `light`    | [`Light`](crate::light)            | the running light sweep                                 |
 //! | `mcast`    | [`Multicast`](crate::mcast)        | groups, MFT blocks known and being written              |
+//! | `lanes`    | [`Lanes`](crate::vl)               | SLtoVL and VLArb blocks known and being written         |
 //! | `readback` | [`Readback`](crate::readback)      | P_KeyTable read-back requests and targets               |
 //! | `sms`      | [`ForeignSms`](crate::foreign)     | other SMs: answers, master followed, polls, handover    |
 //!
 //! The sub-states never send and never change the phase: they return what is to be sent
 //! or done, and the sweeper's child modules (one per flow: `requests`, `heavy`,
-//! `programming`, `intent`, `light`, `sms`, `handover`, `mcast`, `readback`, `cluster`,
+//! `programming`, `intent`, `light`, `sms`, `handover`, `mcast`, `vl`, `readback`, `cluster`,
 //! `views`) queue it, move the phase and report events.
 
 mod cluster;
@@ -36,6 +37,7 @@ mod readback;
 mod requests;
 mod sms;
 mod views;
+mod vl;
 
 use crate::cluster::Fencing;
 use crate::config::Role;
@@ -53,6 +55,7 @@ use crate::mcast::Multicast;
 use crate::program::Programming;
 use crate::readback::Readback;
 use crate::schedule::Schedule;
+use crate::vl::Lanes;
 use crate::{SmError, VTime};
 use fabric::Lid;
 use mad::{Method, MgmtClass, SmState, Smp};
@@ -131,6 +134,8 @@ pub struct Sweeper {
     light: Light,
     /// Multicast groups and forwarding tables.
     mcast: Multicast,
+    /// SLtoVL and VLArb tables.
+    lanes: Lanes,
     /// P_KeyTable read-backs.
     readback: Readback,
     /// Other SMs on the fabric.
@@ -170,6 +175,7 @@ impl Sweeper {
             keys: MKeys::new(&cfg),
             light: Light::default(),
             mcast: Multicast::new(cfg.known_mfts.as_deref()),
+            lanes: Lanes::new(cfg.known_vl_tables.as_deref()),
             readback: Readback::default(),
             sms: ForeignSms::default(),
             cfg,

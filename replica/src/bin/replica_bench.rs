@@ -109,6 +109,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             .collect(),
         port_infos: Vec::new(),
         mfts: Vec::new(),
+        vl_blocks: Vec::new(),
     };
     let raw_lft = switches.len() * blocks * LFT_BLOCK;
     let intent_len = contents.encoded_len();

@@ -71,5 +71,11 @@ pub(crate) fn contents(switches: u64, blocks: u32, salt: u8) -> IntentContents {
                 masks: (0..32).map(|i| 1 + i + u32::from(salt)).collect(),
             }],
         }],
+        vl_blocks: vec![proto::state::VlBlock {
+            node_guid: 0x1000,
+            attr: crate::vl::VL_ATTR_SL2VL,
+            modifier: 0,
+            data: vec![salt; 8],
+        }],
     }
 }

@@ -22,6 +22,7 @@ impl Sweeper {
         };
         it.port_changes = self.prog.planned_port_changes(&self.disc, &self.wanted());
         it.mft_blocks = self.mcast.planned().to_vec();
+        it.vl_blocks = self.lanes.planned().to_vec();
         if it.is_empty() {
             return false;
         }
@@ -70,6 +71,7 @@ impl Sweeper {
     pub(super) fn forget_planned(&mut self) {
         self.prog.forget_planned(&mut self.disc);
         self.mcast.forget_planned();
+        self.lanes.forget_planned();
         self.sched.mark_dirty();
     }
 
@@ -101,6 +103,7 @@ impl Sweeper {
         failed_switches.sort_unstable();
         failed_switches.dedup();
         failed_ports.append(&mut self.prog.take_failed_ports());
+        failed_ports.append(&mut self.lanes.take_failed());
         failed_ports.sort_unstable();
         failed_ports.dedup();
         // The replicated state drops what it knows of every failed switch (LFT, MFT) and
@@ -143,6 +146,11 @@ impl Sweeper {
         }
         let unreached = self.mcast_reapply(&it.mft_blocks);
         self.intent.unreached_switches(unreached);
+        let (sets, unreached) = self.lanes.reapply(&self.disc, &it.vl_blocks);
+        self.intent.unreached_ports(unreached);
+        for (op, node, port, arg) in sets {
+            self.queue_reapply(op, node, port, arg);
+        }
         true
     }
 

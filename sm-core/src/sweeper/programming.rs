@@ -49,6 +49,7 @@ impl Sweeper {
         self.prog
             .plan_pkeys(&mut self.disc, self.cfg.assume_default_pkeys);
         self.mcast.plan(&self.disc);
+        self.plan_vl_tables();
         if self.start_lft_check() {
             return;
         }
@@ -105,6 +106,7 @@ impl Sweeper {
         self.queue_sets(sets);
         if stage == 2 {
             self.queue_mfts();
+            self.queue_vl_tables();
         }
     }
 
@@ -161,6 +163,7 @@ impl Sweeper {
                 Some(())
             }
             Op::MftSet => self.mcast.fill(req, data),
+            Op::SlToVlSet | Op::VlArbSet => self.lanes.fill(req, data),
             _ => self.prog.fill_set(&self.disc, &self.wanted(), req, data),
         }
     }
@@ -181,6 +184,10 @@ impl Sweeper {
             }
             Op::SwitchInfoSet => self.prog.on_switch_info_set(&mut self.disc, &req, smp),
             Op::MftSet => self.mft_done(&req),
+            Op::SlToVlSet | Op::VlArbSet => {
+                let g = self.disc.node(req.node).guid;
+                self.lanes.done(g, &req);
+            }
             _ => {}
         }
     }
@@ -212,6 +219,10 @@ impl Sweeper {
         self.prog.on_set_failed(&mut self.disc, &req);
         if req.op == Op::MftSet {
             self.mft_failed(&req);
+        }
+        if matches!(req.op, Op::SlToVlSet | Op::VlArbSet) {
+            let g = self.disc.node(req.node).guid;
+            self.lanes.failed(g, &req);
         }
     }
 }

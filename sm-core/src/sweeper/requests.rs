@@ -71,6 +71,16 @@ impl Sweeper {
                 AttributeId::MULTICAST_FORWARDING_TABLE,
                 Multicast::modifier(req),
             ),
+            Op::SlToVlSet => (
+                Method::SET,
+                AttributeId::SL_TO_VL_TABLE,
+                crate::vl::modifier(req),
+            ),
+            Op::VlArbSet => (
+                Method::SET,
+                AttributeId::VL_ARBITRATION_TABLE,
+                crate::vl::modifier(req),
+            ),
             Op::ReadBack => Readback::attr(&self.disc, req),
             Op::SmInfoGet => (Method::GET, AttributeId::SM_INFO, 0),
             Op::SmInfoSet => (Method::SET, AttributeId::SM_INFO, u32::from(req.arg)),
@@ -157,7 +167,9 @@ impl Sweeper {
             | Op::PortInfoSet
             | Op::SwitchInfoSet
             | Op::RekeySet
-            | Op::MftSet => self.on_set_done(req, smp),
+            | Op::MftSet
+            | Op::SlToVlSet
+            | Op::VlArbSet => self.on_set_done(req, smp),
         }
     }
 
@@ -181,7 +193,9 @@ impl Sweeper {
             | Op::PortInfoSet
             | Op::SwitchInfoSet
             | Op::RekeySet
-            | Op::MftSet => self.on_set_failed(req),
+            | Op::MftSet
+            | Op::SlToVlSet
+            | Op::VlArbSet => self.on_set_failed(req),
             // Not read again: its Set is given up with it.
             Op::SwitchInfoRecheck => self.on_set_failed(Req {
                 op: Op::SwitchInfoSet,

@@ -1,0 +1,43 @@
+//! Virtual-lane tables in a heavy sweep (see `crate::vl`): planned after routing from the
+//! QoS configuration and policy, queued in stage 2 after the MFT blocks.
+
+use super::Sweeper;
+use crate::vl::{VlTables, want};
+use fabric::Guid;
+
+impl Sweeper {
+    /// The SLtoVL and VLArb blocks the ports are known to hold: what a replicated state
+    /// keeps for a takeover ([`crate::SweeperConfig::known_vl_tables`]).
+    pub fn vl_tables(&self) -> &VlTables {
+        self.lanes.known()
+    }
+
+    /// Plans this sweep's VL table writes (nothing while QoS is off).
+    pub(super) fn plan_vl_tables(&mut self) {
+        let wanted = want::tables(&self.disc, &self.cfg);
+        // Nodes whose tables are back to their reset content: a switch whose LFT is not
+        // known valid (rebooted, or never programmed), a CA never configured since reset.
+        let mut lost: Vec<Guid> = self
+            .disc
+            .switches()
+            .iter()
+            .filter(|s| !s.lft_valid)
+            .map(|s| self.disc.node(s.node).guid)
+            .collect();
+        lost.extend(
+            self.disc
+                .end_ports_seen()
+                .filter(|(_, _, n, p)| !n.is_switch && p.fresh)
+                .map(|(_, _, n, _)| n.guid),
+        );
+        self.lanes.plan(&self.disc, wanted, &lost);
+    }
+
+    /// Queues the planned VL table Sets.
+    pub(super) fn queue_vl_tables(&mut self) {
+        for (op, node, port, arg) in self.lanes.queued() {
+            self.prog.count_planned();
+            self.push(op, node, port, arg);
+        }
+    }
+}
