@@ -151,8 +151,11 @@ pub(crate) fn default_port_info(kind: NodeType, num: u8, tport: &fabric::Port) -
         NodeType::Switch => {
             pi.guid_cap = 1;
             if num == 0 {
+                // IsSLMappingSupported: the switch maps SL to VL per port pair (ibsim's
+                // switch port 0 sets it too).
                 pi.capability_mask = PortInfo::CAP_IS_TRAP_SUPPORTED
                     | PortInfo::CAP_IS_NOTICE_SUPPORTED
+                    | PortInfo::CAP_IS_SL_MAPPING_SUPPORTED
                     | PortInfo::CAP_IS_SYSTEM_IMAGE_GUID_SUPPORTED;
             }
         }

@@ -74,6 +74,12 @@ pub struct SweeperConfig {
     /// state; see [`crate::Sweeper::vl_tables`]): blocks equal to what is wanted are not
     /// written.
     pub known_vl_tables: Option<Arc<crate::VlTables>>,
+    /// OpenSM's `max_op_vls`: the most OperationalVLs (PortInfo code, 1 = VL0 .. 5 =
+    /// VL0-14) a port is brought up with. Default 5, as OpenSM.
+    pub max_op_vls: u8,
+    /// QoS on (OpenSM's `qos TRUE`): the SLtoVL and VLArb tables per kind of port from the
+    /// QoS options. None: no VL table is written.
+    pub qos: Option<Arc<qos::QosTables>>,
     /// Set ClientReregister on end ports the first time this SM writes them (OpenSM does,
     /// so clients re-register with a new SM). A takeover whose SA state is replicated can
     /// turn it off.
@@ -154,6 +160,8 @@ impl Default for SweeperConfig {
             known_pkeys: None,
             known_mfts: None,
             known_vl_tables: None,
+            max_op_vls: 5,
+            qos: None,
             reregister_on_takeover: true,
             tid_high: 0,
             role: Role::Master,

@@ -41,7 +41,8 @@ impl VlAttr {
 }
 
 /// VL table blocks by (node GUID, attribute, attribute modifier): the attribute's data
-/// (8 bytes for SLtoVL, 64 for VLArb).
+/// (8 bytes for SLtoVL, 64 for VLArb). On a CA the modifier's port field names the port
+/// (see [`modifier`]).
 pub type VlTables = BTreeMap<(Guid, VlAttr, u32), Vec<u8>>;
 
 /// One VL table block to write.
@@ -88,9 +89,13 @@ fn key_of(req: &Req) -> (VlAttr, u32) {
     }
 }
 
-/// The attribute modifier of a VL table Set.
-pub(crate) fn modifier(req: &Req) -> u32 {
-    key_of(req).1
+/// The attribute modifier a VL table Set carries. The records name a CA port in the
+/// modifier's port field (a CA has one table per port); on the wire a CA's modifier has 0
+/// there: its SMA applies the attribute to the port the SMP arrives at (IBA 14.2.5.8-9,
+/// as OpenSM sends it).
+pub(crate) fn modifier(req: &Req, is_switch: bool) -> u32 {
+    let m = key_of(req).1;
+    if is_switch { m } else { m & !0xFF }
 }
 
 /// The sweeper's virtual-lane state.
@@ -278,10 +283,12 @@ mod tests {
     fn requests_carry_the_modifier_exactly() {
         let (op, port, arg) = req_of(VlAttr::SlToVl, 7 << 8 | 12);
         assert_eq!((op, port, arg), (Op::SlToVlSet, 12, 7));
-        assert_eq!(modifier(&req(op, port, arg)), 0x070C);
+        assert_eq!(modifier(&req(op, port, arg), true), 0x070C);
+        assert_eq!(modifier(&req(op, port, arg), false), 0x0700);
         let (op, port, arg) = req_of(VlAttr::VlArb, 3 << 16 | 5);
         assert_eq!((op, port, arg), (Op::VlArbSet, 5, 3));
-        assert_eq!(modifier(&req(op, port, arg)), 0x0003_0005);
+        assert_eq!(modifier(&req(op, port, arg), true), 0x0003_0005);
+        assert_eq!(modifier(&req(op, port, arg), false), 0x0003_0000);
     }
 
     #[test]

@@ -199,6 +199,16 @@ pub(crate) fn desired(
         pi.partition_enforcement_inbound = p.enforce_in;
         pi.partition_enforcement_outbound = p.enforce_out;
     }
+    if stage == 3 && p.info.port_state == INIT && !(n.is_switch && port == 0) {
+        // Bring-up: the OperationalVLs negotiated with the peer (a PortInfo Set of 0
+        // changes nothing, so ports already up keep theirs).
+        pi.operational_vls = crate::vl::want::op_vls(disc, cfg, node, port);
+    }
+    if stage == 3
+        && let Some(limit) = crate::vl::want::vl_high_limit(disc, cfg, node, port)
+    {
+        pi.vl_high_limit = limit;
+    }
     match stage {
         3 if p.info.port_state == INIT => pi.port_state = ARMED,
         4 if p.info.port_state == ARMED => pi.port_state = ACTIVE,

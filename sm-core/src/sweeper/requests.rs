@@ -74,12 +74,12 @@ impl Sweeper {
             Op::SlToVlSet => (
                 Method::SET,
                 AttributeId::SL_TO_VL_TABLE,
-                crate::vl::modifier(req),
+                crate::vl::modifier(req, self.disc.node(req.node).is_switch),
             ),
             Op::VlArbSet => (
                 Method::SET,
                 AttributeId::VL_ARBITRATION_TABLE,
-                crate::vl::modifier(req),
+                crate::vl::modifier(req, self.disc.node(req.node).is_switch),
             ),
             Op::ReadBack => Readback::attr(&self.disc, req),
             Op::SmInfoGet => (Method::GET, AttributeId::SM_INFO, 0),

@@ -1,8 +1,194 @@
-//! The VL tables and OperationalVLs this SM wants (placeholder until the qos crate lands).
+//! What the ports of a sweep should hold: their OperationalVLs (negotiated at bring-up,
+//! QoS on or off) and, with QoS on, their SLtoVL and VLArb blocks, as OpenSM's QoS manager
+//! programs them (`osm_qos.c`), from the QoS options and the qos-setup scopes of the policy.
+//!
+//! * Switch external ports that are not DOWN: VLArb with the `qos_swe_*` tables, and (when
+//!   port 0 sets IsSLMappingSupported) an SLtoVL block for every input port 0..=N to that
+//!   output port, masked by the output port's OperationalVLs. An enhanced port 0 is an
+//!   output too; its own pair (0, 0) and its VLArb take the `qos_sw0_*` tables.
+//! * CA and router ports that are not DOWN: VLArb and the SLtoVL block with the `qos_ca_*`
+//!   (`qos_rtr_*`) tables, masked by the port's OperationalVLs.
+//! * No VLArb on a port whose VLCap is one data VL; VLArb blocks only as far as the port's
+//!   VLArbLowCap / VLArbHighCap reach.
+//! * The OperationalVLs a table is masked by are those the port holds after this sweep:
+//!   a port still in INIT gets [`op_vls`] with its ARMED Set (stage 3); a port already up
+//!   keeps what it has (it is not renegotiated under traffic).
+
 use crate::config::SweeperConfig;
 use crate::discovery::Discovery;
-use crate::vl::VlTables;
+use crate::vl::{VlAttr, VlTables, sl2vl_data, vlarb_data};
+use mad::{PortInfo, VlArbEntry, VlArbitrationTable};
+use qos::{PortKind, QosTables, TableConfig};
 
-pub(crate) fn tables(_disc: &Discovery, _cfg: &SweeperConfig) -> VlTables {
-    VlTables::new()
+const DOWN: u8 = 1;
+const INIT: u8 = 2;
+
+/// The OperationalVLs port `port` of node `node` holds once this sweep is done.
+pub(crate) fn op_vls(disc: &Discovery, cfg: &SweeperConfig, node: u32, port: u8) -> u8 {
+    let p = disc.port_of(node, port);
+    if port == 0 && disc.node(node).is_switch {
+        return p.info.operational_vls;
+    }
+    if p.info.port_state != INIT {
+        return p.info.operational_vls;
+    }
+    let peer = (p.remote_sweep == disc.sweep())
+        .then(|| disc.port_of(p.remote, p.remote_port).info.vl_cap);
+    qos::op_vls(p.info.vl_cap, peer, p.info.operational_vls, cfg.max_op_vls)
+}
+
+/// The VLHighLimit a port should hold (None while QoS is off): its tables' high limit,
+/// 0 on a port with one data VL (no VL arbitration), as OpenSM.
+pub(crate) fn vl_high_limit(disc: &Discovery, cfg: &SweeperConfig, node: u32, port: u8) -> Option<u8> {
+    let q = cfg.qos.as_deref()?;
+    let n = disc.node(node);
+    let kind = match (n.is_switch, port) {
+        (true, 0) => PortKind::SwitchPort0,
+        (true, _) => PortKind::SwitchExternal,
+        _ if n.info.node_type == fabric::NodeType::Router.to_wire() => PortKind::Router,
+        _ => PortKind::Ca,
+    };
+    let info = &disc.port_of(node, port).info;
+    if !qos::has_vlarb(info.vl_cap) {
+        return Some(0);
+    }
+    Some(table_for(q, None, disc, node, port, kind).vl_high_limit)
+}
+
+/// Every VL table block the ports of this sweep should hold (empty while QoS is off).
+pub(crate) fn tables(
+    disc: &Discovery,
+    cfg: &SweeperConfig,
+    policy: Option<&()>,
+) -> VlTables {
+    let mut out = VlTables::new();
+    let Some(q) = cfg.qos.as_deref() else {
+        return out;
+    };
+    for i in 0..disc.nodes().len() as u32 {
+        if !disc.seen(i) {
+            continue;
+        }
+        let n = disc.node(i);
+        if n.is_switch {
+            switch_tables(disc, cfg, q, policy, i, &mut out);
+        } else {
+            let kind = if n.info.node_type == fabric::NodeType::Router.to_wire() {
+                PortKind::Router
+            } else {
+                PortKind::Ca
+            };
+            for p in 1..=n.nports {
+                let port = disc.port_of(i, p);
+                if port.info_sweep != disc.sweep() || port.info.port_state <= DOWN {
+                    continue;
+                }
+                let t = table_for(q, policy, disc, i, p, kind);
+                let op = op_vls(disc, cfg, i, p);
+                vlarb_blocks(&mut out, disc, i, p, &t, op);
+                if port.info.capability_mask & PortInfo::CAP_IS_SL_MAPPING_SUPPORTED != 0 {
+                    out.insert(
+                        (n.guid, VlAttr::SlToVl, u32::from(p)),
+                        sl2vl_data(t.sl2vl_masked(op)),
+                    );
+                }
+            }
+        }
+    }
+    out
+}
+
+fn switch_tables(
+    disc: &Discovery,
+    cfg: &SweeperConfig,
+    q: &QosTables,
+    policy: Option<&()>,
+    i: u32,
+    out: &mut VlTables,
+) {
+    let n = disc.node(i);
+    let sw = disc.switch(n.sw);
+    let p0 = disc.port_of(i, 0);
+    let sl_map = p0.info.capability_mask & PortInfo::CAP_IS_SL_MAPPING_SUPPORTED != 0;
+    let enhanced = sw.info.enhanced_port0;
+    let up = |p: u8| {
+        let port = disc.port_of(i, p);
+        port.info_sweep == disc.sweep() && port.info.port_state > DOWN
+    };
+    for p in 1..=n.nports {
+        if up(p) {
+            let t = table_for(q, policy, disc, i, p, PortKind::SwitchExternal);
+            vlarb_blocks(out, disc, i, p, &t, op_vls(disc, cfg, i, p));
+        }
+    }
+    if sl_map {
+        let first = if enhanced { 0 } else { 1 };
+        for o in first..=n.nports {
+            if o != 0 && !up(o) {
+                continue;
+            }
+            let t = table_for(q, policy, disc, i, o, PortKind::SwitchExternal);
+            let vl = sl2vl_data(t.sl2vl_masked(op_vls(disc, cfg, i, o)));
+            for inp in 0..=n.nports {
+                out.insert(
+                    (n.guid, VlAttr::SlToVl, u32::from(inp) << 8 | u32::from(o)),
+                    vl.clone(),
+                );
+            }
+        }
+    }
+    if enhanced {
+        // Port 0 as an end port (osm_qos.c qos_endport_setup with the sw0 tables): its
+        // VLArb, and its own pair (0, 0), which the sw0 table wins.
+        let t = table_for(q, policy, disc, i, 0, PortKind::SwitchPort0);
+        let op = op_vls(disc, cfg, i, 0);
+        vlarb_blocks(out, disc, i, 0, &t, op);
+        if sl_map {
+            out.insert((n.guid, VlAttr::SlToVl, 0), sl2vl_data(t.sl2vl_masked(op)));
+        }
+    }
+}
+
+/// The tables of one port: the options' tables of its kind, or a qos-setup scope's.
+fn table_for(
+    q: &QosTables,
+    policy: Option<&()>,
+    disc: &Discovery,
+    node: u32,
+    port: u8,
+    kind: PortKind,
+) -> TableConfig {
+    let base = *q.get(kind);
+    let _ = (policy, disc, node, port);
+    base
+}
+
+/// The VLArb blocks of a port (its caps, no VLArb with one data VL).
+fn vlarb_blocks(out: &mut VlTables, disc: &Discovery, node: u32, port: u8, t: &TableConfig, op: u8) {
+    let info = &disc.port_of(node, port).info;
+    if !qos::has_vlarb(info.vl_cap) {
+        return;
+    }
+    let g = disc.node(node).guid;
+    for b in 0..4u8 {
+        let Some(entries) = t.vlarb_block(
+            b,
+            op,
+            info.vl_arbitration_low_cap,
+            info.vl_arbitration_high_cap,
+        ) else {
+            continue;
+        };
+        let mut table = VlArbitrationTable::default();
+        for (d, e) in table.entries.iter_mut().zip(entries.iter()) {
+            *d = VlArbEntry {
+                vl: e.vl,
+                weight: e.weight,
+            };
+        }
+        out.insert(
+            (g, VlAttr::VlArb, u32::from(b + 1) << 16 | u32::from(port)),
+            vlarb_data(&table),
+        );
+    }
 }

@@ -1,0 +1,130 @@
+//! Virtual lanes on fabric-sim: with QoS on, the first sweep writes SLtoVL and VLArb
+//! blocks to every port that takes them and records them; a quiet heavy sweep writes none;
+//! a new master seeded with the blocks as programmed writes none; a changed SLtoVL option
+//! writes exactly the SLtoVL blocks again and no VLArb block; QoS off writes none at all.
+
+mod common;
+
+use common::{Harness, topo};
+use fabric_sim::SetRecord;
+use sm_core::{Event, Phase, Sweeper, SweeperConfig, VTime, VlAttr};
+use std::sync::Arc;
+
+const SL2VL: u16 = 0x17;
+const VLARB: u16 = 0x18;
+const MS: VTime = 1_000_000;
+
+fn qos_tables(pairs: &[(&str, &str)]) -> Arc<qos::QosTables> {
+    let opts = qos::QosOptions::from_pairs(pairs.iter().copied()).expect("options");
+    Arc::new(opts.build().expect("tables"))
+}
+
+fn cfg(q: Option<Arc<qos::QosTables>>) -> SweeperConfig {
+    SweeperConfig {
+        sweep_interval: 60_000 * MS,
+        qos: q,
+        ..SweeperConfig::default()
+    }
+}
+
+fn count(log: &[SetRecord], attr: u16) -> usize {
+    log.iter().filter(|r| r.attr == attr).count()
+}
+
+fn settle(h: &mut Harness) {
+    let end = h.now + 5_000 * MS;
+    while h.now < end {
+        if h.sw.phase() == Phase::Idle && h.fab.next_event_time().is_none() {
+            break;
+        }
+        if !h.step() {
+            break;
+        }
+    }
+}
+
+fn heavy(h: &mut Harness) {
+    h.sw.request_sweep(h.now, true);
+    assert!(h.run_until(60_000 * MS, |e| matches!(
+        e,
+        Event::HeavySweepComplete { .. }
+    )));
+    settle(h);
+}
+
+#[test]
+fn qos_tables_are_written_once_and_kept() {
+    let t = topo("ft2:8");
+    let mut h = Harness::new(&t, cfg(Some(qos_tables(&[]))), 5);
+    h.subnet_up();
+    settle(&mut h);
+    let log = h.fab.take_set_log();
+    let (sl2vl, vlarb) = (count(&log, SL2VL), count(&log, VLARB));
+    let known = h.sw.vl_tables().clone();
+    let known_sl2vl = known.keys().filter(|k| k.1 == VlAttr::SlToVl).count();
+    println!("ft2:8 with QoS: {sl2vl} SLtoVL and {vlarb} VLArb Sets");
+    assert!(sl2vl > 0 && vlarb > 0, "QoS on writes both tables");
+    assert_eq!(sl2vl, known_sl2vl, "every SLtoVL Set is recorded once");
+    assert_eq!(sl2vl + vlarb, known.len(), "every Set recorded, none twice");
+    // Every switch's SLtoVL pairs: (N+1) inputs x N outputs for each switch.
+    let sw_pairs: usize = t
+        .switches()
+        .map(|(_, n)| (n.num_ports() as usize + 1) * n.num_ports() as usize)
+        .sum();
+    let ca_ports = common::ca_ports(&t).len();
+    assert_eq!(known_sl2vl, sw_pairs + ca_ports, "switch pairs and CA ports");
+
+    // A quiet heavy sweep writes nothing.
+    heavy(&mut h);
+    let log = h.fab.take_set_log();
+    assert_eq!(count(&log, SL2VL) + count(&log, VLARB), 0, "quiet sweep");
+
+    // A new master seeded with the recorded blocks writes none.
+    let seeded = SweeperConfig {
+        guid2lid: h.sw.guid2lid().clone(),
+        known_lfts: h.sw.lfts().map(|l| Arc::new(l.clone())),
+        known_pkeys: Some(Arc::new(h.sw.pkey_tables())),
+        known_vl_tables: Some(Arc::new(known.clone())),
+        reregister_on_takeover: false,
+        ..cfg(Some(qos_tables(&[])))
+    };
+    h.sw = Sweeper::new(seeded).unwrap();
+    h.subnet_up();
+    settle(&mut h);
+    let log = h.fab.take_set_log();
+    assert_eq!(
+        count(&log, SL2VL) + count(&log, VLARB),
+        0,
+        "takeover on an unchanged fabric"
+    );
+
+    // A changed SLtoVL option: only the SLtoVL blocks are written again.
+    let changed = SweeperConfig {
+        guid2lid: h.sw.guid2lid().clone(),
+        known_lfts: h.sw.lfts().map(|l| Arc::new(l.clone())),
+        known_pkeys: Some(Arc::new(h.sw.pkey_tables())),
+        known_vl_tables: Some(Arc::new(h.sw.vl_tables().clone())),
+        reregister_on_takeover: false,
+        ..cfg(Some(qos_tables(&[(
+            "qos_sl2vl",
+            "0,1,2,3,0,1,2,3,0,1,2,3,0,1,2,7",
+        )])))
+    };
+    h.sw = Sweeper::new(changed).unwrap();
+    h.subnet_up();
+    settle(&mut h);
+    let log = h.fab.take_set_log();
+    assert_eq!(count(&log, VLARB), 0, "VLArb unchanged");
+    assert_eq!(count(&log, SL2VL), known_sl2vl, "every SLtoVL block changed");
+}
+
+#[test]
+fn qos_off_writes_no_vl_table() {
+    let t = topo("ft2:8");
+    let mut h = Harness::new(&t, cfg(None), 5);
+    h.subnet_up();
+    settle(&mut h);
+    let log = h.fab.take_set_log();
+    assert_eq!(count(&log, SL2VL) + count(&log, VLARB), 0);
+    assert!(h.sw.vl_tables().is_empty());
+}
