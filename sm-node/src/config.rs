@@ -167,6 +167,10 @@ pub struct FileConfig {
     pub smp_window: Option<usize>,
     /// `[admin]`: TLS and tokens of the gRPC listener.
     pub admin: Option<AdminSecurity>,
+    /// OpenSM's `max_op_vls` (OperationalVLs code 1-5, default 5).
+    pub max_op_vls: Option<u8>,
+    /// `[qos]`: `enabled` (OpenSM's `qos`) and OpenSM's `qos_*` table options by name.
+    pub qos: Option<std::collections::BTreeMap<String, toml::Value>>,
 }
 
 /// The `[admin]` table: security of a replica's gRPC listener (Peer and SmAdmin share it)
@@ -231,6 +235,8 @@ impl FileConfig {
                 (Some(a), Some(b)) => Some(a.overlay(b)),
                 (a, b) => b.or(a),
             },
+            max_op_vls: over.max_op_vls.or(self.max_op_vls),
+            qos: over.qos.or(self.qos),
         }
     }
 }
@@ -264,6 +270,36 @@ pub struct NodeConfig {
     pub smp_window: usize,
     /// `[admin]` security settings (cluster mode).
     pub admin: AdminSecurity,
+    /// Most OperationalVLs a port is brought up with.
+    pub max_op_vls: u8,
+    /// QoS tables (None: QoS off).
+    pub qos: Option<std::sync::Arc<qos::QosTables>>,
+}
+
+/// The `[qos]` table: None when absent or `enabled = false`; the `qos_*` keys checked.
+fn qos_tables(
+    t: Option<std::collections::BTreeMap<String, toml::Value>>,
+) -> Result<Option<std::sync::Arc<qos::QosTables>>, NodeError> {
+    let Some(mut t) = t else { return Ok(None) };
+    let bad = |e: String| NodeError::Config(format!("[qos]: {e}"));
+    let on = match t.remove("enabled") {
+        None => true,
+        Some(toml::Value::Boolean(b)) => b,
+        Some(v) => return Err(bad(format!("enabled = {v}: expected true or false"))),
+    };
+    let mut pairs = Vec::new();
+    for (k, v) in t {
+        let v = match v {
+            toml::Value::String(s) => s,
+            toml::Value::Integer(i) => i.to_string(),
+            v => return Err(bad(format!("{k} = {v}: expected a string or an integer"))),
+        };
+        pairs.push((k, v));
+    }
+    let opts = qos::QosOptions::from_pairs(pairs.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+        .map_err(|e| bad(e.to_string()))?;
+    let tables = opts.build().map_err(|e| bad(e.to_string()))?;
+    Ok(on.then(|| std::sync::Arc::new(tables)))
 }
 
 impl TryFrom<FileConfig> for NodeConfig {
@@ -339,6 +375,11 @@ impl TryFrom<FileConfig> for NodeConfig {
             seed: f.sim_seed.unwrap_or(1),
             smp_timeout_ms,
             admin: f.admin.unwrap_or_default(),
+            max_op_vls: match f.max_op_vls.unwrap_or(5) {
+                v @ 1..=5 => v,
+                v => return Err(NodeError::Config(format!("max-op-vls {v}: must be 1..=5"))),
+            },
+            qos: qos_tables(f.qos)?,
         })
     }
 }
@@ -400,6 +441,12 @@ impl NodeConfig {
             guid2lid,
             timeout: self.smp_timeout_ms * MS,
             window: self.smp_window,
+            max_op_vls: self.max_op_vls,
+            qos: self.qos.clone(),
+            partition_options: partitions::Options {
+                qos: self.qos.is_some(),
+                ..partitions::Options::default()
+            },
             ..SweeperConfig::default()
         };
         Ok((cfg, store))

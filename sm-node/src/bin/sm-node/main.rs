@@ -168,6 +168,7 @@ impl Cli {
                 tokens_file: self.tokens_file.clone(),
                 insecure_loopback: self.insecure_loopback.then_some(true),
             }),
+            ..FileConfig::default()
         }
     }
 }
