@@ -78,6 +78,7 @@ mod portstate;
 mod sim;
 mod sma;
 mod state;
+mod vl;
 
 pub mod client;
 pub mod control;
@@ -85,14 +86,15 @@ pub mod protocol;
 pub mod server;
 pub mod virt;
 
-pub use accounting::{Accounting, Counters, SetRecord, TraceHop, TraceKind};
-pub use config::SimConfig;
+pub use accounting::{Accounting, Counters, SetRecord, TraceHop, TraceKind, VlCounters, VlKey};
+pub use config::{IBSIM_SL2VL_RESET, SimConfig};
 pub use deliver::{Delivery, DropReason};
 pub use error::SimError;
 pub use faults::Fault;
 pub use gmp::ReceivedGmp;
 pub use mcast::McastDelivery;
 pub use sim::{AttachId, Received, SimFabric};
+pub use vl::{VlHop, data_vls};
 
 /// Virtual time in nanoseconds since the fabric was created.
 pub type VTime = u64;
