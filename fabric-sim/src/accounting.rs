@@ -236,7 +236,12 @@ impl Accounting {
     /// The counts of one VL summed over every port.
     pub fn vl_totals(&self, vl: u8) -> VlCounters {
         let mut t = VlCounters::default();
-        for c in self.per_vl.iter().filter(|(k, _)| k.vl == vl).map(|(_, c)| c) {
+        for c in self
+            .per_vl
+            .iter()
+            .filter(|(k, _)| k.vl == vl)
+            .map(|(_, c)| c)
+        {
             t.xmit += c.xmit;
             t.delivered += c.delivered;
             t.dropped_vl15 += c.dropped_vl15;

@@ -142,7 +142,13 @@ impl SimFabric {
     /// [`SimFabric::deliver`] for a packet on service level `sl` (only its low 4 bits
     /// are used, as the LRH carries 4): at every output port the SLtoVLMappingTable
     /// gives the VL, and a VL of 15 or beyond the port's OperationalVLs drops it.
-    pub fn deliver_sl(&mut self, src_port_guid: Guid, dst_lid: Lid, pkey: PKey, sl: u8) -> Delivery {
+    pub fn deliver_sl(
+        &mut self,
+        src_port_guid: Guid,
+        dst_lid: Lid,
+        pkey: PKey,
+        sl: u8,
+    ) -> Delivery {
         self.walk(src_port_guid, dst_lid, Some(pkey), Some(sl & 0xF))
     }
 

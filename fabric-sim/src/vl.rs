@@ -101,28 +101,46 @@ impl SimFabric {
         result: &Result<(u32, u8), (DropReason, Option<u32>)>,
     ) {
         for &(port, vl) in path.hops() {
-            let p = &self.st.ports[port as usize];
-            let (node, num) = (p.node, p.num);
-            self.acct.vl_entry(node, num, vl).xmit += 1;
+            self.count_vl_xmit(port, vl);
         }
         match result {
             Ok((_, hops)) if *hops > 0 => {
                 if let Some(&(last, vl)) = path.hops().last() {
                     let ing = self.st.ports[last as usize].cable;
                     if ing != NONE {
-                        let p = &self.st.ports[ing as usize];
-                        let (node, num) = (p.node, p.num);
-                        self.acct.vl_entry(node, num, vl).delivered += 1;
+                        self.count_vl_delivered(ing, vl);
                     }
                 }
             }
-            Err((DropReason::SlToVl15 { node, port }, _)) => {
+            Err((r, _)) => self.count_vl_drop(r),
+            _ => {}
+        }
+    }
+
+    /// A data packet left by port index `port` on `vl`.
+    pub(crate) fn count_vl_xmit(&mut self, port: u32, vl: u8) {
+        let p = &self.st.ports[port as usize];
+        let (node, num) = (p.node, p.num);
+        self.acct.vl_entry(node, num, vl).xmit += 1;
+    }
+
+    /// A data packet reached its destination, port index `port`, on `vl`.
+    pub(crate) fn count_vl_delivered(&mut self, port: u32, vl: u8) {
+        let p = &self.st.ports[port as usize];
+        let (node, num) = (p.node, p.num);
+        self.acct.vl_entry(node, num, vl).delivered += 1;
+    }
+
+    /// Counts a drop when it is one of the VL drops (other reasons count elsewhere).
+    pub(crate) fn count_vl_drop(&mut self, r: &DropReason) {
+        match *r {
+            DropReason::SlToVl15 { node, port } => {
                 self.acct.counters.data_dropped_vl15 += 1;
-                self.acct.vl_entry(node.0, *port, VL15).dropped_vl15 += 1;
+                self.acct.vl_entry(node.0, port, VL15).dropped_vl15 += 1;
             }
-            Err((DropReason::VlNotOperational { node, port, vl }, _)) => {
+            DropReason::VlNotOperational { node, port, vl } => {
                 self.acct.counters.data_dropped_vl_not_operational += 1;
-                let c: &mut VlCounters = self.acct.vl_entry(node.0, *port, *vl);
+                let c: &mut VlCounters = self.acct.vl_entry(node.0, port, vl);
                 c.dropped_not_operational += 1;
             }
             _ => {}

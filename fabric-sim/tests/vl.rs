@@ -61,7 +61,11 @@ fn unprogrammed_tables_hold_ibsims_reset_mapping() {
     // SL n -> VL n on every hop while nothing is programmed: H1[1] -> S1[3] -> S2[1].
     for sl in 0..8u8 {
         let p = s.fab.vl_path(Lid(1), Lid(3), sl).unwrap();
-        assert_eq!(hops(&p), vec![(h1, 1, sl), (s1, 3, sl), (s2, 1, sl)], "SL {sl}");
+        assert_eq!(
+            hops(&p),
+            vec![(h1, 1, sl), (s1, 3, sl), (s2, 1, sl)],
+            "SL {sl}"
+        );
     }
     // SL 15 -> VL 7.
     let p = s.fab.vl_path(Lid(1), Lid(3), 15).unwrap();
@@ -196,7 +200,11 @@ fn a_vl_beyond_operational_vls_drops_and_counts() {
     let a = s.fab.accounting();
     assert_eq!(a.vl_counters(s1, 3, 3).dropped_not_operational, 1);
     assert_eq!(a.vl_counters(s1, 3, 3).dropped(), 1);
-    assert_eq!(a.vl_counters(h1, 1, 3).xmit, 1, "the first link was crossed");
+    assert_eq!(
+        a.vl_counters(h1, 1, 3).xmit,
+        1,
+        "the first link was crossed"
+    );
     assert_eq!(a.counters.data_dropped_vl_not_operational, 1);
     assert_eq!(a.counters.data_dropped_vl15, 0);
     // VL 1 still passes; H2 -> H5 does not use the port at all.
@@ -227,7 +235,10 @@ fn a_vl_beyond_operational_vls_drops_and_counts() {
         .unwrap();
     assert_eq!(d, Delivery::Dropped(why));
     assert_eq!(
-        s.fab.accounting().vl_counters(s1, 3, 3).dropped_not_operational,
+        s.fab
+            .accounting()
+            .vl_counters(s1, 3, 3)
+            .dropped_not_operational,
         2
     );
     assert_eq!(
@@ -252,7 +263,12 @@ fn an_sl_mapped_to_vl15_drops_and_counts() {
         Delivery::Dropped(DropReason::SlToVl15 { node: h1, port: 1 })
     );
     // S2 maps SL 6 from port 3 to port 2 onto VL15: dropped there, after two links.
-    set_sl2vl(&mut s, S2_PATH, SlToVlTable::modifier(3, 2), table(1, 6, 15));
+    set_sl2vl(
+        &mut s,
+        S2_PATH,
+        SlToVlTable::modifier(3, 2),
+        table(1, 6, 15),
+    );
     let d = s.fab.deliver_sl(s.hg(1), Lid(4), PKey::DEFAULT_FULL, 6);
     assert_eq!(
         d,
@@ -397,12 +413,19 @@ fn control_requests_carry_the_sl() {
     assert_eq!(h.len(), 3);
     assert!(h.iter().all(|x| x["vl"] == json!(2)), "{r}");
     assert_eq!(h[1]["port"], json!(3));
-    let r = control::handle(&mut s.fab, now, r#"{"op":"deliver","src":"H1","dlid":3,"pkey":65535,"sl":16}"#);
+    let r = control::handle(
+        &mut s.fab,
+        now,
+        r#"{"op":"deliver","src":"H1","dlid":3,"pkey":65535,"sl":16}"#,
+    );
     assert_eq!(r["ok"], json!(false));
     assert!(r["error"].as_str().unwrap().contains("SIM-E015"));
     let r = control::handle(&mut s.fab, now, r#"{"op":"vl_counters"}"#);
     let rows = r["per_vl"].as_array().expect("per_vl");
-    assert!(rows.iter().any(|x| x["vl"] == json!(15) && x["dropped_vl15"] == json!(2)));
+    assert!(
+        rows.iter()
+            .any(|x| x["vl"] == json!(15) && x["dropped_vl15"] == json!(2))
+    );
     let r = control::handle(&mut s.fab, now, r#"{"op":"counters"}"#);
     assert_eq!(r["counters"]["data_dropped_vl15"], json!(2));
 }
