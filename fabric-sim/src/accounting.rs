@@ -56,6 +56,44 @@ pub struct Counters {
     pub gmps_delivered: u64,
     /// GMPs dropped (P_Key, routing, port state, no receiver, loss).
     pub gmps_dropped: u64,
+    /// Data packets (deliver checks, GMPs) dropped because their SL maps to VL15 on an
+    /// output port (per port and VL: [`Accounting::per_vl`]).
+    pub data_dropped_vl15: u64,
+    /// Data packets dropped because their SL maps to a VL at or beyond the output port's
+    /// OperationalVLs (per port and VL: [`Accounting::per_vl`]).
+    pub data_dropped_vl_not_operational: u64,
+}
+
+/// A (node, port, VL) of the per-VL accounting.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct VlKey {
+    /// Node.
+    pub node: NodeId,
+    /// Port number on that node.
+    pub port: u8,
+    /// Virtual lane (0..=15).
+    pub vl: u8,
+}
+
+/// Data packets of one (node, port, VL): what the port sent or received on the VL and
+/// what it dropped there, by reason. SMPs (always VL15) are not counted here.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VlCounters {
+    /// Sent out of this port on this VL (every link crossed counts at its output port).
+    pub xmit: u64,
+    /// Received on this VL by this port as the packet's destination.
+    pub delivered: u64,
+    /// Dropped at this output port: the SL maps to VL15 (management only).
+    pub dropped_vl15: u64,
+    /// Dropped at this output port: the VL is at or beyond the port's OperationalVLs.
+    pub dropped_not_operational: u64,
+}
+
+impl VlCounters {
+    /// Both drop counts.
+    pub fn dropped(&self) -> u64 {
+        self.dropped_vl15 + self.dropped_not_operational
+    }
 }
 
 /// One accepted Set, for invariant checks.
@@ -130,6 +168,8 @@ pub struct Accounting {
     pub counters: Counters,
     /// Hop trace (only when tracing).
     pub trace: Vec<TraceHop>,
+    /// Data packets per (node, port, VL); only entries that counted something.
+    pub(crate) per_vl: BTreeMap<VlKey, VlCounters>,
 }
 
 impl Accounting {
@@ -177,6 +217,47 @@ impl Accounting {
             }
         }
         m
+    }
+
+    /// Data packets per (node, port, VL): sent, delivered and dropped (VL15, beyond
+    /// OperationalVLs). Ports and VLs that counted nothing are left out.
+    pub fn per_vl(&self) -> &BTreeMap<VlKey, VlCounters> {
+        &self.per_vl
+    }
+
+    /// The counts of one (node, port, VL) (zero when nothing was counted).
+    pub fn vl_counters(&self, node: NodeId, port: u8, vl: u8) -> VlCounters {
+        self.per_vl
+            .get(&VlKey { node, port, vl })
+            .copied()
+            .unwrap_or_default()
+    }
+
+    /// The counts of one VL summed over every port.
+    pub fn vl_totals(&self, vl: u8) -> VlCounters {
+        let mut t = VlCounters::default();
+        for c in self
+            .per_vl
+            .iter()
+            .filter(|(k, _)| k.vl == vl)
+            .map(|(_, c)| c)
+        {
+            t.xmit += c.xmit;
+            t.delivered += c.delivered;
+            t.dropped_vl15 += c.dropped_vl15;
+            t.dropped_not_operational += c.dropped_not_operational;
+        }
+        t
+    }
+
+    pub(crate) fn vl_entry(&mut self, node: u32, port: u8, vl: u8) -> &mut VlCounters {
+        self.per_vl
+            .entry(VlKey {
+                node: NodeId(node),
+                port,
+                vl,
+            })
+            .or_default()
     }
 
     /// Requests per source port GUID (sources that sent nothing are left out).

@@ -55,6 +55,19 @@ impl SimClient {
         self.w.flush()
     }
 
+    /// Sends a GMP on service level `sl` (0..=15; the server refuses others with
+    /// SIMD-E022 and closes the connection).
+    pub fn send_gmp_sl(
+        &mut self,
+        dlid: Lid,
+        pkey: fabric::PKey,
+        sl: u8,
+        mad: &[u8; 256],
+    ) -> io::Result<()> {
+        write_frame(&mut self.w, T_GMP, &gmp_out_sl(dlid.0, pkey.0, sl, mad))?;
+        self.w.flush()
+    }
+
     /// The next GMP for this client. Blocks.
     pub fn recv_gmp(&mut self) -> io::Result<crate::ReceivedGmp> {
         loop {

@@ -47,7 +47,16 @@ pub struct SimConfig {
     pub log_sets: bool,
     /// Record every hop of every SMP (for tests; slow and memory hungry).
     pub trace: bool,
+    /// The SLtoVLMappingTable every port holds until the SM writes it (and again after a
+    /// power cycle): VL per SL. IBA leaves the content after reset unspecified; the
+    /// default is ibsim's reset table, SL n -> VL n for SL 0..=14 and SL 15 -> VL 7, so
+    /// with the power-up OperationalVLs (VL0-7) SLs 8..=14 are dropped until the SM
+    /// programs the tables. `[0; 16]` models hardware that resets every SL to VL0.
+    pub sl2vl_reset: [u8; 16],
 }
+
+/// ibsim's SLtoVLMappingTable at reset (`sim_net.c`): SL n -> VL n, SL 15 -> VL 7.
+pub const IBSIM_SL2VL_RESET: [u8; 16] = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 7];
 
 impl Default for SimConfig {
     fn default() -> SimConfig {
@@ -69,6 +78,7 @@ impl Default for SimConfig {
             trap_repeats: 16,
             log_sets: true,
             trace: false,
+            sl2vl_reset: IBSIM_SL2VL_RESET,
         }
     }
 }

@@ -108,12 +108,27 @@ pub enum ControlRequest {
         dlid: u16,
         /// P_Key.
         pkey: u16,
+        /// Service level (default 0).
+        #[serde(default)]
+        sl: u8,
     },
-    /// Many delivery checks at once: `pairs` of [src, dlid, pkey].
+    /// Many delivery checks at once: `pairs` of [src, dlid, pkey] or [src, dlid, pkey, sl].
     DeliverMany {
-        /// (source port name, destination LID, P_Key).
-        pairs: Vec<(String, u16, u16)>,
+        /// (source port name, destination LID, P_Key[, SL]).
+        pairs: Vec<DeliverPair>,
     },
+    /// The VL a data packet rides on each link: [`SimFabric::vl_path`].
+    VlPath {
+        /// Source LID.
+        slid: u16,
+        /// Destination LID.
+        dlid: u16,
+        /// Service level (default 0).
+        #[serde(default)]
+        sl: u8,
+    },
+    /// Per-(node, port, VL) data-packet counts.
+    VlCounters,
     /// A switch's LFT: entries for LIDs 0..=LinearFDBTop (0xFF = unprogrammed).
     Lft {
         /// Switch name.
@@ -126,6 +141,26 @@ pub enum ControlRequest {
         /// Port number.
         port: u8,
     },
+}
+
+/// One `deliver_many` entry: `[src, dlid, pkey]` (SL 0) or `[src, dlid, pkey, sl]`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(untagged)]
+pub enum DeliverPair {
+    /// Source, DLID, P_Key, SL.
+    WithSl(String, u16, u16, u8),
+    /// Source, DLID, P_Key (SL 0).
+    Plain(String, u16, u16),
+}
+
+impl DeliverPair {
+    /// (source, DLID, P_Key, SL).
+    pub fn parts(&self) -> (&str, u16, u16, u8) {
+        match self {
+            DeliverPair::WithSl(s, d, k, sl) => (s, *d, *k, *sl),
+            DeliverPair::Plain(s, d, k) => (s, *d, *k, 0),
+        }
+    }
 }
 
 fn node_of(sim: &SimFabric, name: &str) -> Result<NodeId, String> {
@@ -204,6 +239,13 @@ fn to_fault(sim: &SimFabric, req: &ControlRequest) -> Result<Option<Fault>, Stri
         },
         _ => return Ok(None),
     }))
+}
+
+fn check_sl(sl: u8) -> Result<u8, String> {
+    if sl > 15 {
+        return Err(crate::SimError::BadSl(sl).to_string());
+    }
+    Ok(sl)
 }
 
 /// Hex digits to bytes.
@@ -296,18 +338,53 @@ pub fn apply(sim: &mut SimFabric, now: VTime, req: &ControlRequest) -> Result<Va
                    "m_key_violations": pi.m_key_violations,
                    "p_key_violations": pi.p_key_violations})
         }
-        ControlRequest::Deliver { src, dlid, pkey } => {
+        ControlRequest::Deliver {
+            src,
+            dlid,
+            pkey,
+            sl,
+        } => {
             let g = port_guid_of(sim, src)?;
-            let d = sim.deliver(g, Lid(*dlid), PKey(*pkey));
+            let sl = check_sl(*sl)?;
+            let d = sim.deliver_sl(g, Lid(*dlid), PKey(*pkey), sl);
             json!({"ok": true, "delivery": d})
         }
         ControlRequest::DeliverMany { pairs } => {
             let mut out = Vec::with_capacity(pairs.len());
-            for (src, dlid, pkey) in pairs {
+            for pair in pairs {
+                let (src, dlid, pkey, sl) = pair.parts();
                 let g = port_guid_of(sim, src)?;
-                out.push(sim.deliver(g, Lid(*dlid), PKey(*pkey)));
+                let sl = check_sl(sl)?;
+                out.push(sim.deliver_sl(g, Lid(dlid), PKey(pkey), sl));
             }
             json!({"ok": true, "deliveries": out})
+        }
+        ControlRequest::VlPath { slid, dlid, sl } => {
+            let hops: Vec<Value> = sim
+                .vl_path(Lid(*slid), Lid(*dlid), *sl)
+                .map_err(|e| e.to_string())?
+                .into_iter()
+                .map(|h| {
+                    json!({"node_guid": format!("{:#018x}", h.node_guid.0),
+                           "port": h.port, "vl": h.vl})
+                })
+                .collect();
+            json!({"ok": true, "hops": hops})
+        }
+        ControlRequest::VlCounters => {
+            let per_vl: Vec<Value> = sim
+                .accounting()
+                .per_vl()
+                .iter()
+                .map(|(k, c)| {
+                    let g = sim.node_guid(k.node).map(|g| g.0).unwrap_or(0);
+                    json!({"node_guid": format!("{g:#018x}"), "port": k.port, "vl": k.vl,
+                           "xmit": c.xmit, "delivered": c.delivered,
+                           "dropped_vl15": c.dropped_vl15,
+                           "dropped_not_operational": c.dropped_not_operational})
+                })
+                .collect();
+            json!({"ok": true, "per_vl": per_vl})
         }
         ControlRequest::Lft { node } => {
             let n = node_of(sim, node)?;

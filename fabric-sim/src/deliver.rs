@@ -1,7 +1,8 @@
 //! The data-packet delivery check: walks a packet from a source end port to a
 //! destination LID through the programmed LFTs, applying the HCA P_Key checks at source
-//! and destination, switch partition enforcement, and port ACTIVE checks. SMPs are
-//! exempt from key checks ([`SimFabric::deliver_smp`]).
+//! and destination, switch partition enforcement, port ACTIVE checks and, per output
+//! port, the packet's VL from its SL ([`crate::vl`]). SMPs are exempt from key checks
+//! and ride VL15 without consulting SLtoVL ([`SimFabric::deliver_smp`]).
 
 use crate::sim::SimFabric;
 use crate::state::NONE;
@@ -77,6 +78,23 @@ pub enum DropReason {
     NoReceiver,
     /// A GMP was lost by the random loss fault.
     Lost,
+    /// The packet's SL maps to VL15 on this output port (SLtoVLMappingTable): VL15 is
+    /// for subnet management only, so a data packet mapped there is dropped.
+    SlToVl15 {
+        /// Node sending.
+        node: NodeId,
+        /// Output port.
+        port: u8,
+    },
+    /// The packet's SL maps to a VL at or beyond the output port's OperationalVLs.
+    VlNotOperational {
+        /// Node sending.
+        node: NodeId,
+        /// Output port.
+        port: u8,
+        /// The VL the SLtoVLMappingTable gave.
+        vl: u8,
+    },
 }
 
 /// Result of [`SimFabric::deliver`].
@@ -115,26 +133,36 @@ fn switch_key_ok(sim: &SimFabric, port: u32, key: PKey) -> bool {
 
 impl SimFabric {
     /// Would a data packet from end port `src_port_guid` with P_Key `pkey` reach
-    /// `dst_lid`? Counts P_Key violations on the port that drops it.
+    /// `dst_lid`? Sent on SL 0 ([`SimFabric::deliver_sl`]). Counts P_Key violations on
+    /// the port that drops it, and the packet in the per-VL accounting.
     pub fn deliver(&mut self, src_port_guid: Guid, dst_lid: Lid, pkey: PKey) -> Delivery {
-        self.walk(src_port_guid, dst_lid, Some(pkey))
+        self.deliver_sl(src_port_guid, dst_lid, pkey, 0)
     }
 
-    /// The same walk for a LID-routed SMP: SMPs are exempt from P_Key checks.
+    /// [`SimFabric::deliver`] for a packet on service level `sl` (only its low 4 bits
+    /// are used, as the LRH carries 4): at every output port the SLtoVLMappingTable
+    /// gives the VL, and a VL of 15 or beyond the port's OperationalVLs drops it.
+    pub fn deliver_sl(
+        &mut self,
+        src_port_guid: Guid,
+        dst_lid: Lid,
+        pkey: PKey,
+        sl: u8,
+    ) -> Delivery {
+        self.walk(src_port_guid, dst_lid, Some(pkey), Some(sl & 0xF))
+    }
+
+    /// The same walk for a LID-routed SMP: SMPs are exempt from P_Key checks and ride
+    /// VL15 whatever the SLtoVL tables say.
     pub fn deliver_smp(&mut self, src_port_guid: Guid, dst_lid: Lid) -> Delivery {
-        self.walk(src_port_guid, dst_lid, None)
+        self.walk(src_port_guid, dst_lid, None, None)
     }
 
-    fn bump_pkey_violation(&mut self, port: u32) {
-        let i = &mut self.st.ports[port as usize].info;
-        i.p_key_violations = i.p_key_violations.saturating_add(1);
-    }
-
-    fn walk(&mut self, src: Guid, dst: Lid, key: Option<PKey>) -> Delivery {
+    fn walk(&mut self, src: Guid, dst: Lid, key: Option<PKey>, sl: Option<u8>) -> Delivery {
         let Some(&src_port) = self.st.by_port_guid.get(&src) else {
             return Delivery::Dropped(DropReason::NoSuchSource);
         };
-        match self.walk_from(src_port, dst, key) {
+        match self.walk_from(src_port, dst, key, sl) {
             Ok((port, hops)) => Delivery::Delivered {
                 dst_port: self.st.ports[port as usize].guid,
                 hops,
@@ -143,24 +171,52 @@ impl SimFabric {
         }
     }
 
-    /// Walks a packet from end port index `src_port` to `dst`: Ok((receiving port index,
-    /// links crossed)) or the reason it is dropped.
+    /// Walks a packet from end port index `src_port` to `dst` and keeps the books: the
+    /// P_Key violation of a port that drops it for its key, and (data packets, `sl` set)
+    /// the per-VL counts. Ok((receiving port index, links crossed)) or why it is dropped.
     pub(crate) fn walk_from(
         &mut self,
         src_port: u32,
         dst: Lid,
         key: Option<PKey>,
+        sl: Option<u8>,
     ) -> Result<(u32, u8), DropReason> {
+        let mut path = WalkPath::new();
+        let r = self.trace_walk(src_port, dst, key, sl, &mut path);
+        if sl.is_some() {
+            self.count_vls(&path, &r);
+        }
+        r.map_err(|(reason, violation)| {
+            if let Some(p) = violation {
+                let i = &mut self.st.ports[p as usize].info;
+                i.p_key_violations = i.p_key_violations.saturating_add(1);
+            }
+            reason
+        })
+    }
+
+    /// The walk itself, changing nothing: records every link crossed in `path` (output
+    /// port index, VL; VL15 for an SMP) and returns Ok((receiving port index, links
+    /// crossed)) or Err((reason, port whose P_KeyViolations the drop counts)). `key` None
+    /// is an SMP (no P_Key checks); `sl` None rides VL15 without SLtoVL.
+    pub(crate) fn trace_walk(
+        &self,
+        src_port: u32,
+        dst: Lid,
+        key: Option<PKey>,
+        sl: Option<u8>,
+        path: &mut WalkPath,
+    ) -> Result<(u32, u8), (DropReason, Option<u32>)> {
         use DropReason::*;
         let sp = &self.st.ports[src_port as usize];
         let sn = &self.st.nodes[sp.node as usize];
         if !sn.present || sp.state != PortState::Active {
-            return Err(SourceNotActive);
+            return Err((SourceNotActive, None));
         }
         if let Some(k) = key
             && !self.st.table_contains(src_port, k)
         {
-            return Err(SourcePKey);
+            return Err((SourcePKey, None));
         }
         if self.st.owns_lid(src_port, dst) {
             return Ok((src_port, 0));
@@ -169,110 +225,151 @@ impl SimFabric {
             match self.st.switches[sn.sw as usize].route(dst) {
                 Some(o) if o != 0 && o <= sn.num_ports => sn.port_base + u32::from(o),
                 _ => {
-                    return Err(NoRoute {
-                        node: NodeId(sp.node),
-                    });
+                    let node = NodeId(sp.node);
+                    return Err((NoRoute { node }, None));
                 }
             }
         } else {
             src_port
         };
+        // The port the packet entered the current node by (a switch source: port 0).
+        let mut in_num: u8 = 0;
         let mut hops: u8 = 0;
         loop {
             let e = &self.st.ports[egress as usize];
             let (enode, enum_) = (NodeId(e.node), e.num);
             if !e.link_up || e.cable == NONE {
-                return Err(LinkDown {
+                let r = LinkDown {
                     node: enode,
                     port: enum_,
-                });
+                };
+                return Err((r, None));
             }
             if e.state != PortState::Active {
-                return Err(NotActive {
+                let r = NotActive {
                     node: enode,
                     port: enum_,
-                });
+                };
+                return Err((r, None));
             }
             let e_switch = self.st.nodes[e.node as usize].sw != NONE;
             if let (true, Some(k)) = (e_switch && e.info.partition_enforcement_outbound, key)
                 && !switch_key_ok(self, egress, k)
             {
-                self.bump_pkey_violation(egress);
-                return Err(SwitchOutbound {
+                let r = SwitchOutbound {
                     node: enode,
                     port: enum_,
-                });
+                };
+                return Err((r, Some(egress)));
             }
+            let vl = match sl {
+                Some(sl) => self.egress_vl(egress, in_num, sl).map_err(|r| (r, None))?,
+                None => crate::vl::VL15,
+            };
+            path.push(egress, vl);
             let ing = e.cable;
             let ip = &self.st.ports[ing as usize];
             let (inode, inum) = (ip.node, ip.num);
             let n = &self.st.nodes[inode as usize];
             if !n.present {
-                return Err(NodeAbsent {
-                    node: NodeId(inode),
-                });
+                let node = NodeId(inode);
+                return Err((NodeAbsent { node }, None));
             }
             if ip.state != PortState::Active {
-                return Err(NotActive {
+                let r = NotActive {
                     node: NodeId(inode),
                     port: inum,
-                });
+                };
+                return Err((r, None));
             }
             hops += 1;
-            if hops > 64 {
-                return Err(Loop);
+            if hops > MAX_WALK_LINKS {
+                return Err((Loop, None));
             }
             if n.sw != NONE {
                 if let (true, Some(k)) = (ip.info.partition_enforcement_inbound, key)
                     && !switch_key_ok(self, ing, k)
                 {
-                    self.bump_pkey_violation(ing);
-                    return Err(SwitchInbound {
+                    let r = SwitchInbound {
                         node: NodeId(inode),
                         port: inum,
-                    });
+                    };
+                    return Err((r, Some(ing)));
                 }
                 if self.st.owns_lid(ing, dst) {
                     let p0 = n.port_base;
                     if let Some(k) = key
                         && !self.st.table_matches(p0, k)
                     {
-                        self.bump_pkey_violation(p0);
-                        return Err(DestinationPKey {
+                        let r = DestinationPKey {
                             node: NodeId(inode),
                             port: 0,
-                        });
+                        };
+                        return Err((r, Some(p0)));
                     }
                     return Ok((p0, hops));
                 }
                 match self.st.switches[n.sw as usize].route(dst) {
                     Some(o) if o != 0 && o <= n.num_ports => {
                         egress = n.port_base + u32::from(o);
+                        in_num = inum;
                     }
                     _ => {
-                        return Err(NoRoute {
-                            node: NodeId(inode),
-                        });
+                        let node = NodeId(inode);
+                        return Err((NoRoute { node }, None));
                     }
                 }
             } else {
                 if !self.st.owns_lid(ing, dst) {
-                    return Err(WrongDestination {
+                    let r = WrongDestination {
                         node: NodeId(inode),
                         port: inum,
-                    });
+                    };
+                    return Err((r, None));
                 }
                 if let Some(k) = key
                     && !self.st.table_matches(ing, k)
                 {
-                    self.bump_pkey_violation(ing);
-                    return Err(DestinationPKey {
+                    let r = DestinationPKey {
                         node: NodeId(inode),
                         port: inum,
-                    });
+                    };
+                    return Err((r, Some(ing)));
                 }
                 return Ok((ing, hops));
             }
         }
+    }
+}
+
+/// Links a walk may cross; more is a routing loop.
+const MAX_WALK_LINKS: u8 = 64;
+
+/// The links one walk crossed, on the stack (the delivery check never allocates):
+/// (output port index, VL), in order.
+pub(crate) struct WalkPath {
+    hops: [(u32, u8); MAX_WALK_LINKS as usize + 1],
+    len: usize,
+}
+
+impl WalkPath {
+    pub(crate) fn new() -> WalkPath {
+        WalkPath {
+            hops: [(0, 0); MAX_WALK_LINKS as usize + 1],
+            len: 0,
+        }
+    }
+
+    fn push(&mut self, port: u32, vl: u8) {
+        // The walk stops after MAX_WALK_LINKS + 1 pushes (Loop), so this never drops one.
+        if let Some(slot) = self.hops.get_mut(self.len) {
+            *slot = (port, vl);
+            self.len += 1;
+        }
+    }
+
+    /// The links crossed: (output port index, VL).
+    pub(crate) fn hops(&self) -> &[(u32, u8)] {
+        &self.hops[..self.len]
     }
 }

@@ -1,5 +1,6 @@
 //! The crate's error type.
 
+use crate::deliver::DropReason;
 use fabric::{Guid, Lid, NodeId};
 use thiserror::Error;
 
@@ -50,4 +51,13 @@ pub enum SimError {
     /// The topology is too large for the simulator's indexes.
     #[error("SIM-E013 topology too large: {0}")]
     TooLarge(String),
+    /// No end port (CA port or switch port 0) owns this LID.
+    #[error("SIM-E014 no end port has LID {0}")]
+    NoSuchLid(Lid),
+    /// A service level outside 0..=15.
+    #[error("SIM-E015 SL {0} is not within 0..=15")]
+    BadSl(u8),
+    /// The packet would be dropped on the way (see [`DropReason`]).
+    #[error("SIM-E016 the packet is dropped: {0:?}")]
+    Dropped(DropReason),
 }

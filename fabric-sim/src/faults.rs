@@ -156,6 +156,7 @@ impl SimFabric {
                 if !self.st.nodes[node.index()].present {
                     self.st.nodes[node.index()].present = true;
                     self.st.power_cycle(node.0);
+                    self.reset_vl_tables(node.0);
                     self.retrain_all(node, t + self.cfg.reboot_ns);
                 }
             }
@@ -165,6 +166,7 @@ impl SimFabric {
                     self.link_down(i, t);
                 }
                 self.st.power_cycle(node.0);
+                self.reset_vl_tables(node.0);
                 let p0 = &mut self.st.ports[base as usize];
                 p0.state = PortState::Active;
                 p0.phys = PhysState::LinkUp;

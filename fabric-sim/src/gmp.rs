@@ -27,8 +27,8 @@ pub struct ReceivedGmp {
 
 impl SimFabric {
     /// Sends a GMP (any management class; typically SA, class 0x03) from the port of
-    /// `from` to `dlid` with P_Key `pkey` at `now`. Returns the verdict of the path (the
-    /// MAD arrives later, see [`SimFabric::poll_recv_gmp`]); a drop is counted.
+    /// `from` to `dlid` with P_Key `pkey` at `now`, on SL 0. Returns the verdict of the
+    /// path (the MAD arrives later, see [`SimFabric::poll_recv_gmp`]); a drop is counted.
     pub fn send_gmp(
         &mut self,
         now: VTime,
@@ -37,11 +37,29 @@ impl SimFabric {
         pkey: PKey,
         mad: &[u8; 256],
     ) -> Result<Delivery, SimError> {
+        self.send_gmp_sl(now, from, dlid, pkey, 0, mad)
+    }
+
+    /// [`SimFabric::send_gmp`] on service level `sl` (0..=15): the GMP is a data packet
+    /// and rides the VL the SLtoVL tables give on each link, with the VL drops of
+    /// [`SimFabric::deliver_sl`].
+    pub fn send_gmp_sl(
+        &mut self,
+        now: VTime,
+        from: AttachId,
+        dlid: Lid,
+        pkey: PKey,
+        sl: u8,
+        mad: &[u8; 256],
+    ) -> Result<Delivery, SimError> {
+        if sl > 15 {
+            return Err(SimError::BadSl(sl));
+        }
         let src = self.attach_mut(from)?.port;
         self.run_until(now);
         let t = self.now;
         self.acct.counters.gmps_sent += 1;
-        let (dst, hops) = match self.walk_from(src, dlid, Some(pkey)) {
+        let (dst, hops) = match self.walk_from(src, dlid, Some(pkey), Some(sl)) {
             Ok(x) => x,
             Err(r) => {
                 self.acct.counters.gmps_dropped += 1;

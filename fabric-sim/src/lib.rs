@@ -6,8 +6,8 @@
 //! the SMP attributes, forwards directed-route SMPs hop by hop with the shared
 //! [`mad::dr_step`] rule, LID-routes SMPs and data packets through each switch's programmed
 //! LFT, runs the IBA port state machine (INIT -> ARMED -> ACTIVE), checks M_Keys, P_Keys
-//! and switch partition enforcement, sends traps 128/144/256, injects seeded faults and
-//! keeps accounting. Time is virtual ([`VTime`], nanoseconds), driven by an event queue
+//! and switch partition enforcement, maps data packets' SLs to VLs hop by hop, sends traps
+//! 128/144/256, injects seeded faults and keeps accounting. Time is virtual ([`VTime`], nanoseconds), driven by an event queue
 //! ordered by (time, sequence), so a seed gives the same run every time.
 //!
 //! # The model, where IBA leaves room or the simulator simplifies
@@ -54,8 +54,24 @@
 //! * Multicast data ([`SimFabric::deliver_mcast`]): switches replicate a packet to the
 //!   ports of their MulticastForwardingTable entry, never back out of the ingress port,
 //!   with the unicast link, ACTIVE and P_Key checks.
-//! * Stored but not acted on: SLtoVL and VLArbitration tables, GUIDInfo entries (CAs
-//!   only; entry 0 is the port GUID and read-only).
+//! * Virtual lanes ([`SimFabric::deliver_sl`], [`SimFabric::vl_path`]): a data packet
+//!   (delivery check, GMP, multicast copy) carries an SL, 0 unless given. On every link
+//!   it rides the VL the sending node's SLtoVLMappingTable gives: on a switch the table
+//!   of (input port, output port), modifier `in << 8 | out` (a packet the switch sends
+//!   itself enters by port 0); on a CA the sending port's table. A data packet mapped to
+//!   VL15 is dropped (VL15 is management only), and so is one mapped to a VL at or
+//!   beyond the output port's OperationalVLs (1 = VL0, 2 = VL0-1, 3 = VL0-3, 4 = VL0-7,
+//!   5 = VL0-14); both are counted per (node, port, VL) ([`Accounting::per_vl`]). SMPs
+//!   stay on VL15 and never consult SLtoVL. A table the SM never wrote holds
+//!   `SimConfig::sl2vl_reset`, ibsim's reset table by default (SL n -> VL n, SL 15 ->
+//!   VL 7; IBA leaves it unspecified), and reads back as such; a power cycle forgets the
+//!   tables and returns OperationalVLs to VLCap and VLHighLimit to 0.
+//! * PortInfo Set of OperationalVLs: 0 leaves it unchanged, a value above the port's
+//!   VLCap answers 0x1C and changes nothing, in any port state (as ibsim and linux qib).
+//!   VLHighLimit is stored as set.
+//! * Stored but not acted on: VLArbitration tables and VLHighLimit (no arbiter, no
+//!   credits or congestion), GUIDInfo entries (CAs only; entry 0 is the port GUID and
+//!   read-only).
 //! * Virtualization ([`virt`]): a PF passed to a VM is an ordinary CA port; a VF in the
 //!   shared-port model is a GUIDInfo alias sharing the PF's LID and P_KeyTable, without SM
 //!   access.
@@ -78,6 +94,7 @@ mod portstate;
 mod sim;
 mod sma;
 mod state;
+mod vl;
 
 pub mod client;
 pub mod control;
@@ -85,14 +102,15 @@ pub mod protocol;
 pub mod server;
 pub mod virt;
 
-pub use accounting::{Accounting, Counters, SetRecord, TraceHop, TraceKind};
-pub use config::SimConfig;
+pub use accounting::{Accounting, Counters, SetRecord, TraceHop, TraceKind, VlCounters, VlKey};
+pub use config::{IBSIM_SL2VL_RESET, SimConfig};
 pub use deliver::{Delivery, DropReason};
 pub use error::SimError;
 pub use faults::Fault;
 pub use gmp::ReceivedGmp;
 pub use mcast::McastDelivery;
 pub use sim::{AttachId, Received, SimFabric};
+pub use vl::{VlHop, data_vls};
 
 /// Virtual time in nanoseconds since the fabric was created.
 pub type VTime = u64;

@@ -3,8 +3,10 @@
 //! names (never back out of the port it came in on), with the same checks as unicast
 //! ([`SimFabric::deliver`]): the sender's P_Key table must hold the key, every link on the
 //! way must be up with both ends ACTIVE, switch partition enforcement applies at ingress and
-//! egress, and a receiving port's P_KeyTable must match the key. A switch whose
-//! MulticastFDBTop is set (non-zero; 0xBFFF: no entry) forwards nothing for MLIDs above it.
+//! egress, and a receiving port's P_KeyTable must match the key. Each copy rides the VL its
+//! output port's SLtoVL table gives for the packet's SL ([`crate::vl`]), with the same VL
+//! drops as unicast. A switch whose MulticastFDBTop is set (non-zero; 0xBFFF: no entry)
+//! forwards nothing for MLIDs above it.
 
 use crate::deliver::DropReason;
 use crate::sim::SimFabric;
@@ -54,7 +56,22 @@ impl SimFabric {
     /// Which end ports receive a copy of a data packet that end port `src_port_guid` sends
     /// to multicast LID `mlid` with P_Key `pkey`, through the programmed MFTs. Counts
     /// P_Key violations where copies are dropped for their key.
+    /// Sent on SL 0 ([`SimFabric::deliver_mcast_sl`]).
     pub fn deliver_mcast(&mut self, src_port_guid: Guid, mlid: Lid, pkey: PKey) -> McastDelivery {
+        self.deliver_mcast_sl(src_port_guid, mlid, pkey, 0)
+    }
+
+    /// [`SimFabric::deliver_mcast`] on service level `sl` (low 4 bits): every copy rides
+    /// the VL the SLtoVL table of its output port gives (input port, output port on a
+    /// switch), with the VL15 and OperationalVLs drops of [`SimFabric::deliver_sl`].
+    pub fn deliver_mcast_sl(
+        &mut self,
+        src_port_guid: Guid,
+        mlid: Lid,
+        pkey: PKey,
+        sl: u8,
+    ) -> McastDelivery {
+        let sl = sl & 0xF;
         let mut out = McastDelivery::default();
         let Some(&src) = self.st.by_port_guid.get(&src_port_guid) else {
             out.dropped.push(DropReason::NoSuchSource);
@@ -77,8 +94,8 @@ impl SimFabric {
         let src_node = &self.st.nodes[sp.node as usize];
         if src_node.sw != NONE {
             q.push_back(src_node.port_base);
-        } else if let Some(i) = self.mcast_cross(src, pkey, &mut out) {
-            self.mcast_arrive(i, pkey, &mut q, &mut out);
+        } else if let Some((i, vl)) = self.mcast_cross(src, 0, sl, pkey, &mut out) {
+            self.mcast_arrive(i, vl, pkey, &mut q, &mut out);
         }
         // Each switch port may take a copy in once per switch on a loop-free tree; more
         // than that many switch entries means the tables loop.
@@ -131,8 +148,8 @@ impl SimFabric {
                     }
                     continue;
                 }
-                if let Some(i) = self.mcast_cross(egress, pkey, &mut out) {
-                    self.mcast_arrive(i, pkey, &mut q, &mut out);
+                if let Some((i, vl)) = self.mcast_cross(egress, in_num, sl, pkey, &mut out) {
+                    self.mcast_arrive(i, vl, pkey, &mut q, &mut out);
                 }
             }
         }
@@ -144,9 +161,16 @@ impl SimFabric {
         i.p_key_violations = i.p_key_violations.saturating_add(1);
     }
 
-    /// Sends a copy out of `egress` across its link: the port index it arrives at, or None
-    /// (the drop recorded).
-    fn mcast_cross(&mut self, egress: u32, key: PKey, out: &mut McastDelivery) -> Option<u32> {
+    /// Sends a copy on `sl` out of `egress` (entered its node by `in_num`) across its
+    /// link: the port index it arrives at and its VL, or None (the drop recorded).
+    fn mcast_cross(
+        &mut self,
+        egress: u32,
+        in_num: u8,
+        sl: u8,
+        key: PKey,
+        out: &mut McastDelivery,
+    ) -> Option<(u32, u8)> {
         let e = &self.st.ports[egress as usize];
         let (enode, enum_) = (NodeId(e.node), e.num);
         if !e.link_up || e.cable == NONE {
@@ -172,6 +196,16 @@ impl SimFabric {
             });
             return None;
         }
+        let vl = match self.egress_vl(egress, in_num, sl) {
+            Ok(vl) => vl,
+            Err(r) => {
+                self.count_vl_drop(&r);
+                out.dropped.push(r);
+                return None;
+            }
+        };
+        self.count_vl_xmit(egress, vl);
+        let e = &self.st.ports[egress as usize];
         let ing = e.cable;
         let ip = &self.st.ports[ing as usize];
         let n = &self.st.nodes[ip.node as usize];
@@ -188,7 +222,7 @@ impl SimFabric {
             });
             return None;
         }
-        Some(ing)
+        Some((ing, vl))
     }
 
     /// A copy arrived at port `ing`: a switch queues it for replication (after inbound
@@ -196,6 +230,7 @@ impl SimFabric {
     fn mcast_arrive(
         &mut self,
         ing: u32,
+        vl: u8,
         key: PKey,
         q: &mut VecDeque<u32>,
         out: &mut McastDelivery,
@@ -214,6 +249,7 @@ impl SimFabric {
             q.push_back(ing);
         } else if self.st.table_matches(ing, key) {
             *out.received.entry(ip.guid).or_insert(0) += 1;
+            self.count_vl_delivered(ing, vl);
         } else {
             self.mcast_violation(ing);
             out.dropped.push(DropReason::DestinationPKey {
@@ -281,6 +317,36 @@ mod tests {
         // Another MLID of the same block reaches nobody.
         let d = sim.deliver_mcast(a, Lid(0xC006), PKey::DEFAULT_FULL);
         assert!(d.received.is_empty());
+    }
+
+    #[test]
+    fn copies_ride_the_vl_of_their_output_port() {
+        use mad::SlToVlTable;
+        let (mut sim, [a, b, c]) = fabric();
+        program(&mut sim, 0, 0xC002, &[1, 3, 4]);
+        program(&mut sim, 1, 0xC002, &[1, 3]);
+        // s2 (node 1) maps SL 4 from port 1 to port 3 onto VL15: c loses its copy; s1
+        // maps it to VL 2 towards b (3 -> 4).
+        let base1 = sim.st.nodes[1].port_base;
+        let mut t = SlToVlTable::default();
+        t.vl[4] = 15;
+        sim.sl2vl.insert((base1, SlToVlTable::modifier(1, 3)), t);
+        let base0 = sim.st.nodes[0].port_base;
+        t.vl[4] = 2;
+        sim.sl2vl.insert((base0, SlToVlTable::modifier(3, 4)), t);
+        let d = sim.deliver_mcast_sl(a, Lid(0xC002), PKey::DEFAULT_FULL, 4);
+        assert_eq!(d.receivers().collect::<Vec<_>>(), vec![b]);
+        let s2 = NodeId(1);
+        assert_eq!(d.dropped, vec![DropReason::SlToVl15 { node: s2, port: 3 }]);
+        let acct = sim.accounting();
+        let bn = NodeId(sim.st.ports[sim.st.by_port_guid[&b] as usize].node);
+        assert_eq!(acct.vl_counters(NodeId(0), 4, 2).xmit, 1);
+        assert_eq!(acct.vl_counters(bn, 1, 2).delivered, 1);
+        assert_eq!(acct.vl_counters(s2, 3, 15).dropped_vl15, 1);
+        // SL 0 still reaches both (the reset table: SL 0 -> VL 0).
+        let d = sim.deliver_mcast(a, Lid(0xC002), PKey::DEFAULT_FULL);
+        assert_eq!(d.receivers().count(), 2);
+        let _ = c;
     }
 
     #[test]

@@ -24,12 +24,14 @@ pub const T_ERROR: u8 = 0x06;
 /// Client -> server: attach as a non-SM client (IsSM stays clear). Payload: UTF-8 name;
 /// answered with ATTACHED.
 pub const T_ATTACH_CLIENT: u8 = 0x07;
-/// GMP (non-SMP MAD, e.g. SA). Client -> server: u16 DLID + u16 P_Key + 256 bytes.
-/// Server -> client: u64 time + u16 SLID + u16 P_Key + 256 bytes.
+/// GMP (non-SMP MAD, e.g. SA). Client -> server: u16 DLID + u16 P_Key + 256 bytes
+/// [+ u8 SL]. Server -> client: u64 time + u16 SLID + u16 P_Key + 256 bytes.
 pub const T_GMP: u8 = 0x08;
 
-/// Length of a client -> server GMP payload.
+/// Length of a client -> server GMP payload without an SL (the packet rides SL 0).
 pub const GMP_OUT_LEN: usize = 2 + 2 + 256;
+/// Length of a client -> server GMP payload carrying an SL byte after the MAD.
+pub const GMP_OUT_SL_LEN: usize = GMP_OUT_LEN + 1;
 /// Length of a server -> client GMP payload.
 pub const GMP_IN_LEN: usize = 8 + 2 + 2 + 256;
 
@@ -54,6 +56,26 @@ pub fn parse_gmp_out(p: &[u8]) -> Option<(u16, u16, [u8; 256])> {
         u16::from_be_bytes([p[2], p[3]]),
         m,
     ))
+}
+
+/// Client -> server GMP payload on service level `sl` (a trailing SL byte).
+pub fn gmp_out_sl(dlid: u16, pkey: u16, sl: u8, mad: &[u8; 256]) -> [u8; GMP_OUT_SL_LEN] {
+    let mut b = [0u8; GMP_OUT_SL_LEN];
+    b[..GMP_OUT_LEN].copy_from_slice(&gmp_out(dlid, pkey, mad));
+    b[GMP_OUT_LEN] = sl;
+    b
+}
+
+/// Parses a client -> server GMP payload of either length: (DLID, P_Key, SL, MAD); SL 0
+/// when the payload has no SL byte.
+pub fn parse_gmp_out_sl(p: &[u8]) -> Option<(u16, u16, u8, [u8; 256])> {
+    let (body, sl) = match p.len() {
+        GMP_OUT_LEN => (p, 0),
+        GMP_OUT_SL_LEN => (&p[..GMP_OUT_LEN], p[GMP_OUT_LEN]),
+        _ => return None,
+    };
+    let (dlid, pkey, mad) = parse_gmp_out(body)?;
+    Some((dlid, pkey, sl, mad))
 }
 
 /// Server -> client GMP payload.

@@ -322,9 +322,9 @@ fn client_loop(
                 pump(&mut g, wall);
             }
             T_GMP => {
-                let (dlid, pkey, mad) = parse_gmp_out(&payload).ok_or_else(|| {
+                let (dlid, pkey, sl, mad) = parse_gmp_out_sl(&payload).ok_or_else(|| {
                     format!(
-                        "SIMD-E020 GMP payload must be {GMP_OUT_LEN} bytes, got {}",
+                        "SIMD-E020 GMP payload must be {GMP_OUT_LEN} or {GMP_OUT_SL_LEN} bytes, got {}",
                         payload.len()
                     )
                 })?;
@@ -337,7 +337,7 @@ fn client_loop(
                     .ok_or("SIMD-E021 GMP before attach")?;
                 let now = wall.max(g.sim.now());
                 g.sim
-                    .send_gmp(now, a, Lid(dlid), fabric::PKey(pkey), &mad)
+                    .send_gmp_sl(now, a, Lid(dlid), fabric::PKey(pkey), sl, &mad)
                     .map_err(|e| format!("SIMD-E022 {e}"))?;
                 pump(&mut g, wall);
             }

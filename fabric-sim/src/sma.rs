@@ -229,10 +229,11 @@ impl SimFabric {
                 let Some(key) = self.sl2vl_key(port, m) else {
                     return INVALID;
                 };
+                // A table the SM never wrote reads as the reset table ([`crate::vl`]).
                 self.sl2vl
                     .get(&key)
                     .copied()
-                    .unwrap_or_default()
+                    .unwrap_or_else(|| self.sl2vl_reset_table())
                     .encode(&mut data);
             }
             AttributeId::VL_ARBITRATION_TABLE => {
@@ -532,6 +533,17 @@ impl SimFabric {
             3 => Some(PhysState::Disabled),
             _ => return INVALID,
         };
+        // OperationalVLs (IBA 14.2.5.6, PortInfo): 0 leaves it unchanged; a value above
+        // the port's own VLCap (the reserved codes 6..=15 included) is an invalid field,
+        // and the whole Set changes nothing. Accepted in every port state: neither ibsim
+        // (sim_mad.c) nor linux qib's SMA restrict it by state, and we could not establish
+        // a state rule from the IBA text. (ibsim compares against the VLCap field of the
+        // Set's own data and applies the other fields first; we compare against the port's
+        // VLCap and refuse atomically, as qib does.) Switch port 0 (no enhanced port 0)
+        // has no data VLs: the field is ignored there.
+        if !sw_port0 && new.operational_vls > p.info.vl_cap {
+            return INVALID;
+        }
         if !sw_external && (new.lid.is_multicast() || new.lid.is_permissive()) {
             return INVALID;
         }
@@ -579,6 +591,7 @@ impl SimFabric {
             if new.operational_vls != 0 {
                 i.operational_vls = new.operational_vls;
             }
+            // Stored as set: the arbiter is not modelled, so nothing acts on it.
             i.vl_high_limit = new.vl_high_limit;
             i.hoq_life = new.hoq_life;
             i.vl_stall_count = new.vl_stall_count;

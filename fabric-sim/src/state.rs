@@ -377,6 +377,8 @@ impl State {
             fresh.p_key_violations = 0;
             fresh.q_key_violations = 0;
             fresh.client_reregister = false;
+            fresh.operational_vls = fresh.vl_cap;
+            fresh.vl_high_limit = 0;
             (fresh.local_port_num, fresh.link_width_active) = keep;
             p.info = fresh;
             p.pkeys = Vec::new();
