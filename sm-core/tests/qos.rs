@@ -128,3 +128,29 @@ fn qos_off_writes_no_vl_table() {
     assert_eq!(count(&log, SL2VL) + count(&log, VLARB), 0);
     assert!(h.sw.vl_tables().is_empty());
 }
+
+#[test]
+fn three_sls_ride_three_vls_hop_by_hop() {
+    let t = topo("ft2:8");
+    // SL 0 -> VL 0, SL 1 -> VL 1, SL 2 -> VL 2, everything else on VL 0.
+    let q = qos_tables(&[("qos_sl2vl", "0,1,2,0,0,0,0,0,0,0,0,0,0,0,0,0")]);
+    let mut h = Harness::new(&t, cfg(Some(q)), 9);
+    h.subnet_up();
+    settle(&mut h);
+    let cas = common::ca_ports(&t);
+    let (a, b) = (cas[1], cas[cas.len() - 1]);
+    let (la, lb) = (h.lid_of(a.0, a.1), h.lid_of(b.0, b.1));
+    for sl in 0..3u8 {
+        let hops = h.fab.vl_path(la, lb, sl).expect("path");
+        assert!(hops.len() >= 2, "through the fabric");
+        assert!(
+            hops.iter().all(|x| x.vl == sl),
+            "SL {sl} rides VL {sl} on every hop: {hops:?}"
+        );
+        let d = h.fab.deliver_sl(a.2, lb, fabric::PKey::DEFAULT_FULL, sl);
+        assert!(
+            matches!(d, fabric_sim::Delivery::Delivered { dst_port, .. } if dst_port == b.2),
+            "SL {sl} delivered: {d:?}"
+        );
+    }
+}
