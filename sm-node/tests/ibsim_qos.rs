@@ -1,0 +1,193 @@
+//! The same QoS options give the same SLtoVL and VLArb tables under OpenSM and under our
+//! SM on ibsim (issue 19): each SM runs on its own fresh ibsim instance of the same fabric
+//! with QoS on (3 SLs on 3 VLs), and `smpquery sl2vl` / `smpquery vlarb` read every switch
+//! port's and every CA port's tables back on both; the OperationalVLs each SM negotiated
+//! are read with `smpquery portinfo`. When ibsim, OpenSM or the diags are not installed the
+//! tests fail under `CI=true` and print `SKIPPED: ...` otherwise.
+
+mod ibsim_common;
+
+use fabric::{GenSpec, Guid, Topology};
+use ibsim_common::*;
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::Duration;
+use umad::testing::Ibsim;
+
+/// 3 SLs on 3 VLs: SL 0-2 -> VL 0-2, the rest on VL 0; VL 0-2 share the low priority table.
+const QOS: [(&str, &str); 4] = [
+    ("qos_sl2vl", "0,1,2,0,0,0,0,0,0,0,0,0,0,0,0,0"),
+    ("qos_vlarb_low", "0:32,1:32,2:32"),
+    ("qos_vlarb_high", "0:0,1:0,2:0"),
+    ("qos_high_limit", "0"),
+];
+
+/// Node GUID -> LID of every switch, from `ibswitches`
+/// (`Switch : 0x... ports 8 "..." base port 0 lid 3 lmc 0`).
+fn switch_lids(text: &str) -> BTreeMap<Guid, u16> {
+    text.lines()
+        .filter_map(|l| {
+            let g = l.split_once("0x")?.1.split_whitespace().next()?;
+            let g = u64::from_str_radix(g, 16).ok()?;
+            let lid = l.split_once(" lid ")?.1.split_whitespace().next()?;
+            Some((Guid(g), lid.parse().ok()?))
+        })
+        .collect()
+}
+
+/// Port GUID -> LID of every CA port, from ibnetdiscover's CA port lines.
+fn ca_lids(ibnetdiscover: &str) -> BTreeMap<Guid, u16> {
+    let mut m = BTreeMap::new();
+    let mut in_ca = false;
+    for line in ibnetdiscover.lines() {
+        if line.starts_with("Ca") {
+            in_ca = true;
+        } else if line.starts_with("Switch") {
+            in_ca = false;
+        } else if in_ca && line.starts_with('[') {
+            let guid = line
+                .split_once('(')
+                .and_then(|(_, r)| r.split_once(')'))
+                .and_then(|(g, _)| u64::from_str_radix(g, 16).ok());
+            let lid = line
+                .split_once("# lid ")
+                .and_then(|(_, r)| r.split_whitespace().next())
+                .and_then(|l| l.parse().ok());
+            if let (Some(g), Some(l)) = (guid, lid) {
+                m.insert(Guid(g), l);
+            }
+        }
+    }
+    m
+}
+
+/// A table as smpquery prints it, without the header lines that name the LID (each SM
+/// assigns its own LIDs).
+fn normalize(text: &str) -> String {
+    text.lines()
+        .filter(|l| !l.contains("Lid") && !l.trim().is_empty())
+        .map(str::trim_end)
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// What the fabric holds: per (node GUID, port, what) the normalized smpquery output.
+type Tables = BTreeMap<(Guid, u8, &'static str), String>;
+
+fn read_tables(sim: &Ibsim, diag_host: &str, topo: &Topology) -> Tables {
+    let sw = switch_lids(&tool(sim, diag_host, "ibswitches", &[]));
+    let cas = ca_lids(&tool(sim, diag_host, "ibnetdiscover", &[]));
+    let mut out = Tables::new();
+    let mut q = |lid: u16, port: u8, key: (Guid, u8)| {
+        for what in ["sl2vl", "vlarb"] {
+            let t = tool(
+                sim,
+                diag_host,
+                "smpquery",
+                &[what, &lid.to_string(), &port.to_string()],
+            );
+            out.insert((key.0, key.1, what), normalize(&t));
+        }
+        let pi = tool(
+            sim,
+            diag_host,
+            "smpquery",
+            &["portinfo", &lid.to_string(), &port.to_string()],
+        );
+        let op = portinfo_field(&pi, "OperVLs").unwrap_or_default();
+        let hl = portinfo_field(&pi, "VLHighLimit").unwrap_or_default();
+        out.insert((key.0, key.1, "opvls"), format!("{op} {hl}"));
+    };
+    for (_, n) in topo.switches() {
+        let lid = *sw
+            .get(&n.guid)
+            .unwrap_or_else(|| panic!("switch {} has no LID", n.guid));
+        for p in 1..=n.num_ports() {
+            if n.port(p).and_then(|x| x.peer).is_some() {
+                q(lid, p, (n.guid, p));
+            }
+        }
+    }
+    for (guid, pr) in ca_ports(topo) {
+        let lid = *cas
+            .get(&guid)
+            .unwrap_or_else(|| panic!("CA port {guid} has no LID"));
+        q(lid, pr.port.0, (guid, pr.port.0));
+    }
+    out
+}
+
+fn compare(netfile: &Path, sm_host: &str, diag_host: &str) {
+    // OpenSM with `qos TRUE` and the options.
+    let sim = Ibsim::start(netfile, &[]).expect("ibsim");
+    let topo = fabric::netfile::parse(&tool(&sim, diag_host, "ibnetdiscover", &[]))
+        .expect("ibnetdiscover parses");
+    let osm_dir = sim.dir().join("opensm");
+    std::fs::create_dir_all(&osm_dir).unwrap();
+    let conf: String = std::iter::once("qos TRUE".to_string())
+        .chain(QOS.iter().map(|(k, v)| format!("{k} {v}")))
+        .map(|l| l + "\n")
+        .collect();
+    let conf_path = osm_dir.join("opensm.conf");
+    std::fs::write(&conf_path, conf).unwrap();
+    let mut c = sim.client("opensm", Some(sm_host));
+    c.env("OSM_TMP_DIR", &osm_dir)
+        .env("OSM_CACHE_DIR", &osm_dir)
+        .arg("-F")
+        .arg(&conf_path)
+        .arg("-e")
+        .arg("-f")
+        .arg(osm_dir.join("osm.log"))
+        .args(["-s", "0", "-o"]);
+    let out = sim.run(c, Duration::from_secs(120)).expect("opensm");
+    assert!(out.success(), "opensm: {}", out.describe());
+    let theirs = read_tables(&sim, diag_host, &topo);
+    sim.stop();
+
+    // Ours, on a fresh instance of the same file.
+    let sim = Ibsim::start(netfile, &[]).expect("ibsim");
+    let toml: String = std::iter::once("[qos]\nenabled = true".to_string())
+        .chain(QOS.iter().map(|(k, v)| format!("{k} = \"{v}\"")))
+        .map(|l| l + "\n")
+        .collect();
+    let cfg = sim.dir().join("sm-node.toml");
+    std::fs::write(&cfg, toml).unwrap();
+    let sm = start_sm(&sim, sm_host, &["--config", cfg.to_str().unwrap()]);
+    let ours = read_tables(&sim, diag_host, &topo);
+    drop(sm);
+    sim.stop();
+
+    let differ: Vec<_> = ours
+        .iter()
+        .filter(|(k, v)| theirs.get(k) != Some(v))
+        .map(|(k, v)| format!("{k:?}:\n ours:\n{v}\n OpenSM:\n{:?}", theirs.get(k)))
+        .collect();
+    println!(
+        "{}: {} tables read back; ours and OpenSM's differ in {}",
+        netfile.display(),
+        ours.len(),
+        differ.len()
+    );
+    let sl2 = ours.iter().filter(|(k, v)| k.2 == "sl2vl" && v.contains("|  2|"));
+    assert!(sl2.count() > 0, "SL 2 maps to VL 2 somewhere");
+    assert!(
+        differ.is_empty(),
+        "tables differ:\n{}",
+        differ[..differ.len().min(6)].join("\n")
+    );
+    assert_eq!(ours.len(), theirs.len());
+}
+
+#[test]
+fn opensm_and_ours_program_the_same_vl_tables_on_ft2_8() {
+    if !ready("opensm_and_ours_program_the_same_vl_tables_on_ft2_8", &["opensm"]) {
+        return;
+    }
+    let topo = "ft2:8".parse::<GenSpec>().unwrap().generate().unwrap();
+    let dir = std::env::temp_dir().join(format!("qsm-qos-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let net = dir.join("ft2_8.net");
+    std::fs::write(&net, fabric::netfile::write(&topo).unwrap()).unwrap();
+    compare(&net, &first_ca_host(&topo), &last_ca_host(&topo));
+    let _ = std::fs::remove_dir_all(&dir);
+}
