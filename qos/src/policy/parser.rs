@@ -131,8 +131,6 @@ pub(crate) struct RawSl2vl {
 #[derive(Debug)]
 pub(crate) struct RawLevel {
     pub level: QosLevel,
-    pub has_name: bool,
-    pub has_sl: bool,
 }
 
 #[derive(Debug)]
@@ -335,8 +333,6 @@ impl Parser {
                     pkeys: Vec::new(),
                     generated: false,
                 },
-                has_name: false,
-                has_sl: false,
             })),
             Block::MatchRule => Current::Rule(Box::new(RawRule::new(pos, RuleOrigin::MatchRule))),
             _ => Current::None,
@@ -376,7 +372,7 @@ impl Parser {
         match std::mem::replace(&mut self.current, Current::None) {
             Current::None => {}
             Current::Group(g) => {
-                if g.name.is_empty() {
+                if !self.given("name") {
                     self.err(QosError::MissingField {
                         pos: g.pos,
                         block: "port-group",
@@ -388,7 +384,7 @@ impl Parser {
             }
             Current::Vlarb(s) => {
                 let n = self.out.vlarb.len() + self.out.sl2vl.len();
-                if s.groups.is_empty() {
+                if !self.given("group") {
                     self.err(QosError::MissingField {
                         pos: s.pos,
                         block: "vlarb-scope",
@@ -400,14 +396,14 @@ impl Parser {
             }
             Current::Sl2vl(s) => {
                 let n = self.out.vlarb.len() + self.out.sl2vl.len();
-                if s.groups.is_empty() {
+                if !self.given("group") {
                     self.err(QosError::MissingField {
                         pos: s.pos,
                         block: "sl2vl-scope",
                         field: "group",
                     });
                 }
-                if s.table.is_none() {
+                if !self.given("sl2vl-table") {
                     self.err(QosError::MissingField {
                         pos: s.pos,
                         block: "sl2vl-scope",
@@ -423,26 +419,29 @@ impl Parser {
             }
             Current::Level(l) => {
                 let lpos = l.level.pos;
-                if !l.has_name {
+                if !self.given("name") {
                     self.err(QosError::MissingField {
                         pos: lpos,
                         block: "qos-level",
                         field: "name",
                     });
                 }
-                if !l.has_sl {
+                if !self.given("sl") {
                     self.err(QosError::MissingField {
                         pos: lpos,
                         block: "qos-level",
                         field: "sl",
                     });
                 }
-                if l.has_name && l.has_sl && self.room("qos-levels", self.out.levels.len(), lpos) {
+                if self.given("name")
+                    && self.given("sl")
+                    && self.room("qos-levels", self.out.levels.len(), lpos)
+                {
                     self.out.levels.push(*l);
                 }
             }
             Current::Rule(r) => {
-                if r.level.is_none() {
+                if !self.given("qos-level-name") {
                     self.err(QosError::MissingField {
                         pos: r.pos,
                         block: "qos-match-rule",
@@ -458,6 +457,12 @@ impl Parser {
             }
         }
         self.seen.clear();
+    }
+
+    /// Whether a field was given in the current block (even with a bad value: its error is
+    /// already reported, so no "missing" error follows).
+    fn given(&self, field: &str) -> bool {
+        self.seen.iter().any(|(f, _)| *f == field)
     }
 
     /// Records a single-valued field; false (and an error) when it was given before.
@@ -545,6 +550,9 @@ impl Parser {
             (Block::MatchRule, "qos-level-name") => "qos-level-name",
             _ => "",
         };
+        if key == "group" {
+            self.seen.push(("group", kpos));
+        }
         let single_valued = !field.is_empty();
         if single_valued && !self.once(field, block, kpos) {
             return Ok(());
@@ -657,12 +665,10 @@ fn apply_to(
             match key {
                 "name" => {
                     lv.name = single(value)?;
-                    l.has_name = true;
                 }
                 "use" => lv.use_ = Some(unquote(value).to_string()),
                 "sl" => {
                     lv.sl = number(vpos, key, value, 0, 15)? as u8;
-                    l.has_sl = true;
                 }
                 "mtu-limit" => lv.mtu_limit = Some(number(vpos, key, value, 1, 5)? as u8),
                 "rate-limit" => lv.rate_limit = Some(number(vpos, key, value, 2, 24)? as u8),
