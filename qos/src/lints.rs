@@ -140,15 +140,17 @@ pub fn lints(policy: &Policy, tables: &QosTables, partition_sls: &[(u16, u8)]) -
         }
     }
 
-    if let (Some(d), Some(p)) = (policy.default_level, policy.ulp_default_pos) {
-        if policy.levels.get(d).is_some_and(|l| !l.generated) {
-            push(
-                LintCode::UlpDefaultIgnored,
-                p,
-                "qos-ulps `default:` is ignored: the qos-level named `default` is the default"
-                    .to_string(),
-            );
-        }
+    let file_default = policy
+        .default_level
+        .and_then(|d| policy.levels.get(d))
+        .is_some_and(|l| !l.generated);
+    if let (true, Some(p)) = (file_default, policy.ulp_default_pos) {
+        push(
+            LintCode::UlpDefaultIgnored,
+            p,
+            "qos-ulps `default:` is ignored: the qos-level named `default` is the default"
+                .to_string(),
+        );
     }
 
     if let Some(first) = policy.rules.iter().position(|r| r.matches_all()) {

@@ -249,10 +249,8 @@ impl Parser {
             if text == b.keyword() {
                 return self.open(b, pos);
             }
-            if let Some(rest) = text.strip_prefix("end-") {
-                if rest == b.keyword() {
-                    return self.close(b, pos);
-                }
+            if text.strip_prefix("end-") == Some(b.keyword()) {
+                return self.close(b, pos);
             }
         }
         let lower = text.to_ascii_lowercase();
