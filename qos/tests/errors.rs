@@ -270,3 +270,19 @@ qos-ulps\n  bogus : 1\nend-qos-ulps\nport-groups\n";
         "{lines:#?}"
     );
 }
+
+#[test]
+fn truncated_or_damaged_text_never_panics() {
+    // Deterministic: every prefix of the example policy, and the example with each
+    // character removed or replaced by a delimiter. Each gives a policy or errors.
+    let text = include_str!("example-policy.conf");
+    let cuts: Vec<usize> = text.char_indices().map(|(i, _)| i).collect();
+    for &i in &cuts {
+        let _ = Policy::parse(&text[..i]);
+        let next = text[i..].chars().next().map_or(0, char::len_utf8);
+        let _ = Policy::parse(&format!("{}{}", &text[..i], &text[i + next..]));
+        for c in [':', ',', '#'] {
+            let _ = Policy::parse(&format!("{}{c}{}", &text[..i], &text[i + next..]));
+        }
+    }
+}

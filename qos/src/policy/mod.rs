@@ -13,6 +13,7 @@ mod lexer;
 mod matching;
 mod parser;
 pub mod ulps;
+mod values;
 
 pub use ast::{
     GroupMatch, MatchRule, NodeTypeSel, NumRange, PortGroup, PortName, PortSel, QosLevel,
