@@ -147,7 +147,10 @@ impl QosOptions {
     pub fn to_pairs(&self) -> Vec<(String, String)> {
         let mut out = Vec::new();
         if let Some(e) = self.enabled {
-            out.push(("qos".to_string(), if e { "TRUE" } else { "FALSE" }.to_string()));
+            out.push((
+                "qos".to_string(),
+                if e { "TRUE" } else { "FALSE" }.to_string(),
+            ));
         }
         if let Some(f) = &self.policy_file {
             out.push(("qos_policy_file".to_string(), f.clone()));
@@ -262,7 +265,12 @@ fn parse_bool(key: &str, value: &str) -> Result<bool, QosError> {
 
 fn check_range(key: &str, v: u8, lo: u8, hi: u8) -> Result<u8, QosError> {
     if v < lo || v > hi {
-        return Err(bad(key, 1, &v.to_string(), format!("out of range {lo}-{hi}")));
+        return Err(bad(
+            key,
+            1,
+            &v.to_string(),
+            format!("out of range {lo}-{hi}"),
+        ));
     }
     Ok(v)
 }
@@ -286,7 +294,12 @@ pub fn parse_vlarb(key: &str, value: &str) -> Result<[VlArb; VLARB_TABLE_LEN], Q
     for (i, entry) in value.split(',').enumerate() {
         let index = i + 1;
         if i >= VLARB_TABLE_LEN {
-            return Err(bad(key, index, entry.trim(), "more than 64 entries (two blocks of 32)"));
+            return Err(bad(
+                key,
+                index,
+                entry.trim(),
+                "more than 64 entries (two blocks of 32)",
+            ));
         }
         let (vl, weight) = entry
             .split_once(':')
@@ -322,7 +335,12 @@ pub fn parse_sl2vl(key: &str, value: &str) -> Result<[u8; 16], QosError> {
     for (i, entry) in entries.iter().enumerate() {
         let index = i + 1;
         if i >= 16 {
-            return Err(bad(key, index, entry.trim(), "more than 16 VLs (one per SL 0-15)"));
+            return Err(bad(
+                key,
+                index,
+                entry.trim(),
+                "more than 16 VLs (one per SL 0-15)",
+            ));
         }
         let vl = parse_u64(entry).map_err(|r| bad(key, index, entry.trim(), r))?;
         if vl > 15 {
@@ -336,7 +354,10 @@ pub fn parse_sl2vl(key: &str, value: &str) -> Result<[u8; 16], QosError> {
             key,
             entries.len(),
             last,
-            format!("{} VLs given, exactly 16 needed (one per SL 0-15)", entries.len()),
+            format!(
+                "{} VLs given, exactly 16 needed (one per SL 0-15)",
+                entries.len()
+            ),
         ));
     }
     Ok(out)

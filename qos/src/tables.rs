@@ -125,7 +125,7 @@ impl TableConfig {
             2 | 3 => (&self.vlarb_high, usize::from(high_cap)),
             _ => return None,
         };
-        let (first, len) = if block % 2 == 0 {
+        let (first, len) = if matches!(block, 0 | 2) {
             if cap == 0 {
                 return None;
             }
