@@ -100,11 +100,11 @@ fn read_tables(sim: &Ibsim, diag_host: &str, topo: &Topology) -> Tables {
     };
     for (_, n) in topo.switches() {
         let lid = *sw
-            .get(&n.guid)
-            .unwrap_or_else(|| panic!("switch {} has no LID", n.guid));
+            .get(&n.node_guid)
+            .unwrap_or_else(|| panic!("switch {} has no LID", n.node_guid));
         for p in 1..=n.num_ports() {
-            if n.port(p).and_then(|x| x.peer).is_some() {
-                q(lid, p, (n.guid, p));
+            if n.port(fabric::PortNum(p)).and_then(|x| x.remote).is_some() {
+                q(lid, p, (n.node_guid, p));
             }
         }
     }
@@ -168,8 +168,22 @@ fn compare(netfile: &Path, sm_host: &str, diag_host: &str) {
         ours.len(),
         differ.len()
     );
-    let sl2 = ours.iter().filter(|(k, v)| k.2 == "sl2vl" && v.contains("|  2|"));
-    assert!(sl2.count() > 0, "SL 2 maps to VL 2 somewhere");
+    let sample = ours
+        .iter()
+        .find(|(k, _)| k.2 == "sl2vl")
+        .map(|(_, v)| v.clone())
+        .unwrap_or_default();
+    // Rows `ports: in  N, out  M: | 0| 1| 2| 0| ...`: SL 2 is the third entry.
+    let sl2: Vec<&str> = ours
+        .iter()
+        .filter(|(k, _)| k.2 == "sl2vl")
+        .flat_map(|(_, v)| v.lines())
+        .filter_map(|l| l.split('|').nth(3))
+        .collect();
+    assert!(
+        !sl2.is_empty() && sl2.iter().all(|v| v.trim() == "2"),
+        "SL 2 maps to VL 2 on every pair: {sample}"
+    );
     assert!(
         differ.is_empty(),
         "tables differ:\n{}",
@@ -190,4 +204,59 @@ fn opensm_and_ours_program_the_same_vl_tables_on_ft2_8() {
     std::fs::write(&net, fabric::netfile::write(&topo).unwrap()).unwrap();
     compare(&net, &first_ca_host(&topo), &last_ca_host(&topo));
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `Name....value` of a saquery dump.
+fn sa_field(text: &str, name: &str) -> Option<String> {
+    text.lines().find_map(|l| {
+        let l = l.trim();
+        let dots = l.find("..")?;
+        (l[..dots].trim_end_matches(':') == name)
+            .then(|| l[dots..].trim_start_matches(['.', ':']).trim().to_string())
+    })
+}
+
+#[test]
+fn saquery_pr_in_a_partition_with_sl_2_returns_sl_2() {
+    if !ready(
+        "saquery_pr_in_a_partition_with_sl_2_returns_sl_2",
+        &["saquery"],
+    ) {
+        return;
+    }
+    let sim = Ibsim::start(Path::new(umad::testing::NET_2SW2PATH4HCA), &[]).expect("ibsim");
+    let conf = "Default=0x7fff, ipoib : ALL=full;\nStorage=0x0010, sl=2 : ALL=full;\n";
+    let conf_path = sim.dir().join("partitions.conf");
+    std::fs::write(&conf_path, conf).unwrap();
+    let cfg = sim.dir().join("sm-node.toml");
+    std::fs::write(&cfg, "[qos]\nenabled = true\n").unwrap();
+    let sm = start_sm(
+        &sim,
+        "Hca1",
+        &[
+            "--config",
+            cfg.to_str().unwrap(),
+            "--partitions",
+            conf_path.to_str().unwrap(),
+        ],
+    );
+    let topo = fabric::netfile::parse(&tool(&sim, "Hca2", "ibnetdiscover", &[])).unwrap();
+    let cas = ca_ports(&topo);
+    let lid = |g: Guid| sm.tables.lids.get(&g).expect("LID").to_string();
+    let (a, b) = (lid(cas[0].0), lid(cas[cas.len() - 1].0));
+    let pr = |pkey: &str| {
+        tool(
+            &sim,
+            "Hca2",
+            "saquery",
+            &["PR", "--slid", &a, "--dlid", &b, "--pkey", pkey],
+        )
+    };
+    let storage = pr("0x8010");
+    assert_eq!(sa_field(&storage, "sl").as_deref(), Some("0x2"), "{storage}");
+    let default = pr("0xffff");
+    assert_eq!(sa_field(&default, "sl").as_deref(), Some("0x0"), "{default}");
+    println!("saquery PR {a} -> {b}: SL 2 in Storage, SL 0 in Default");
+    drop(sm);
+    sim.stop();
 }
