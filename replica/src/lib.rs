@@ -27,11 +27,11 @@ pub mod convert;
 mod error;
 pub mod intent;
 pub mod mft;
-pub mod vl;
 mod sa;
 mod snapshot;
 mod state;
 pub mod tenants;
+pub mod vl;
 
 pub use apply::{ApplyOutcome, Effect};
 pub use convert::{ConvertError, topology_from_proto, topology_to_proto};

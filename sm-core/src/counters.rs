@@ -4,7 +4,7 @@ use mad::{AttributeId, Method};
 use std::fmt;
 
 /// Attribute rows of [`Counters`].
-pub const ATTRS: [(&str, AttributeId); 9] = [
+pub const ATTRS: [(&str, AttributeId); 11] = [
     ("NodeInfo", AttributeId::NODE_INFO),
     ("NodeDescription", AttributeId::NODE_DESCRIPTION),
     ("PortInfo", AttributeId::PORT_INFO),
@@ -14,6 +14,8 @@ pub const ATTRS: [(&str, AttributeId); 9] = [
         AttributeId::LINEAR_FORWARDING_TABLE,
     ),
     ("P_KeyTable", AttributeId::P_KEY_TABLE),
+    ("SLtoVLMappingTable", AttributeId::SL_TO_VL_TABLE),
+    ("VLArbitrationTable", AttributeId::VL_ARBITRATION_TABLE),
     ("SMInfo", AttributeId::SM_INFO),
     ("Notice", AttributeId::NOTICE),
     ("Other", AttributeId(0)),
@@ -31,7 +33,7 @@ pub const METHODS: [(&str, Method); 4] = [
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Counters {
     /// Sent SMPs by attribute row ([`ATTRS`]) and method column ([`METHODS`]); resends included.
-    pub sent: [[u64; 4]; 9],
+    pub sent: [[u64; 4]; 11],
     /// Of the sent SMPs, how many were directed route.
     pub directed: u64,
     /// Of the sent SMPs, how many were LID-routed.

@@ -74,7 +74,11 @@ fn req_of(attr: VlAttr, modifier: u32) -> (Op, u8, u16) {
             (modifier & 0xFF) as u8,
             ((modifier >> 8) & 0xFF) as u16,
         ),
-        VlAttr::VlArb => (Op::VlArbSet, (modifier & 0xFF) as u8, (modifier >> 16) as u16),
+        VlAttr::VlArb => (
+            Op::VlArbSet,
+            (modifier & 0xFF) as u8,
+            (modifier >> 16) as u16,
+        ),
     }
 }
 
@@ -85,7 +89,10 @@ fn key_of(req: &Req) -> (VlAttr, u32) {
             VlAttr::SlToVl,
             u32::from(req.arg) << 8 | u32::from(req.port),
         ),
-        _ => (VlAttr::VlArb, u32::from(req.arg) << 16 | u32::from(req.port)),
+        _ => (
+            VlAttr::VlArb,
+            u32::from(req.arg) << 16 | u32::from(req.port),
+        ),
     }
 }
 

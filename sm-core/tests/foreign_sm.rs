@@ -31,7 +31,10 @@ fn lower_priority_sm_stands_by_and_writes_nothing() {
     assert_eq!(f.sms[a].sw.foreign_master(), Some((gb, 10)));
     assert_eq!(f.sms[a].sw.sm_state(), SmState::Standby);
     // Ten more sweep intervals: A keeps standing by, B keeps mastering.
-    let polls_before = f.sms[a].sw.counters().sent[6][0];
+    let polls_before = f.sms[a]
+        .sw
+        .counters()
+        .get(mad::AttributeId::SM_INFO, mad::Method::GET);
     f.advance(10 * INTERVAL);
     let log = f.fab.take_set_log();
     assert!(
@@ -41,7 +44,11 @@ fn lower_priority_sm_stands_by_and_writes_nothing() {
     );
     assert_eq!(f.sms[a].sw.sm_state(), SmState::Standby);
     assert!(!f.sms[a].sw.is_subnet_up());
-    let polls = f.sms[a].sw.counters().sent[6][0] - polls_before;
+    let polls = f.sms[a]
+        .sw
+        .counters()
+        .get(mad::AttributeId::SM_INFO, mad::Method::GET)
+        - polls_before;
     assert!(
         (8..=12).contains(&polls),
         "A polls B once per interval: {polls} SMInfo Gets in 10 intervals"

@@ -72,7 +72,11 @@ fn qos_tables_are_written_once_and_kept() {
         .map(|(_, n)| (n.num_ports() as usize + 1) * n.num_ports() as usize)
         .sum();
     let ca_ports = common::ca_ports(&t).len();
-    assert_eq!(known_sl2vl, sw_pairs + ca_ports, "switch pairs and CA ports");
+    assert_eq!(
+        known_sl2vl,
+        sw_pairs + ca_ports,
+        "switch pairs and CA ports"
+    );
 
     // A quiet heavy sweep writes nothing.
     heavy(&mut h);
@@ -115,7 +119,11 @@ fn qos_tables_are_written_once_and_kept() {
     settle(&mut h);
     let log = h.fab.take_set_log();
     assert_eq!(count(&log, VLARB), 0, "VLArb unchanged");
-    assert_eq!(count(&log, SL2VL), known_sl2vl, "every SLtoVL block changed");
+    assert_eq!(
+        count(&log, SL2VL),
+        known_sl2vl,
+        "every SLtoVL block changed"
+    );
 }
 
 #[test]

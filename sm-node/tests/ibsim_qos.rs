@@ -194,7 +194,10 @@ fn compare(netfile: &Path, sm_host: &str, diag_host: &str) {
 
 #[test]
 fn opensm_and_ours_program_the_same_vl_tables_on_ft2_8() {
-    if !ready("opensm_and_ours_program_the_same_vl_tables_on_ft2_8", &["opensm"]) {
+    if !ready(
+        "opensm_and_ours_program_the_same_vl_tables_on_ft2_8",
+        &["opensm"],
+    ) {
         return;
     }
     let topo = "ft2:8".parse::<GenSpec>().unwrap().generate().unwrap();
@@ -253,9 +256,17 @@ fn saquery_pr_in_a_partition_with_sl_2_returns_sl_2() {
         )
     };
     let storage = pr("0x8010");
-    assert_eq!(sa_field(&storage, "sl").as_deref(), Some("0x2"), "{storage}");
+    assert_eq!(
+        sa_field(&storage, "sl").as_deref(),
+        Some("0x2"),
+        "{storage}"
+    );
     let default = pr("0xffff");
-    assert_eq!(sa_field(&default, "sl").as_deref(), Some("0x0"), "{default}");
+    assert_eq!(
+        sa_field(&default, "sl").as_deref(),
+        Some("0x0"),
+        "{default}"
+    );
     println!("saquery PR {a} -> {b}: SL 2 in Storage, SL 0 in Default");
     drop(sm);
     sim.stop();

@@ -32,14 +32,19 @@ pub(crate) fn op_vls(disc: &Discovery, cfg: &SweeperConfig, node: u32, port: u8)
     if p.info.port_state != INIT {
         return p.info.operational_vls;
     }
-    let peer = (p.remote_sweep == disc.sweep())
-        .then(|| disc.port_of(p.remote, p.remote_port).info.vl_cap);
+    let peer =
+        (p.remote_sweep == disc.sweep()).then(|| disc.port_of(p.remote, p.remote_port).info.vl_cap);
     qos::op_vls(p.info.vl_cap, peer, p.info.operational_vls, cfg.max_op_vls)
 }
 
 /// The VLHighLimit a port should hold (None while QoS is off): its tables' high limit,
 /// 0 on a port with one data VL (no VL arbitration), as OpenSM.
-pub(crate) fn vl_high_limit(disc: &Discovery, cfg: &SweeperConfig, node: u32, port: u8) -> Option<u8> {
+pub(crate) fn vl_high_limit(
+    disc: &Discovery,
+    cfg: &SweeperConfig,
+    node: u32,
+    port: u8,
+) -> Option<u8> {
     let q = cfg.qos.as_deref()?;
     let n = disc.node(node);
     let kind = match (n.is_switch, port) {
@@ -56,11 +61,7 @@ pub(crate) fn vl_high_limit(disc: &Discovery, cfg: &SweeperConfig, node: u32, po
 }
 
 /// Every VL table block the ports of this sweep should hold (empty while QoS is off).
-pub(crate) fn tables(
-    disc: &Discovery,
-    cfg: &SweeperConfig,
-    policy: Option<&()>,
-) -> VlTables {
+pub(crate) fn tables(disc: &Discovery, cfg: &SweeperConfig, policy: Option<&()>) -> VlTables {
     let mut out = VlTables::new();
     let Some(q) = cfg.qos.as_deref() else {
         return out;
@@ -164,7 +165,14 @@ fn table_for(
 }
 
 /// The VLArb blocks of a port (its caps, no VLArb with one data VL).
-fn vlarb_blocks(out: &mut VlTables, disc: &Discovery, node: u32, port: u8, t: &TableConfig, op: u8) {
+fn vlarb_blocks(
+    out: &mut VlTables,
+    disc: &Discovery,
+    node: u32,
+    port: u8,
+    t: &TableConfig,
+    op: u8,
+) {
     let info = &disc.port_of(node, port).info;
     if !qos::has_vlarb(info.vl_cap) {
         return;
