@@ -392,6 +392,20 @@ mod tests {
                 block: 5,
                 masks: [0x8001; 32],
             }],
+            vl_blocks: vec![
+                sm_core::VlBlockWrite {
+                    node: Guid(0x30),
+                    attr: sm_core::VlAttr::SlToVl,
+                    modifier: 0x0203,
+                    data: sm_core::sl2vl_data([1; 16]),
+                },
+                sm_core::VlBlockWrite {
+                    node: Guid(0x20),
+                    attr: sm_core::VlAttr::VlArb,
+                    modifier: 3 << 16 | 1,
+                    data: vec![7; 64],
+                },
+            ],
         };
         let p = proto::state::Intent {
             id: 42,

@@ -65,6 +65,9 @@ impl VlBlockWrite {
     }
 }
 
+/// A VL table Set to queue: (op, node, port, arg).
+pub(crate) type VlSet = (Op, u32, u8, u16);
+
 /// The request (port, arg) that writes a block: SLtoVL `port` = output, `arg` = input;
 /// VLArb `port` = port, `arg` = block.
 fn req_of(attr: VlAttr, modifier: u32) -> (Op, u8, u16) {
@@ -174,7 +177,7 @@ impl Lanes {
     }
 
     /// The Sets (op, node, port, arg) of the planned writes, in order.
-    pub fn queued(&self) -> Vec<(Op, u32, u8, u16)> {
+    pub fn queued(&self) -> Vec<VlSet> {
         let mut todo: Vec<(u32, VlAttr, u32)> = self.writing.keys().copied().collect();
         todo.sort_unstable();
         todo.into_iter()
@@ -191,7 +194,7 @@ impl Lanes {
         &mut self,
         disc: &Discovery,
         blocks: &[VlBlockWrite],
-    ) -> (Vec<(Op, u32, u8, u16)>, Vec<(Guid, u8)>) {
+    ) -> (Vec<VlSet>, Vec<(Guid, u8)>) {
         let mut sets = Vec::new();
         let mut unreached = Vec::new();
         for w in blocks {
