@@ -160,6 +160,13 @@ pub enum Notice {
         /// Log index.
         index: u64,
     },
+    /// A QoS policy version is in force.
+    QosPolicyInForce {
+        /// Version.
+        version: u64,
+        /// Log index.
+        index: u64,
+    },
     /// A tenant set version is in force.
     TenantsInForce {
         /// Version.
@@ -375,6 +382,9 @@ impl fmt::Display for Notice {
                     f,
                     "partition policy version {version} in force (index {index})"
                 )
+            }
+            Notice::QosPolicyInForce { version, index } => {
+                write!(f, "QoS policy version {version} in force (index {index})")
             }
             Notice::TenantsInForce { version, index } => {
                 write!(f, "tenant set version {version} in force (index {index})")

@@ -184,6 +184,13 @@ impl<S: RaftLog + Clone> ReplicaCore<S> {
                     own: cmd.request_id == 0,
                 });
             }
+            if matches!(cmd.kind, Some(Kind::ApplyQosPolicy(_))) && out.is_accepted() {
+                policy_changed = true;
+                self.notice(Notice::QosPolicyInForce {
+                    version: out.policy_version,
+                    index,
+                });
+            }
             if matches!(cmd.kind, Some(Kind::ApplyPolicy(_))) && out.is_accepted() {
                 policy_changed = true;
                 self.notice(Notice::PolicyInForce {

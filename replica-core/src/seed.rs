@@ -30,6 +30,8 @@ pub struct Seeds {
     pub policy: Option<String>,
     /// Why the tenants could not be compiled in (the policy is then the operator's alone).
     pub tenants_error: Option<String>,
+    /// The QoS policy text in force (None: none applied through the cluster).
+    pub qos_policy: Option<String>,
 }
 
 /// Highest LID of the map (the LinearFDBTop the master programs).
@@ -85,6 +87,7 @@ pub fn seeds(st: &ReplicatedState) -> Seeds {
         known_pkeys: (!pkeys.is_empty()).then(|| Arc::new(pkeys)),
         policy,
         tenants_error,
+        qos_policy: (st.qos_policy().version > 0).then(|| st.qos_policy().text.clone()),
     }
 }
 

@@ -72,6 +72,9 @@ impl MasterSeed {
         scfg.known_pkeys = s.known_pkeys.clone();
         scfg.known_mfts = s.known_mfts.clone();
         scfg.known_vl_tables = s.known_vl_tables.clone();
+        if s.qos_policy.is_some() {
+            scfg.qos_policy.clone_from(&s.qos_policy);
+        }
         if s.policy.is_some() {
             scfg.partitions_conf = s.policy.clone();
         }

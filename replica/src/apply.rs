@@ -165,7 +165,11 @@ impl ReplicatedState {
             index,
             term,
             request_id: cmd.request_id,
-            policy_version: self.policy.version,
+            policy_version: if matches!(cmd.kind, Some(Kind::ApplyQosPolicy(_))) {
+                self.qos_policy.version
+            } else {
+                self.policy.version
+            },
             result,
         }
     }
@@ -180,6 +184,7 @@ impl ReplicatedState {
             Kind::Noop(_) => Ok(Effect::Noop),
             Kind::SetConfig(c) => self.set_config(c),
             Kind::ApplyPolicy(p) => self.apply_policy(index, term, p),
+            Kind::ApplyQosPolicy(p) => self.apply_qos_policy(index, term, p),
             Kind::SetTopology(t) => self.set_topology(t),
             Kind::UpdateLids(u) => self.update_lids(u),
             Kind::BeginIntent(b) => self.begin_intent(index, term, b),
@@ -239,6 +244,40 @@ impl ReplicatedState {
         }
         Ok(Effect::PolicyApplied {
             version: self.policy.version,
+        })
+    }
+
+    /// The QoS policy: the version first, then the text must parse (qos-policy.conf).
+    fn apply_qos_policy(
+        &mut self,
+        index: u64,
+        term: u64,
+        p: &ApplyPolicy,
+    ) -> Result<Effect, ApplyError> {
+        if p.expected_version != self.qos_policy.version {
+            return Err(ApplyError::StaleVersion {
+                expected: p.expected_version,
+                current: self.qos_policy.version,
+            });
+        }
+        qos::Policy::parse(&p.text).map_err(|errs| {
+            let first = errs.first();
+            let pos = first.and_then(|e| e.pos());
+            ApplyError::PolicySyntax {
+                line: pos.map_or(0, |p| p.line),
+                col: pos.map_or(0, |p| p.col),
+                message: first.map(|e| e.to_string()).unwrap_or_default(),
+                count: errs.len(),
+            }
+        })?;
+        self.qos_policy = proto::state::PartitionPolicy {
+            text: p.text.clone(),
+            version: self.qos_policy.version + 1,
+            applied_at_index: index,
+            applied_at_term: term,
+        };
+        Ok(Effect::PolicyApplied {
+            version: self.qos_policy.version,
         })
     }
 

@@ -62,6 +62,7 @@ impl ReplicatedState {
             sa: Some(self.sa.clone()),
             mfts: crate::mft::to_proto(&self.mfts),
             vl_blocks: crate::vl::to_proto(&self.vl_tables),
+            qos_policy: Some(self.qos_policy.clone()),
             recent_requests: self.recent.iter().copied().collect(),
             format: SNAPSHOT_FORMAT,
         }
@@ -164,6 +165,10 @@ impl ReplicatedState {
         }
         let mfts = crate::mft::from_proto(s.mfts).map_err(bad)?;
         let vl_tables = crate::vl::from_proto(s.vl_blocks).map_err(bad)?;
+        let qos_policy = s.qos_policy.unwrap_or_default();
+        if qos_policy.version > 0 && qos::Policy::parse(&qos_policy.text).is_err() {
+            return Err(bad("the QoS policy does not parse".into()));
+        }
         if let Some(i) = &s.intent {
             crate::intent::validate_contents(&i.contents.clone().unwrap_or_default())
                 .map_err(|e| bad(format!("pending intent: {e}")))?;
@@ -197,6 +202,7 @@ impl ReplicatedState {
             sa: s.sa.unwrap_or_default(),
             mfts,
             vl_tables,
+            qos_policy,
             recent,
             recent_set,
         })

@@ -44,6 +44,8 @@ pub struct ReplicatedState {
     /// Parsed form of `policy.text` (None while version is 0).
     pub(crate) policy_file: Option<partitions::PartitionFile>,
     pub(crate) policy_history: VecDeque<PartitionPolicy>,
+    /// The QoS policy in force (version 0: none).
+    pub(crate) qos_policy: PartitionPolicy,
     pub(crate) topology: Topology,
     pub(crate) lids: BTreeMap<Guid, LidAssignment>,
     /// Per switch: `ports[lid]` as programmed; entries past the end are [`NO_ROUTE`]; length
@@ -90,6 +92,11 @@ impl ReplicatedState {
     /// ApplyPolicy).
     pub fn policy(&self) -> &PartitionPolicy {
         &self.policy
+    }
+
+    /// The QoS policy in force (version 0: none applied).
+    pub fn qos_policy(&self) -> &PartitionPolicy {
+        &self.qos_policy
     }
 
     /// The parsed policy in force, None before the first accepted ApplyPolicy.

@@ -80,6 +80,9 @@ pub struct SweeperConfig {
     /// QoS on (OpenSM's `qos TRUE`): the SLtoVL and VLArb tables per kind of port from the
     /// QoS options. None: no VL table is written.
     pub qos: Option<Arc<qos::QosTables>>,
+    /// The QoS policy (OpenSM's qos-policy.conf text): its qos-setup scopes choose the
+    /// tables of the ports in their groups. None: the options' tables everywhere.
+    pub qos_policy: Option<String>,
     /// Set ClientReregister on end ports the first time this SM writes them (OpenSM does,
     /// so clients re-register with a new SM). A takeover whose SA state is replicated can
     /// turn it off.
@@ -162,6 +165,7 @@ impl Default for SweeperConfig {
             known_vl_tables: None,
             max_op_vls: 5,
             qos: None,
+            qos_policy: None,
             reregister_on_takeover: true,
             tid_high: 0,
             role: Role::Master,

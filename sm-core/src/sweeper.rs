@@ -154,6 +154,15 @@ impl Sweeper {
                 "lmc must be 0..=7, sm_priority 0..=15, per_switch_window >= 1".into(),
             ));
         }
+        let qos_policy = match &cfg.qos_policy {
+            Some(t) => Some(std::sync::Arc::new(qos::Policy::parse(t).map_err(|errs| {
+                SmError::Config(format!(
+                    "QoS policy: {}",
+                    errs.first().map(|e| e.to_string()).unwrap_or_default()
+                ))
+            })?)),
+            None => None,
+        };
         let standby = cfg.role == Role::Standby;
         Ok(Sweeper {
             now: 0,
@@ -175,7 +184,7 @@ impl Sweeper {
             keys: MKeys::new(&cfg),
             light: Light::default(),
             mcast: Multicast::new(cfg.known_mfts.as_deref()),
-            lanes: Lanes::new(cfg.known_vl_tables.as_deref()),
+            lanes: Lanes::new(cfg.known_vl_tables.as_deref(), qos_policy),
             readback: Readback::default(),
             sms: ForeignSms::default(),
             cfg,

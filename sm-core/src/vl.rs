@@ -20,6 +20,7 @@ use crate::io::{Op, Req};
 use fabric::Guid;
 use mad::{SlToVlTable, SmpAttribute, VlArbitrationTable};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::Arc;
 
 /// Which VL table attribute a block is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -121,15 +122,23 @@ pub(crate) struct Lanes {
     planned: Vec<VlBlockWrite>,
     /// Nodes (GUID, port) a VL Set failed on in the current sweep.
     failed: Vec<(Guid, u8)>,
+    /// The QoS policy in force (its qos-setup scopes choose tables).
+    policy: Option<Arc<qos::Policy>>,
 }
 
 impl Lanes {
     /// `known`: the blocks the ports are known to hold (a takeover).
-    pub fn new(known: Option<&VlTables>) -> Lanes {
+    pub fn new(known: Option<&VlTables>, policy: Option<Arc<qos::Policy>>) -> Lanes {
         Lanes {
             known: known.cloned().unwrap_or_default(),
+            policy,
             ..Lanes::default()
         }
+    }
+
+    /// The QoS policy in force.
+    pub fn policy(&self) -> Option<&qos::Policy> {
+        self.policy.as_deref()
     }
 
     /// The blocks the ports are known to hold.

@@ -162,3 +162,82 @@ fn three_sls_ride_three_vls_hop_by_hop() {
         );
     }
 }
+
+/// A policy whose qos-setup gives the CA ports their own SLtoVL and VLArb tables.
+const CA_SCOPE: &str = "\
+port-groups
+    port-group
+        name: Hosts
+        node-type: CA
+    end-port-group
+end-port-groups
+qos-setup
+    vlarb-tables
+        vlarb-scope
+            group: Hosts
+            vlarb-low: 0:64,1:64
+            vl-high-limit: 0
+        end-vlarb-scope
+    end-vlarb-tables
+    sl2vl-tables
+        sl2vl-scope
+            group: Hosts
+            sl2vl-table: 1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1
+        end-sl2vl-scope
+    end-sl2vl-tables
+end-qos-setup
+qos-levels
+    qos-level
+        name: DEFAULT
+        sl: 0
+    end-qos-level
+end-qos-levels
+";
+
+#[test]
+fn a_qos_setup_scope_rewrites_only_its_ports_tables() {
+    let t = topo("ft2:8");
+    let mut h = Harness::new(&t, cfg(Some(qos_tables(&[]))), 5);
+    h.subnet_up();
+    settle(&mut h);
+    h.fab.take_set_log();
+    let cas: std::collections::BTreeSet<_> = common::ca_ports(&t).iter().map(|c| c.0).collect();
+    // The policy arrives (a new master seeded with what is programmed, as after ApplyQosPolicy).
+    let with_policy = SweeperConfig {
+        guid2lid: h.sw.guid2lid().clone(),
+        known_lfts: h.sw.lfts().map(|l| Arc::new(l.clone())),
+        known_pkeys: Some(Arc::new(h.sw.pkey_tables())),
+        known_vl_tables: Some(Arc::new(h.sw.vl_tables().clone())),
+        reregister_on_takeover: false,
+        qos_policy: Some(CA_SCOPE.into()),
+        ..cfg(Some(qos_tables(&[])))
+    };
+    h.sw = Sweeper::new(with_policy).unwrap();
+    h.subnet_up();
+    settle(&mut h);
+    let log = h.fab.take_set_log();
+    let vl: Vec<_> = log
+        .iter()
+        .filter(|r| r.attr == SL2VL || r.attr == VLARB)
+        .collect();
+    assert!(!vl.is_empty(), "the scope changes the hosts' tables");
+    assert!(
+        vl.iter().all(|r| cas.contains(&r.node)),
+        "only CA ports are rewritten"
+    );
+    assert_eq!(
+        vl.iter().filter(|r| r.attr == SL2VL).count(),
+        cas.len(),
+        "one SLtoVL per host port"
+    );
+    let got = h.fab.sl2vl(common::ca_ports(&t)[3].0, 0, 1).expect("table");
+    assert_eq!(got.vl, [1; 16], "the scope's table, masked by VL0-7");
+
+    // A bad policy is refused at start with its position.
+    let bad = SweeperConfig {
+        qos_policy: Some("qos-levels\n  qos-level\n    sl: 99\n".into()),
+        ..cfg(Some(qos_tables(&[])))
+    };
+    let e = Sweeper::new(bad).err().expect("refused");
+    assert!(e.to_string().contains("QOS-E"), "{e}");
+}

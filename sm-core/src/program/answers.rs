@@ -154,6 +154,8 @@ impl Programming {
 pub(crate) struct Wanted<'a> {
     pub cfg: &'a SweeperConfig,
     pub sm_lid: Lid,
+    /// The QoS policy in force (VLHighLimit of the ports in its vlarb scopes).
+    pub qos_policy: Option<&'a qos::Policy>,
 }
 
 /// The PortInfo this SM wants a port to hold at a stage.
@@ -205,7 +207,7 @@ pub(crate) fn desired(
         pi.operational_vls = crate::vl::want::op_vls(disc, cfg, node, port);
     }
     if stage == 3
-        && let Some(limit) = crate::vl::want::vl_high_limit(disc, cfg, node, port)
+        && let Some(limit) = crate::vl::want::vl_high_limit(disc, cfg, want.qos_policy, node, port)
     {
         pi.vl_high_limit = limit;
     }

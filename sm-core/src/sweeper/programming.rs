@@ -15,6 +15,7 @@ impl Sweeper {
         Wanted {
             cfg: &self.cfg,
             sm_lid: self.lids.sm_lid(),
+            qos_policy: self.lanes.policy(),
         }
     }
 
@@ -89,6 +90,7 @@ impl Sweeper {
         let want = Wanted {
             cfg: &self.cfg,
             sm_lid: self.lids.sm_lid(),
+            qos_policy: self.lanes.policy(),
         };
         let mut sets = self
             .prog

@@ -14,7 +14,7 @@ impl Sweeper {
 
     /// Plans this sweep's VL table writes (nothing while QoS is off).
     pub(super) fn plan_vl_tables(&mut self) {
-        let wanted = want::tables(&self.disc, &self.cfg, None);
+        let wanted = want::tables(&self.disc, &self.cfg, self.lanes.policy());
         // Nodes whose tables are back to their reset content: a switch whose LFT is not
         // known valid (rebooted, or never programmed), a CA never configured since reset.
         let mut lost: Vec<Guid> = self

@@ -42,6 +42,7 @@ pub(crate) fn op_vls(disc: &Discovery, cfg: &SweeperConfig, node: u32, port: u8)
 pub(crate) fn vl_high_limit(
     disc: &Discovery,
     cfg: &SweeperConfig,
+    policy: Option<&qos::Policy>,
     node: u32,
     port: u8,
 ) -> Option<u8> {
@@ -57,11 +58,11 @@ pub(crate) fn vl_high_limit(
     if !qos::has_vlarb(info.vl_cap) {
         return Some(0);
     }
-    Some(table_for(q, None, disc, node, port, kind).vl_high_limit)
+    Some(table_for(q, policy, disc, node, port, kind).vl_high_limit)
 }
 
 /// Every VL table block the ports of this sweep should hold (empty while QoS is off).
-pub(crate) fn tables(disc: &Discovery, cfg: &SweeperConfig, policy: Option<&()>) -> VlTables {
+pub(crate) fn tables(disc: &Discovery, cfg: &SweeperConfig, policy: Option<&qos::Policy>) -> VlTables {
     let mut out = VlTables::new();
     let Some(q) = cfg.qos.as_deref() else {
         return out;
@@ -103,7 +104,7 @@ fn switch_tables(
     disc: &Discovery,
     cfg: &SweeperConfig,
     q: &QosTables,
-    policy: Option<&()>,
+    policy: Option<&qos::Policy>,
     i: u32,
     out: &mut VlTables,
 ) {
@@ -128,12 +129,24 @@ fn switch_tables(
             if o != 0 && !up(o) {
                 continue;
             }
-            let t = table_for(q, policy, disc, i, o, PortKind::SwitchExternal);
-            let vl = sl2vl_data(t.sl2vl_masked(op_vls(disc, cfg, i, o)));
+            let mut t = table_for(q, policy, disc, i, o, PortKind::SwitchExternal);
+            let op = op_vls(disc, cfg, i, o);
+            let vl = sl2vl_data(t.sl2vl_masked(op));
             for inp in 0..=n.nports {
+                // A qos-setup sl2vl-scope with from:/to: ports may name this pair.
+                let pair = policy.and_then(|pol| {
+                    with_facts(disc, i, o, |f| pol.sl2vl_for(f, inp, o))
+                });
+                let data = match pair {
+                    Some(v) => {
+                        t.sl2vl = v;
+                        sl2vl_data(t.sl2vl_masked(op))
+                    }
+                    None => vl.clone(),
+                };
                 out.insert(
                     (n.guid, VlAttr::SlToVl, u32::from(inp) << 8 | u32::from(o)),
-                    vl.clone(),
+                    data,
                 );
             }
         }
@@ -153,15 +166,49 @@ fn switch_tables(
 /// The tables of one port: the options' tables of its kind, or a qos-setup scope's.
 fn table_for(
     q: &QosTables,
-    policy: Option<&()>,
+    policy: Option<&qos::Policy>,
     disc: &Discovery,
     node: u32,
     port: u8,
     kind: PortKind,
 ) -> TableConfig {
-    let base = *q.get(kind);
-    let _ = (policy, disc, node, port);
-    base
+    match policy {
+        Some(pol) => with_facts(disc, node, port, |f| pol.tables_for_port(f, kind, q)),
+        None => *q.get(kind),
+    }
+}
+
+/// Runs `f` on what a QoS policy's port groups may name of a port: its node and port GUID,
+/// number, node type and description, the P_Keys it is to hold, the SM's own port. Partition
+/// names are not known here (the `partition:` of a port group matches through the SA, not
+/// in table selection).
+fn with_facts<R>(
+    disc: &Discovery,
+    node: u32,
+    port: u8,
+    f: impl FnOnce(&qos::PortFacts<'_>) -> R,
+) -> R {
+    let n = disc.node(node);
+    let p = disc.port_of(node, port);
+    let desc = n.desc.text();
+    let pkeys: Vec<fabric::PKey> = p.pkey_want.iter().map(|&k| fabric::PKey(k)).collect();
+    let node_type = fabric::NodeType::from_wire(n.info.node_type).unwrap_or(fabric::NodeType::Ca);
+    let port_guid = if n.is_switch {
+        disc.port_of(node, 0).guid
+    } else {
+        p.guid
+    };
+    let facts = qos::PortFacts {
+        node_guid: n.guid,
+        port_guid,
+        port_num: port,
+        node_type,
+        node_desc: &desc,
+        pkeys: &pkeys,
+        partitions: &[],
+        is_sm_port: node == disc.local() && port == disc.local_port(),
+    };
+    f(&facts)
 }
 
 /// The VLArb blocks of a port (its caps, no VLArb with one data VL).
