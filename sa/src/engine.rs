@@ -439,6 +439,9 @@ impl SaEngine {
             }),
             reversible: has(PathRecord::CM_REVERSIBLE) && p.reversible,
             pkt_life: self.cfg.pkt_life,
+            service_id: (mask & PathRecord::CM_SERVICE_ID == PathRecord::CM_SERVICE_ID)
+                .then_some(p.service_id),
+            qos_class: has(PathRecord::CM_QOS_CLASS).then_some(p.qos_class),
         }
     }
 

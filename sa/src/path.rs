@@ -185,6 +185,59 @@ pub struct PathQuery {
     pub reversible: bool,
     /// PacketLifeTime the SA reports for a path that leaves the port.
     pub pkt_life: u8,
+    /// ServiceID asked for (the QoS policy's ULP and match rules look at it).
+    pub service_id: Option<u64>,
+    /// QoSClass asked for (the QoS policy's match rules).
+    pub qos_class: Option<u16>,
+}
+
+/// What the QoS policy's port groups may name of an end port of the view.
+fn with_facts<R>(
+    view: &FabricView,
+    at: (usize, u8),
+    f: impl FnOnce(&qos::PortFacts<'_>) -> R,
+) -> Option<R> {
+    let n = view.nodes.get(at.0)?;
+    let p = view.port(at)?;
+    let desc = n.desc.text();
+    let pkeys: Vec<fabric::PKey> = p.pkeys.iter().map(|&k| fabric::PKey(k)).collect();
+    let facts = qos::PortFacts {
+        node_guid: n.info.node_guid,
+        port_guid: p.guid,
+        port_num: at.1,
+        node_type: fabric::NodeType::from_wire(n.info.node_type)?,
+        node_desc: &desc,
+        pkeys: &pkeys,
+        partitions: &[],
+        is_sm_port: p.guid == view.sm.port_guid,
+    };
+    Some(f(&facts))
+}
+
+/// The SL of a path: the QoS policy's level for it when one matches, else its partition's.
+fn path_sl(view: &FabricView, s: (usize, u8), d: (usize, u8), pkey: u16, q: &PathQuery) -> u8 {
+    let by_policy = view.qos_policy.as_deref().and_then(|pol| {
+        with_facts(view, s, |src| {
+            with_facts(view, d, |dst| {
+                pol.level_for_path(&qos::PathQuery {
+                    source: src,
+                    destination: dst,
+                    pkey: Some(fabric::PKey(pkey)),
+                    service_id: q.service_id,
+                    qos_class: q.qos_class,
+                })
+                .map(|l| l.sl)
+            })
+        })
+        .flatten()
+        .flatten()
+    });
+    by_policy.unwrap_or_else(|| {
+        view.partition_sl
+            .get(&(pkey & 0x7FFF))
+            .copied()
+            .unwrap_or(0)
+    })
 }
 
 /// The path record from end port `s` (using LID `slid`) to end port `d` (LID `dlid`), or
@@ -205,11 +258,7 @@ pub fn path_record(
         return None;
     }
     let pkey = common_pkey(&sp.pkeys, &dp.pkeys, q.pkey)?;
-    let sl = view
-        .partition_sl
-        .get(&(pkey & 0x7FFF))
-        .copied()
-        .unwrap_or(0);
+    let sl = path_sl(view, s, d, pkey, q);
     if q.sl.is_some_and(|w| w != sl) {
         return None;
     }

@@ -93,6 +93,8 @@ pub struct FabricView {
     pub nodes: Vec<ViewNode>,
     /// Service level of each partition (low 15 bits of the key), from the policy.
     pub partition_sl: HashMap<u16, u8>,
+    /// The QoS policy in force: the SL of a path its rules match (before the partition's).
+    pub qos_policy: Option<std::sync::Arc<qos::Policy>>,
     by_lid: HashMap<u16, (usize, u8)>,
     by_guid: HashMap<Guid, (usize, u8)>,
 }

@@ -141,6 +141,11 @@ impl Lanes {
         self.policy.as_deref()
     }
 
+    /// The same, shared.
+    pub fn policy_shared(&self) -> Option<Arc<qos::Policy>> {
+        self.policy.clone()
+    }
+
     /// The blocks the ports are known to hold.
     pub fn known(&self) -> &VlTables {
         &self.known

@@ -82,13 +82,14 @@ impl SaService {
     /// subscribers (none on the first view: a new master does not know what changed).
     pub fn refresh(&mut self, sweeper: &Sweeper) -> Vec<SaAction> {
         let sl = sa::server::partition_sl(policy_of(sweeper).as_ref());
-        let v = crate::sa_view::view_from_sweeper(
+        let mut v = crate::sa_view::view_from_sweeper(
             sweeper,
             self.sm_port,
             SUBNET_PREFIX,
             sl,
             HashMap::new(),
         );
+        v.qos_policy = sweeper.qos_policy();
         let out = self.server.refresh(v);
         self.log();
         out

@@ -92,6 +92,8 @@ impl PathRecord {
     pub const CM_PKEY: u64 = 1 << 13;
     /// ComponentMask bit: SL.
     pub const CM_SL: u64 = 1 << 15;
+    /// Component mask bit of QoSClass.
+    pub const CM_QOS_CLASS: u64 = 1 << 14;
     /// ComponentMask bit: MTUSelector.
     pub const CM_MTU_SELECTOR: u64 = 1 << 16;
     /// ComponentMask bit: MTU.

@@ -12,6 +12,7 @@
 
 pub mod membership;
 pub mod policy;
+pub mod qos;
 pub mod query;
 pub mod tenants;
 

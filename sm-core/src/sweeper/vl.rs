@@ -12,6 +12,11 @@ impl Sweeper {
         self.lanes.known()
     }
 
+    /// The QoS policy in force (None: none), for the SA's path SLs.
+    pub fn qos_policy(&self) -> Option<std::sync::Arc<qos::Policy>> {
+        self.lanes.policy_shared()
+    }
+
     /// Plans this sweep's VL table writes (nothing while QoS is off).
     pub(super) fn plan_vl_tables(&mut self) {
         let wanted = want::tables(&self.disc, &self.cfg, self.lanes.policy());

@@ -394,7 +394,7 @@ impl SmAdmin for AdminService {
         let _t = crate::metrics::RpcTimer::new("GetPolicy");
         state_read!(self, req, get_policy, {
             Ok(Response::new(
-                self.raft.send(GetPolicy).await.map_err(actor_err)?,
+                self.raft.send(GetPolicy { qos: false }).await.map_err(actor_err)?,
             ))
         })
     }
@@ -448,6 +448,46 @@ impl SmAdmin for AdminService {
             }));
         }
         Err(errors::policy_refusal(&a))
+    }
+
+    async fn get_qos_policy(
+        &self,
+        req: Request<GetPolicyRequest>,
+    ) -> Result<Response<GetPolicyReply>, Status> {
+        let _t = crate::metrics::RpcTimer::new("GetQosPolicy");
+        state_read!(self, req, get_qos_policy, {
+            let m = GetPolicy { qos: true };
+            Ok(Response::new(self.raft.send(m).await.map_err(actor_err)?))
+        })
+    }
+
+    /// Checked before anything is proposed (size, syntax); the version rule at apply.
+    async fn apply_qos_policy(
+        &self,
+        req: Request<ApplyPolicyRequest>,
+    ) -> Result<Response<ApplyPolicyReply>, Status> {
+        let _t = crate::metrics::RpcTimer::new("ApplyQosPolicy");
+        self.auth.admin(&req, "ApplyQosPolicy")?;
+        let r = req.into_inner();
+        let warnings = replica::admin::qos::check(&r.text, &[]).map_err(admin_status)?;
+        let kind = Kind::ApplyQosPolicy(state::ApplyPolicy {
+            text: r.text,
+            expected_version: r.expected_version,
+        });
+        let cmd = Command {
+            request_id: r.request_id,
+            kind: Some(kind),
+        };
+        let a = self.propose(cmd).await?;
+        if !a.accepted {
+            return Err(errors::policy_refusal(&a));
+        }
+        let (version, index) = (a.policy_version, a.index);
+        Ok(Response::new(ApplyPolicyReply {
+            version,
+            index,
+            warnings,
+        }))
     }
 
     async fn trigger_sweep(

@@ -92,12 +92,16 @@ impl Handler<GetClusterStatus> for RaftActor {
 /// The policy in force here.
 #[derive(Message)]
 #[rtype(result = "GetPolicyReply")]
-pub struct GetPolicy;
+pub struct GetPolicy {
+    /// The QoS policy instead of the partition policy.
+    pub qos: bool,
+}
 
 impl Handler<GetPolicy> for RaftActor {
     type Result = MessageResult<GetPolicy>;
-    fn handle(&mut self, _: GetPolicy, _: &mut Context<Self>) -> Self::Result {
-        let p = self.core.state().policy();
+    fn handle(&mut self, m: GetPolicy, _: &mut Context<Self>) -> Self::Result {
+        let st = self.core.state();
+        let p = if m.qos { st.qos_policy() } else { st.policy() };
         MessageResult(GetPolicyReply {
             text: p.text.clone(),
             version: p.version,
