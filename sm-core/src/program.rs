@@ -513,8 +513,14 @@ impl Programming {
                         let st = port.info.port_state;
                         let need = if stage == 3 {
                             st == INIT
-                                || crate::vl::want::vl_high_limit(disc, want.cfg, want.qos_policy, i, p)
-                                    .is_some_and(|l| l != port.info.vl_high_limit)
+                                || crate::vl::want::vl_high_limit(
+                                    disc,
+                                    want.cfg,
+                                    want.qos_policy,
+                                    i,
+                                    p,
+                                )
+                                .is_some_and(|l| l != port.info.vl_high_limit)
                                 || (is_switch
                                     && !port.enforce_not_held
                                     && (port.info.partition_enforcement_inbound != port.enforce_in

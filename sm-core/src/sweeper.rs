@@ -155,12 +155,14 @@ impl Sweeper {
             ));
         }
         let qos_policy = match &cfg.qos_policy {
-            Some(t) => Some(std::sync::Arc::new(qos::Policy::parse(t).map_err(|errs| {
-                SmError::Config(format!(
-                    "QoS policy: {}",
-                    errs.first().map(|e| e.to_string()).unwrap_or_default()
-                ))
-            })?)),
+            Some(t) => Some(std::sync::Arc::new(qos::Policy::parse(t).map_err(
+                |errs| {
+                    SmError::Config(format!(
+                        "QoS policy: {}",
+                        errs.first().map(|e| e.to_string()).unwrap_or_default()
+                    ))
+                },
+            )?)),
             None => None,
         };
         let standby = cfg.role == Role::Standby;

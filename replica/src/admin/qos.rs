@@ -26,10 +26,20 @@ pub fn check(text: &str, partition_sls: &[(u16, u8)]) -> Result<Vec<String>, Adm
             count: errs.len(),
         }
     })?;
-    Ok(qos::lints(&policy, &qos::QosTables::default(), partition_sls)
-        .into_iter()
-        .map(|l| format!("{} {}:{} {}", l.code.code(), l.pos.line, l.pos.col, l.message))
-        .collect())
+    Ok(
+        qos::lints(&policy, &qos::QosTables::default(), partition_sls)
+            .into_iter()
+            .map(|l| {
+                format!(
+                    "{} {}:{} {}",
+                    l.code.code(),
+                    l.pos.line,
+                    l.pos.col,
+                    l.message
+                )
+            })
+            .collect(),
+    )
 }
 
 #[cfg(test)]
@@ -43,7 +53,8 @@ mod tests {
         assert_eq!(e.code(), "E_NODE_POLICY_SYNTAX");
         let big = "#".repeat(qos::MAX_POLICY_BYTES + 1);
         assert_eq!(check(&big, &[]).unwrap_err().code(), "E_ADMIN_LIMIT");
-        let ok = "qos-levels\n qos-level\n  name: DEFAULT\n  sl: 0\n end-qos-level\nend-qos-levels\n";
+        let ok =
+            "qos-levels\n qos-level\n  name: DEFAULT\n  sl: 0\n end-qos-level\nend-qos-levels\n";
         assert!(check(ok, &[]).is_ok());
     }
 }

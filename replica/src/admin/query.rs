@@ -366,3 +366,13 @@ pub fn trace(
         problem: "loop: more than 64 hops".into(),
     })
 }
+
+/// The VL table blocks as programmed: every node's, or `node`'s (0: every node).
+pub fn vl_tables(st: &ReplicatedState, node: u64) -> GetVlTablesReply {
+    GetVlTablesReply {
+        blocks: crate::vl::to_proto(st.vl_tables())
+            .into_iter()
+            .filter(|b| node == 0 || b.node_guid == node)
+            .collect(),
+    }
+}

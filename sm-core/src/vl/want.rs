@@ -62,7 +62,11 @@ pub(crate) fn vl_high_limit(
 }
 
 /// Every VL table block the ports of this sweep should hold (empty while QoS is off).
-pub(crate) fn tables(disc: &Discovery, cfg: &SweeperConfig, policy: Option<&qos::Policy>) -> VlTables {
+pub(crate) fn tables(
+    disc: &Discovery,
+    cfg: &SweeperConfig,
+    policy: Option<&qos::Policy>,
+) -> VlTables {
     let mut out = VlTables::new();
     let Some(q) = cfg.qos.as_deref() else {
         return out;
@@ -134,9 +138,8 @@ fn switch_tables(
             let vl = sl2vl_data(t.sl2vl_masked(op));
             for inp in 0..=n.nports {
                 // A qos-setup sl2vl-scope with from:/to: ports may name this pair.
-                let pair = policy.and_then(|pol| {
-                    with_facts(disc, i, o, |f| pol.sl2vl_for(f, inp, o))
-                });
+                let pair =
+                    policy.and_then(|pol| with_facts(disc, i, o, |f| pol.sl2vl_for(f, inp, o)));
                 let data = match pair {
                     Some(v) => {
                         t.sl2vl = v;

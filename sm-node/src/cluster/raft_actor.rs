@@ -29,8 +29,8 @@ mod roles;
 
 pub use crate::propose::{Propose, ProposeError};
 pub use handlers::{
-    AddObserver, ChangeMembership, ConsiderPriorities, GetClusterStatus, GetPolicy, GracefulStop,
-    ReadIndex, ReadState, ReadView, Step, TransferLeader, TriggerSweep,
+    AddObserver, ChangeMembership, ConsiderPriorities, GetClusterStatus, GetPolicy, GetVlTables,
+    GracefulStop, ReadIndex, ReadState, ReadView, Step, TransferLeader, TriggerSweep,
 };
 
 /// The RaftActor.

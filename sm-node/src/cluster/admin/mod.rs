@@ -30,8 +30,8 @@ pub mod watch;
 
 use super::net::{MAX_MESSAGE, channel, connect_for_write, propose_local};
 use super::raft_actor::{
-    GetClusterStatus, GetPolicy, ProposeError, RaftActor, ReadIndex, ReadState, ReadView,
-    TransferLeader, TriggerSweep,
+    GetClusterStatus, GetPolicy, GetVlTables, ProposeError, RaftActor, ReadIndex, ReadState,
+    ReadView, TransferLeader, TriggerSweep,
 };
 use crate::auth::Auth;
 use crate::master::{GetFabric, GetPortInfo, GetTopology, ReadPKeys, ReadbackProgress};
@@ -394,7 +394,10 @@ impl SmAdmin for AdminService {
         let _t = crate::metrics::RpcTimer::new("GetPolicy");
         state_read!(self, req, get_policy, {
             Ok(Response::new(
-                self.raft.send(GetPolicy { qos: false }).await.map_err(actor_err)?,
+                self.raft
+                    .send(GetPolicy { qos: false })
+                    .await
+                    .map_err(actor_err)?,
             ))
         })
     }
@@ -457,6 +460,17 @@ impl SmAdmin for AdminService {
         let _t = crate::metrics::RpcTimer::new("GetQosPolicy");
         state_read!(self, req, get_qos_policy, {
             let m = GetPolicy { qos: true };
+            Ok(Response::new(self.raft.send(m).await.map_err(actor_err)?))
+        })
+    }
+
+    async fn get_vl_tables(
+        &self,
+        req: Request<GetVlTablesRequest>,
+    ) -> Result<Response<GetVlTablesReply>, Status> {
+        let _t = crate::metrics::RpcTimer::new("GetVlTables");
+        state_read!(self, req, get_vl_tables, {
+            let m = GetVlTables(req.get_ref().node_guid);
             Ok(Response::new(self.raft.send(m).await.map_err(actor_err)?))
         })
     }

@@ -7,7 +7,7 @@ use crate::milestone::Milestone;
 use crate::propose::{Propose, ProposeError};
 use actix::prelude::*;
 use fabric::Guid;
-use proto::admin::{ClusterStatusReply, GetPolicyReply};
+use proto::admin::{ClusterStatusReply, GetPolicyReply, GetVlTablesReply};
 use proto::state::ApplyResult;
 use raft::eraftpb::Message as RaftMessage;
 use replica::ReplicatedState;
@@ -107,6 +107,18 @@ impl Handler<GetPolicy> for RaftActor {
             version: p.version,
             applied_at_index: p.applied_at_index,
         })
+    }
+}
+
+/// The VL table blocks as programmed (of one node, or all).
+#[derive(Message)]
+#[rtype(result = "GetVlTablesReply")]
+pub struct GetVlTables(pub u64);
+
+impl Handler<GetVlTables> for RaftActor {
+    type Result = MessageResult<GetVlTables>;
+    fn handle(&mut self, m: GetVlTables, _: &mut Context<Self>) -> Self::Result {
+        MessageResult(replica::admin::query::vl_tables(self.core.state(), m.0))
     }
 }
 
