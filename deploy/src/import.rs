@@ -9,26 +9,38 @@ use crate::opensm::{self, Row, Setting};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-/// What to import and where to.
-#[derive(Clone, Debug)]
+/// What to import and where to (`sm-node import-opensm`).
+#[derive(Clone, Debug, clap::Args)]
 pub struct ImportOptions {
-    /// OpenSM's opensm.conf.
+    /// OpenSM's opensm.conf (`opensm -c FILE` writes OpenSM's defaults).
+    #[arg(long, default_value = "/etc/opensm/opensm.conf")]
     pub conf: PathBuf,
-    /// partitions.conf (default: opensm.conf's `partition_config_file`, when it exists).
+    /// OpenSM partitions.conf (default: opensm.conf's partition_config_file, when it
+    /// exists); checked, then copied to OUT_DIR/partitions.conf.
+    #[arg(long)]
     pub partitions: Option<PathBuf>,
-    /// OpenSM's guid2lid (OpenSM keeps it as `/var/cache/opensm/guid2lid`).
+    /// OpenSM's guid2lid (OpenSM keeps it in /var/cache/opensm/guid2lid); checked, then
+    /// copied to DATA_DIR/guid2lid, where sm-node reads it, so no LID changes.
+    #[arg(long)]
     pub guid2lid: Option<PathBuf>,
-    /// Root GUID file (default: opensm.conf's `root_guid_file`).
+    /// Root GUID file (default: opensm.conf's root_guid_file); copied to OUT_DIR/root-guids.
+    #[arg(long)]
     pub root_guid_file: Option<PathBuf>,
-    /// The `fabric` key to write (OpenSM's `guid` cannot name a umad device).
+    /// The fabric key to write (OpenSM's `guid` names a port, not a umad device).
+    #[arg(long, default_value = "umad:/dev/infiniband/umad0")]
     pub fabric: String,
-    /// The `data-dir` key; guid2lid is copied to `DATA_DIR/guid2lid`, where sm-node reads it.
+    /// The data-dir key to write.
+    #[arg(long, default_value = "/var/lib/quorum-sm")]
     pub data_dir: PathBuf,
-    /// Where `sm-node.toml`, `partitions.conf` and `root-guids` are written.
+    /// Where sm-node.toml, partitions.conf and root-guids are written.
+    #[arg(long, default_value = "/etc/quorum-sm")]
     pub out_dir: PathBuf,
-    /// Replace files that exist.
+    /// Replace files that exist (without it an existing file stops the import before
+    /// anything is written).
+    #[arg(long)]
     pub force: bool,
-    /// Check and report only; write nothing.
+    /// Check everything and print the table; write nothing.
+    #[arg(long)]
     pub dry_run: bool,
 }
 

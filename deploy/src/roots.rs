@@ -36,6 +36,18 @@ pub fn parse(text: &str) -> Result<Vec<Guid>, DeployError> {
     Ok(out)
 }
 
+/// Reads and parses a root GUID file; the error names the file.
+pub fn read(path: &std::path::Path) -> Result<Vec<Guid>, DeployError> {
+    let text = std::fs::read_to_string(path).map_err(|e| DeployError::Io {
+        path: path.to_path_buf(),
+        why: e.to_string(),
+    })?;
+    parse(&text).map_err(|e| DeployError::Input {
+        path: path.to_path_buf(),
+        why: e.to_string(),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
