@@ -122,8 +122,9 @@ pub fn run(o: &ImportOptions) -> Result<ImportReport, DeployError> {
                 }
             }
             Some(Setting::RootGuidFile(p)) if roots.is_none() => roots = Some(p),
-            Some(Setting::PortGuid(_)) | Some(Setting::Partitions(_)) | Some(_) => {}
-            None => {}
+            // The port GUID is reported only (the fabric key names a device); a file given
+            // as a flag wins over the opensm.conf key.
+            _ => {}
         }
         rows.push(Row {
             key: e.key.clone(),
