@@ -113,6 +113,24 @@ fn check_config_refuses_bad_configurations() {
         !out.status.success() && stderr.contains("line 2"),
         "{stderr}"
     );
+    // The same file without the bad line: two roots for updn.
+    std::fs::write(
+        &roots,
+        "0x0002c90200000001\n# spine 2\n0x0002c90200000002\n",
+    )
+    .unwrap();
+    let out = sm_node(&[
+        "--fabric",
+        "sim:ft2:4",
+        "--root-guid-file",
+        roots.to_str().unwrap(),
+        "--check-config",
+    ]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && stdout.contains("2 root GUIDs"),
+        "{out:?}"
+    );
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
