@@ -392,7 +392,7 @@ impl fmt::Display for Event {
             }
             Event::ForeignMaster { guid, priority } => write!(
                 f,
-                "entering STANDBY state (master {guid} priority {priority})"
+                "Entering STANDBY state (master {guid} priority {priority})"
             ),
             Event::ForeignMasterGone {
                 guid,

@@ -1,28 +1,8 @@
 //! The daemon's configuration: a TOML file ([`FileConfig`]) overlaid by command-line flags
 //! (same fields), resolved into a [`NodeConfig`], then into the sweeper's configuration.
 //!
-//! ```toml
-//! fabric = "sim:ft2:36"          # or "sim:FILE@H1", "simd:/run/simd.sock@H1", "umad:/dev/infiniband/umad0"
-//! priority = 8                   # SMInfo priority 0..=15
-//! routing-engine = "ftree,updn,minhop"
-//! sweep-interval = 10            # seconds between light sweeps; 0 = none
-//! partitions = "/etc/quorum-sm/partitions.conf"   # a bad file refuses start; SIGHUP re-reads it
-//!                                                 # (a bad file then keeps the policy in force)
-//! data-dir = "/var/lib/quorum-sm"                 # guid2lid lives here
-//! lmc = 0
-//! routing-workers = 2            # default: available cores
-//! sim-pace = "fast"              # or "realtime" (in-process simulator only)
-//! smp-timeout-ms = 20            # default 20; 200 on umad
-//! smp-window = 256               # SMPs in flight at most; default 256, 128 on umad
-//!
-//! [admin]                        # security of the gRPC listener (Peer + SmAdmin), cluster mode
-//! tls-cert = "/etc/quorum-sm/node1.pem"   # PEM chain of this replica (with tls-key)
-//! tls-key = "/etc/quorum-sm/node1.key"
-//! tls-ca = "/etc/quorum-sm/ca.pem"        # CA of the replicas: verifies servers, requires client certs
-//! tls-domain = "localhost"                # name checked in peers' certificates (default localhost)
-//! tokens-file = "/etc/quorum-sm/tokens"   # `ROLE TOKEN` lines, roles read and admin
-//! insecure-loopback = false               # true: plain HTTP/2, only on a loopback listen address
-//! ```
+//! Every key, commented, with its default: `packaging/etc/sm-node.toml`, the file the
+//! Debian package installs as `/etc/quorum-sm/sm-node.toml` (a test loads it).
 //!
 //! Every `[admin]` key has a flag (`--tls-cert`, `--tls-key`, `--tls-ca`, `--tls-domain`,
 //! `--tokens-file`, `--insecure-loopback`); the environment variables `SM_TLS_CERT`,
@@ -135,41 +115,74 @@ impl std::str::FromStr for FabricSpec {
     }
 }
 
-/// The TOML file, and the flags overlaid on it: every field optional.
-#[derive(Clone, Debug, Default, Deserialize)]
+/// The TOML file, and the flags overlaid on it (the same struct: every key is a long flag,
+/// its doc comment the flag's help): every field optional.
+#[derive(Clone, Debug, Default, Deserialize, clap::Args)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 pub struct FileConfig {
-    /// `sim:SPEC[@PORT]` or `simd:SOCKET@PORT`.
+    /// Fabric: `umad:/dev/infiniband/umadN[:PORT]` (the kernel user-MAD device of a real
+    /// HCA, or ibsim's through libumad2sim), `sim:SPEC[@PORT]` (in-process simulator; SPEC
+    /// a generator spec such as ft2:36, ft3:36, torus:4x4x4, random:256, or a topology
+    /// file) or `simd:SOCKET@PORTNAME` (a running fabric-simd).
+    #[arg(long)]
     pub fabric: Option<String>,
-    /// SM priority 0..=15.
+    /// SM priority 0-15 (default 0).
+    #[arg(long)]
     pub priority: Option<u8>,
-    /// Routing engine chain, comma separated.
+    /// Routing engine chain, comma separated (default ftree,updn,minhop).
+    #[arg(long)]
     pub routing_engine: Option<String>,
-    /// Seconds between light sweeps (0: no light sweeps).
+    /// Seconds between light sweeps (default 10; 0 disables them).
+    #[arg(long)]
     pub sweep_interval: Option<f64>,
-    /// partitions.conf.
+    /// OpenSM partitions.conf, read at start: a file with syntax errors is refused (every
+    /// error with file:line:col) and sm-node does not start. SIGHUP (`kill -HUP PID`)
+    /// reads it again: a file that parses is in force from the heavy sweep it triggers
+    /// (only changed P_Key blocks are written); one that does not is logged as
+    /// E_NODE_POLICY_RELOAD with file:line:col and the policy in force is kept.
+    #[arg(long)]
     pub partitions: Option<PathBuf>,
-    /// guid2lid file (default `<data-dir>/guid2lid`).
+    /// guid2lid file in OpenSM's format (default DATA_DIR/guid2lid; a single replica only,
+    /// a cluster keeps its LIDs in the Raft log).
+    #[arg(long)]
     pub guid2lid: Option<PathBuf>,
-    /// Data directory.
+    /// Up/down root switches: OpenSM's root GUID file (one node GUID per line; default:
+    /// detected).
+    #[arg(long)]
+    pub root_guid_file: Option<PathBuf>,
+    /// Data directory (guid2lid, and the Raft log of a cluster replica). Without it and
+    /// --guid2lid, a single replica does not persist LIDs.
+    #[arg(long)]
     pub data_dir: Option<PathBuf>,
-    /// LMC 0..=7.
+    /// LMC of CA ports (0-7, default 0).
+    #[arg(long)]
     pub lmc: Option<u8>,
     /// Routing worker threads (default: available cores).
+    #[arg(long)]
     pub routing_workers: Option<usize>,
-    /// In-process simulator pace: `fast` or `realtime`.
+    /// In-process simulator pace: fast (default) or realtime.
+    #[arg(long)]
     pub sim_pace: Option<String>,
-    /// In-process simulator seed.
+    /// In-process simulator seed (default 1).
+    #[arg(long)]
     pub sim_seed: Option<u64>,
-    /// Time to wait for an SMP's response before resending, in ms (default 20).
+    /// Time to wait for an SMP's response before resending, in ms (default 20; 200 on
+    /// umad).
+    #[arg(long)]
     pub smp_timeout_ms: Option<u64>,
-    /// Outstanding SMPs at most (default 256; 128 on umad).
+    /// SMPs in flight at most (default 256; 128 on umad, ibsim's safe limit).
+    #[arg(long)]
     pub smp_window: Option<usize>,
-    /// `[admin]`: TLS and tokens of the gRPC listener.
+    /// `[admin]`: TLS and tokens of the gRPC listener (flags --tls-cert etc.).
+    #[arg(skip)]
     pub admin: Option<AdminSecurity>,
-    /// OpenSM's `max_op_vls` (OperationalVLs code 1-5, default 5).
+    /// Most OperationalVLs a port is brought up with: 1 VL0, 2 VL0-1, 3 VL0-3, 4 VL0-7,
+    /// 5 VL0-14 (OpenSM's max_op_vls; default 5).
+    #[arg(long)]
     pub max_op_vls: Option<u8>,
-    /// `[qos]`: `enabled` (OpenSM's `qos`) and OpenSM's `qos_*` table options by name.
+    /// `[qos]` (file only): `enabled` (OpenSM's `qos`), OpenSM's `qos_*` table options by
+    /// name, `qos_policy_file`.
+    #[arg(skip)]
     pub qos: Option<std::collections::BTreeMap<String, toml::Value>>,
 }
 
@@ -231,6 +244,7 @@ impl FileConfig {
             sim_seed: over.sim_seed.or(self.sim_seed),
             smp_timeout_ms: over.smp_timeout_ms.or(self.smp_timeout_ms),
             smp_window: over.smp_window.or(self.smp_window),
+            root_guid_file: over.root_guid_file.or(self.root_guid_file),
             admin: match (self.admin, over.admin) {
                 (Some(a), Some(b)) => Some(a.overlay(b)),
                 (a, b) => b.or(a),
@@ -268,6 +282,8 @@ pub struct NodeConfig {
     pub smp_timeout_ms: u64,
     /// Outstanding SMPs at most.
     pub smp_window: usize,
+    /// Up/down root switches (empty: detected).
+    pub updn_roots: Vec<fabric::Guid>,
     /// `[admin]` security settings (cluster mode).
     pub admin: AdminSecurity,
     /// Most OperationalVLs a port is brought up with.
@@ -358,8 +374,13 @@ impl TryFrom<FileConfig> for NodeConfig {
             Some(w) => w,
             None => fabric.smp_window(),
         };
+        let updn_roots = match &f.root_guid_file {
+            Some(p) => deploy::roots::read(p).map_err(|e| NodeError::Config(e.to_string()))?,
+            None => Vec::new(),
+        };
         Ok(NodeConfig {
             smp_window,
+            updn_roots,
             fabric,
             priority,
             engines,
@@ -426,6 +447,7 @@ impl NodeConfig {
             sm_priority: self.priority,
             lmc: self.lmc,
             engines: self.engines.clone(),
+            updn_roots: self.updn_roots.clone(),
             routing_shards: if self.workers > 1 {
                 self.workers * 2
             } else {

@@ -215,19 +215,20 @@ impl MasterActor {
                 tracing::info!("{ev}; {} Sets sent so far", c.sets());
             }
             Event::HandoverReceived { .. } => {
-                // "entering MASTER state" follows at SUBNET UP, as after a takeover (a
+                // "Entering MASTER state" follows at SUBNET UP, as after a takeover (a
                 // master already up that takes a HANDOVER stays up: no SUBNET UP follows).
                 self.stood_by = !self.sweeper.is_subnet_up();
                 let c = self.sweeper.counters();
                 tracing::info!("{ev}; {} Sets sent so far", c.sets());
             }
+            Event::LightSweepComplete { changed: false, .. } => tracing::debug!("{ev}"),
             Event::SmInfoSetRefused { .. } => tracing::warn!("E_NODE_SMINFO_SET: {ev}"),
             Event::FieldNotHeld { .. } => tracing::warn!("E_NODE_SMA_FIELD: {ev}"),
             _ => tracing::info!("{ev}"),
         }
         if matches!(ev, Event::SubnetUp { .. }) && std::mem::take(&mut self.stood_by) {
             tracing::info!(
-                "entering MASTER state (priority {})",
+                "Entering MASTER state (priority {})",
                 self.sweeper.config().sm_priority
             );
         }
@@ -338,7 +339,7 @@ impl Actor for MasterActor {
             "MASTER"
         };
         tracing::info!(
-            "entering {role} state (priority {}, port {port}, {what})",
+            "Entering {role} state (priority {}, port {port}, {what})",
             self.sweeper.config().sm_priority,
         );
         if role == "MASTER" {

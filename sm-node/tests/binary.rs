@@ -47,7 +47,7 @@ fn signal_after_subnet_up(sig: &str) {
         }
         line.clear();
     }
-    assert!(log.contains("entering MASTER state"), "{log}");
+    assert!(log.contains("Entering MASTER state"), "{log}");
     assert!(log.contains("SUBNET UP"), "{log}");
     let st = Command::new("kill")
         .args([&format!("-{sig}"), &child.id().to_string()])

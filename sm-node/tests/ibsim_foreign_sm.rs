@@ -243,7 +243,7 @@ fn opensm_masters_ours_stands_by_then_takes_over() {
     let mut osm = start_opensm(&sim, "Hca1", 15);
     osm.wait_for("SUBNET UP", |l| l.contains("SUBNET UP"));
     let mut ours = start_ours(&sim, "Hca2", 0);
-    let standby = ours.wait_for("STANDBY", |l| l.contains("entering STANDBY state"));
+    let standby = ours.wait_for("STANDBY", |l| l.contains("Entering STANDBY state"));
     let osm_guid = hex_after(&standby, "master ");
     assert!(standby.contains("priority 15"), "{standby}");
     assert_eq!(num_before(&standby, " Sets sent so far"), 0, "{standby}");
@@ -261,8 +261,8 @@ fn opensm_masters_ours_stands_by_then_takes_over() {
         0,
         "no Set while OpenSM was master: {gone}"
     );
-    ours.wait_for("entering MASTER state", |l| {
-        l.contains("entering MASTER state (priority 0)")
+    ours.wait_for("Entering MASTER state", |l| {
+        l.contains("Entering MASTER state (priority 0)")
     });
     let check = ours.wait_for("LFT CHECK", |l| l.contains("LFT CHECK COMPLETE"));
     let read = num_before(&check, " blocks read back");
@@ -277,7 +277,7 @@ fn opensm_masters_ours_stands_by_then_takes_over() {
     let written = num_before(&prog, " LFT blocks,");
     assert_eq!(written, read - kept, "only blocks found wrong are written");
     let port = ours.seen(
-        "entering MASTER state (priority 0, port ",
+        "Entering MASTER state (priority 0, port ",
         "start line with our port",
     );
     let our_guid = hex_after(&port, "port ");
@@ -301,7 +301,7 @@ fn ours_masters_opensm_stands_by() {
     let mut ours = start_ours(&sim, "Hca1", 15);
     ours.wait_for("SUBNET UP", |l| l.contains("SUBNET UP after"));
     let port = ours.seen(
-        "entering MASTER state (priority 15, port ",
+        "Entering MASTER state (priority 15, port ",
         "start line with our port",
     );
     let our_guid = hex_after(&port, "port ");
@@ -320,7 +320,7 @@ fn ours_masters_opensm_stands_by() {
         l.contains("SMInfo of") && l.contains("priority 0 state")
     });
     assert!(
-        !ours.drain().iter().any(|l| l.contains("entering STANDBY")),
+        !ours.drain().iter().any(|l| l.contains("Entering STANDBY")),
         "ours must not yield to a lower-priority SM"
     );
     println!("{line}\n{seen}");
@@ -383,7 +383,7 @@ fn ours_hands_over_to_a_higher_opensm() {
         l.contains("handover done") || l.contains("not taken after")
     });
     assert!(done.contains("handover done"), "{done}");
-    let standby = ours.wait_for("STANDBY", |l| l.contains("entering STANDBY state (master "));
+    let standby = ours.wait_for("STANDBY", |l| l.contains("Entering STANDBY state (master "));
     assert_eq!(hex_after(&standby, "master "), osm_port, "{standby}");
     assert!(standby.contains("priority 15"), "{standby}");
     let sets = num_before(&standby, " Sets sent so far");
@@ -457,7 +457,7 @@ fn opensm_hands_over_to_higher_ours() {
     let stood = ours
         .drain()
         .iter()
-        .find(|l| l.contains("entering STANDBY state (master "))
+        .find(|l| l.contains("Entering STANDBY state (master "))
         .cloned();
     if let Some(s) = &stood {
         // OpenSM still answered MASTER to our SMInfo queries around the ACKNOWLEDGE (a
@@ -468,14 +468,14 @@ fn opensm_hands_over_to_higher_ours() {
         assert!(sets <= 1, "more than the ACKNOWLEDGE was sent: {s}");
     }
     let up = ours.wait_for("SUBNET UP", |l| l.contains("SUBNET UP after"));
-    ours.wait_for("entering MASTER state", |l| {
-        l.contains("entering MASTER state (priority 15)")
+    ours.wait_for("Entering MASTER state", |l| {
+        l.contains("Entering MASTER state (priority 15)")
     });
     let took = started.elapsed();
     let check = ours.seen("LFT CHECK COMPLETE", "the LFT read-back of the takeover");
     let osm_standby = osm.wait_for("OpenSM STANDBY", |l| l.contains("Entering STANDBY state"));
     let port = ours.seen(
-        "entering MASTER state (priority 15, port ",
+        "Entering MASTER state (priority 15, port ",
         "start line with our port",
     );
     let our_guid = hex_after(&port, "port ");

@@ -3,7 +3,7 @@
 //! audit read back from the fabric), drawn by the `views` crate.
 //!
 //! Sources: the cluster (`--server`: ListNodes + SmInfo, Audit), or offline a topology file /
-//! generator spec (`--topo ft2:36`) and an audit report JSON (`--report FILE`, what
+//! generator spec (`--topology ft2:36`) and an audit report JSON (`--report FILE`, what
 //! `smctl audit --json` or `smctl partitions audit --json` print).
 //!
 //! Errors reaching the operator start with `E_DRAW_` (`E_DRAW_SOURCE`, `E_DRAW_IO`,
@@ -48,8 +48,9 @@ pub struct FabricArgs {
     /// Hosts per leaf drawn one by one; more are collapsed into one box with a count.
     #[arg(long, default_value_t = 4)]
     max_hosts: usize,
-    /// Draw a topology file or generator spec (ft2:36) offline instead of asking the cluster.
-    #[arg(long)]
+    /// Draw a topology file or generator spec (ft2:36) offline instead of asking the cluster
+    /// (`--topo` is an old name of it).
+    #[arg(long = "topology", alias = "topo")]
     topo: Option<String>,
     /// Write here instead of stdout.
     #[arg(short, long)]

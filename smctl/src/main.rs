@@ -10,7 +10,7 @@
 //! Nor does it hold SM logic: what it computes or draws offline comes from `fabric`,
 //! `routing`, `partitions`, `views`, and for `smctl bench` `sm-core` on `fabric-sim`.
 
-use clap::{Parser, Subcommand};
+use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 
 mod bench;
 mod client;
@@ -114,9 +114,40 @@ fn default_sigpipe() {
     }
 }
 
+/// Commands that never ask a replica: their help does not list the connection flags
+/// (`--server`, TLS, token, timeouts). Those stay global, so `smctl --server H:P cluster`
+/// and `smctl cluster --server H:P` both work; commands with an online and an offline form
+/// (`route LID` / `route --topology`, `draw` without / with `--topology`, `partitions check`
+/// and `plan` with / without `--server`) keep them listed.
+const OFFLINE: &[&[&str]] = &[
+    &["topo"],
+    &["bench"],
+    &["completion"],
+    &["route", "analyze"],
+    &["partitions", "audit"],
+];
+
+/// `cmd` with hidden copies of the connection flags: clap propagates a global flag only to
+/// subcommands without one of that name, so the copies (global too, for the subcommands'
+/// own subcommands) keep the flags working and out of the help.
+fn hide_conn(cmd: clap::Command) -> clap::Command {
+    let conn = client::ConnArgs::augment_args(clap::Command::new("conn"));
+    conn.get_arguments()
+        .fold(cmd, |c, a| c.arg(a.clone().hide(true)))
+}
+
+/// The command line with the connection flags hidden in the [`OFFLINE`] commands.
+fn command() -> clap::Command {
+    OFFLINE.iter().fold(Cli::command(), |cmd, path| match path {
+        [a] => cmd.mut_subcommand(*a, hide_conn),
+        [a, b] => cmd.mut_subcommand(*a, |s| s.mut_subcommand(*b, hide_conn)),
+        _ => cmd,
+    })
+}
+
 fn main() -> std::process::ExitCode {
     default_sigpipe();
-    let cli = Cli::parse();
+    let cli = Cli::from_arg_matches(&command().get_matches()).unwrap_or_else(|e| e.exit());
     client::set(cli.conn.clone());
     let result = match cli.command {
         Command::Topo(args) => topo::run(args),
@@ -137,9 +168,8 @@ fn main() -> std::process::ExitCode {
         Command::Sa(c) => sa::run_cmd(c),
         Command::Draw(c) => draw::run(c),
         Command::Completion { shell } => {
-            use clap::CommandFactory;
             let mut buf = Vec::new();
-            clap_complete::generate(shell, &mut Cli::command(), "smctl", &mut buf);
+            clap_complete::generate(shell, &mut command(), "smctl", &mut buf);
             let _ = std::io::Write::write_all(&mut std::io::stdout(), &buf);
             Ok(std::process::ExitCode::SUCCESS)
         }

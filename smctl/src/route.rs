@@ -46,8 +46,9 @@ pub struct RouteArgs {
     /// Topology: an ibnetdiscover/ibsim file, or a generator spec such as `ft3:36`.
     #[arg(long)]
     topology: Option<String>,
-    /// Engine, or a fallback chain as OpenSM's -R takes it: `ftree,updn,minhop`.
-    #[arg(long, default_value = "minhop")]
+    /// Engine, or a fallback chain as OpenSM's -R takes it (the daemon's default chain:
+    /// the first engine that accepts the topology wins).
+    #[arg(long, default_value = "ftree,updn,minhop")]
     engine: String,
     /// Worker threads (the result is identical for any number).
     #[arg(long, default_value_t = 1)]

@@ -78,7 +78,7 @@ fn routing_is_the_same_for_any_worker_count_and_falls_back_through_the_chain() {
 
 #[test]
 fn draw_fabric_offline_from_a_spec() {
-    let dot = stdout_ok(&["draw", "fabric", "--topo", "ft2:4", "--format", "dot"]);
+    let dot = stdout_ok(&["draw", "fabric", "--topology", "ft2:4", "--format", "dot"]);
     assert!(
         dot.starts_with("digraph") || dot.starts_with("graph"),
         "{dot}"

@@ -55,6 +55,10 @@ struct Cli {
     /// Print each cycle's report as a JSON line on stdout.
     #[arg(long)]
     json: bool,
+    /// Log lines on stderr as text or json (one JSON object per line); text has colour only
+    /// on a terminal and never with NO_COLOR set.
+    #[arg(long, env = "SM_LOG_FORMAT", default_value = "text")]
+    log_format: deploy::logging::LogFormat,
 }
 
 fn parse_u64(s: &str) -> Result<u64, String> {
@@ -104,13 +108,8 @@ fn emit(cli: &Cli, r: &Report) -> anyhow::Result<()> {
 }
 
 fn main() -> anyhow::Result<ExitCode> {
-    tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
-        )
-        .init();
     let cli = Cli::parse();
+    deploy::logging::init(cli.log_format);
     let cfg = Config {
         roots: Roots {
             sysfs: cli.sysfs_root.clone(),

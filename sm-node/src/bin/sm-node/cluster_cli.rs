@@ -17,6 +17,10 @@ pub enum Sub {
     Demo(crate::demo::DemoArgs),
     /// Benchmark: proposal commit latency and failover time (kill -9 of the master).
     BenchCluster(crate::bench::BenchArgs),
+    /// Moves from OpenSM: reads opensm.conf (and partitions.conf, guid2lid, the root GUID
+    /// file), writes sm-node.toml and copies the files; prints every OpenSM key with what it
+    /// became or why it is not supported.
+    ImportOpensm(deploy::import::ImportOptions),
     /// Prints a replica's view of the cluster.
     Status {
         /// Replica address (IP:PORT).
@@ -34,6 +38,10 @@ pub fn run_sub(sub: &Sub) -> anyhow::Result<ExitCode> {
     match sub {
         Sub::Demo(a) => rt.block_on(crate::demo::run(a)),
         Sub::BenchCluster(a) => rt.block_on(crate::bench::run(a)),
+        Sub::ImportOpensm(o) => {
+            print!("{}", deploy::import::run(o)?.render());
+            Ok(ExitCode::SUCCESS)
+        }
         Sub::Status { addr } => rt.block_on(async {
             let st = status(addr).await?;
             print!("{}", views::cluster::status_text(&st));

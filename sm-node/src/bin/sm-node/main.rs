@@ -20,7 +20,10 @@ use sm_node::milestone::MilestoneKind;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-/// Quorum SM daemon (single replica).
+/// Quorum SM daemon: one replica (with --id and --peers) of a Raft cluster, or a single
+/// SM. Moving from OpenSM: `sm-node import-opensm` reads opensm.conf, partitions.conf,
+/// guid2lid and the root GUID file. Logs go to stderr: RUST_LOG sets the level, colour
+/// only on a terminal and never with NO_COLOR set.
 #[derive(Parser, Debug)]
 #[command(name = "sm-node", version, args_conflicts_with_subcommands = true)]
 struct Cli {
@@ -31,7 +34,8 @@ struct Cli {
     #[arg(long)]
     id: Option<u64>,
     /// Cluster mode: every replica as ID=IP:PORT, comma separated (this one included);
-    /// Peer and SmAdmin gRPC are served there (plain HTTP/2, no TLS yet).
+    /// Peer and SmAdmin gRPC are served there, with mutual TLS (--tls-cert, --tls-key,
+    /// --tls-ca) or, on loopback only, plain HTTP/2 with --insecure-loopback.
     #[arg(long)]
     peers: Option<String>,
     /// Cluster mode: the initial voters, comma separated (default: every replica in
@@ -64,56 +68,20 @@ struct Cli {
     #[arg(long, default_value_t = 1000)]
     snapshot_every: u64,
     /// TOML configuration file (keys as the long flags: fabric, priority, routing-engine,
-    /// sweep-interval, partitions, guid2lid, data-dir, lmc, routing-workers, sim-pace,
-    /// sim-seed, smp-timeout-ms); flags override it.
+    /// sweep-interval, partitions, guid2lid, root-guid-file, data-dir, lmc, routing-workers,
+    /// sim-pace, sim-seed, smp-timeout-ms, smp-window, and an [admin] table for TLS and
+    /// tokens); flags override it. Example: /etc/quorum-sm/sm-node.toml.
     #[arg(long)]
     config: Option<PathBuf>,
-    /// Fabric: `sim:SPEC[@PORT]` (in-process simulator; SPEC a generator spec such as
-    /// ft2:36, ft3:36, torus:4x4x4, random:256, or a topology file) or
-    /// `simd:SOCKET@PORTNAME` (a running fabric-simd).
+    /// Every key of the configuration file as a flag.
+    #[command(flatten)]
+    node: FileConfig,
+    /// Log lines as text or json (one JSON object per line).
+    #[arg(long, env = "SM_LOG_FORMAT", default_value = "text")]
+    log_format: deploy::logging::LogFormat,
+    /// Read and check the configuration (files included), print one line, exit.
     #[arg(long)]
-    fabric: Option<String>,
-    /// SM priority 0-15.
-    #[arg(long)]
-    priority: Option<u8>,
-    /// Routing engine chain, comma separated (default ftree,updn,minhop).
-    #[arg(long)]
-    routing_engine: Option<String>,
-    /// Seconds between light sweeps (default 10; 0 disables them).
-    #[arg(long)]
-    sweep_interval: Option<f64>,
-    /// OpenSM partitions.conf, read at start: a file with syntax errors is refused (every
-    /// error with file:line:col) and sm-node does not start. SIGHUP (`kill -HUP PID`)
-    /// reads it again: a file that parses is in force from the heavy sweep it triggers
-    /// (only changed P_Key blocks are written); one that does not is logged as
-    /// E_NODE_POLICY_RELOAD with file:line:col and the policy in force is kept.
-    #[arg(long)]
-    partitions: Option<PathBuf>,
-    /// guid2lid file (default DATA_DIR/guid2lid).
-    #[arg(long)]
-    guid2lid: Option<PathBuf>,
-    /// Data directory (guid2lid lives here). Without it and --guid2lid, LIDs are not
-    /// persisted.
-    #[arg(long)]
-    data_dir: Option<PathBuf>,
-    /// LMC of CA ports (0-7).
-    #[arg(long)]
-    lmc: Option<u8>,
-    /// Routing worker threads (default: available cores).
-    #[arg(long)]
-    routing_workers: Option<usize>,
-    /// In-process simulator pace: fast (default) or realtime.
-    #[arg(long)]
-    sim_pace: Option<String>,
-    /// In-process simulator seed (default 1).
-    #[arg(long)]
-    sim_seed: Option<u64>,
-    /// Time to wait for an SMP's response before resending, in ms (default 20).
-    #[arg(long)]
-    smp_timeout_ms: Option<u64>,
-    /// SMPs in flight at most (default 256; 128 on umad, ibsim's safe limit).
-    #[arg(long)]
-    smp_window: Option<usize>,
+    check_config: bool,
     /// Exit once the first heavy sweep (the one that reaches SUBNET UP) completes.
     #[arg(long)]
     exit_after_subnet_up: bool,
@@ -147,19 +115,6 @@ struct Cli {
 impl Cli {
     fn overlay(&self) -> FileConfig {
         FileConfig {
-            fabric: self.fabric.clone(),
-            priority: self.priority,
-            routing_engine: self.routing_engine.clone(),
-            sweep_interval: self.sweep_interval,
-            partitions: self.partitions.clone(),
-            guid2lid: self.guid2lid.clone(),
-            data_dir: self.data_dir.clone(),
-            lmc: self.lmc,
-            routing_workers: self.routing_workers,
-            sim_pace: self.sim_pace.clone(),
-            sim_seed: self.sim_seed,
-            smp_timeout_ms: self.smp_timeout_ms,
-            smp_window: self.smp_window,
             admin: Some(sm_node::config::AdminSecurity {
                 tls_cert: self.tls_cert.clone(),
                 tls_key: self.tls_key.clone(),
@@ -168,21 +123,17 @@ impl Cli {
                 tokens_file: self.tokens_file.clone(),
                 insecure_loopback: self.insecure_loopback.then_some(true),
             }),
-            ..FileConfig::default()
+            ..self.node.clone()
         }
     }
 }
 
 fn main() -> ExitCode {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .init();
     let cli = Cli::parse();
+    deploy::logging::init(cli.log_format);
     let result = match &cli.command {
         Some(sub) => cluster_cli::run_sub(sub),
+        None if cli.check_config => check_config(&cli),
         None if cli.id.is_some() => run_cluster(cli),
         None => run(cli),
     };
@@ -195,12 +146,37 @@ fn main() -> ExitCode {
     }
 }
 
-fn run_cluster(cli: Cli) -> anyhow::Result<ExitCode> {
+/// The configuration file overlaid by the flags, resolved.
+fn node_config(cli: &Cli) -> anyhow::Result<NodeConfig> {
     let file = match &cli.config {
         Some(p) => FileConfig::load(p)?,
         None => FileConfig::default(),
     };
-    let mut cfg = NodeConfig::try_from(file.overlay(cli.overlay()))?;
+    Ok(NodeConfig::try_from(file.overlay(cli.overlay()))?)
+}
+
+/// `--check-config`: everything start-up reads and checks (partitions, guid2lid and root
+/// GUID files included), one line, exit 0; an error exits non-zero.
+fn check_config(cli: &Cli) -> anyhow::Result<ExitCode> {
+    let cfg = node_config(cli)?;
+    let (scfg, _) = cfg.sweeper_config()?;
+    let none = || PathBuf::from("none");
+    let (parts, g2l) = (cfg.partitions.clone(), cfg.guid2lid.clone());
+    let (parts, g2l) = (parts.unwrap_or_else(none), g2l.unwrap_or_else(none));
+    let (engines, roots, ports) = (
+        cfg.engines.join(","),
+        cfg.updn_roots.len(),
+        scfg.guid2lid.len(),
+    );
+    let (fabric, prio) = (&cfg.fabric, cfg.priority);
+    println!(
+        "config OK: {fabric:?}, priority {prio}, routing {engines}, {roots} root GUIDs, partitions {parts:?}, guid2lid {g2l:?} ({ports} ports)"
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+fn run_cluster(cli: Cli) -> anyhow::Result<ExitCode> {
+    let mut cfg = node_config(&cli)?;
     cfg.sweeper_config()?;
     cfg.guid2lid = None; // LIDs are replicated through Raft
     let id = cli.id.unwrap_or(0);
@@ -209,6 +185,7 @@ fn run_cluster(cli: Cli) -> anyhow::Result<ExitCode> {
         .as_deref()
         .ok_or_else(|| anyhow!("E_NODE_CONFIG: --id needs --peers"))?;
     let data_dir = cli
+        .node
         .data_dir
         .clone()
         .ok_or_else(|| anyhow!("E_NODE_CONFIG: --id needs --data-dir"))?;
@@ -237,11 +214,7 @@ enum InitialClusterState {
 }
 
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
-    let file = match &cli.config {
-        Some(p) => FileConfig::load(p)?,
-        None => FileConfig::default(),
-    };
-    let cfg = NodeConfig::try_from(file.overlay(cli.overlay()))?;
+    let cfg = node_config(&cli)?;
     // Check everything that can be wrong before touching the fabric.
     cfg.sweeper_config()?;
     if cfg.guid2lid.is_none() {
