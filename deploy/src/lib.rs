@@ -9,6 +9,7 @@
 //! - [`logging`]: the log set-up of the daemon binaries (`--log-format text|json`, colour
 //!   only on a terminal and without `NO_COLOR`).
 
+pub mod config;
 pub mod import;
 pub mod logging;
 pub mod opensm;

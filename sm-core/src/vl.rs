@@ -141,6 +141,11 @@ impl Lanes {
         self.policy.as_deref()
     }
 
+    /// Replaces the QoS policy (planned from the next heavy sweep on).
+    pub fn set_policy(&mut self, policy: Option<Arc<qos::Policy>>) {
+        self.policy = policy;
+    }
+
     /// The same, shared.
     pub fn policy_shared(&self) -> Option<Arc<qos::Policy>> {
         self.policy.clone()

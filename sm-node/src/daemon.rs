@@ -2,6 +2,7 @@
 //! [`NodeConfig`]. Must run inside an actix System (a later RaftActor calls
 //! [`start_master`] when this replica becomes leader).
 
+use crate::config::SweeperConfigOf as _;
 use crate::config::{FabricSpec, NodeConfig};
 use crate::error::NodeError;
 use crate::master::{MasterActor, MasterParts};

@@ -9,6 +9,9 @@ pub enum NodeError {
     /// A configuration value or file is wrong.
     #[error("E_NODE_CONFIG: {0}")]
     Config(String),
+    /// A file the configuration names is refused (its own code, e.g. E_NODE_QOS_POLICY).
+    #[error(transparent)]
+    Conf(deploy::config::ConfigError),
     /// The partitions file does not parse; every syntax error with `file:line:col`.
     #[error("E_NODE_PARTITIONS: {path}: policy rejected, refusing to start:\n{errors}")]
     Partitions {
@@ -47,4 +50,16 @@ pub enum NodeError {
         /// The storage's error (its code, `STORAGE-E0xx`, names what and where).
         source: storage::Error,
     },
+}
+
+impl From<deploy::config::ConfigError> for NodeError {
+    fn from(e: deploy::config::ConfigError) -> NodeError {
+        match e {
+            deploy::config::ConfigError::Config(m) => NodeError::Config(m),
+            deploy::config::ConfigError::Partitions { path, errors } => {
+                NodeError::Partitions { path, errors }
+            }
+            e @ deploy::config::ConfigError::QosPolicy { .. } => NodeError::Conf(e),
+        }
+    }
 }

@@ -413,17 +413,24 @@ impl Handler<RequestSweep> for MasterActor {
 #[derive(Message)]
 #[rtype(result = "Result<u64, String>")]
 pub struct ReloadPolicy {
-    /// The partitions.conf text, already read (None: no file).
+    /// The partitions.conf text, already read (None: left as it is).
     pub text: Option<String>,
+    /// The QoS policy text, already read (None: left as it is).
+    pub qos: Option<String>,
 }
 
 impl Handler<ReloadPolicy> for MasterActor {
     type Result = Result<u64, String>;
     fn handle(&mut self, m: ReloadPolicy, ctx: &mut Context<Self>) -> Self::Result {
-        let first = self
-            .sweeper
-            .set_policy(self.clock.now(), m.text)
-            .map_err(|e| e.to_string())?;
+        let now = self.clock.now();
+        let sw = &mut self.sweeper;
+        let mut first = sw.sweep_number() + 1;
+        if let Some(q) = m.qos {
+            first = sw.set_qos_policy(now, Some(q)).map_err(|e| e.to_string())?;
+        }
+        if let Some(t) = m.text {
+            first = sw.set_policy(now, Some(t)).map_err(|e| e.to_string())?;
+        }
         if let Some(a) = self
             .sa
             .as_mut()

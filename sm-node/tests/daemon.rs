@@ -6,6 +6,7 @@ mod common;
 use common::*;
 use fabric::{Guid, Lid, PKey, Topology};
 use sm_node::config::NodeConfig;
+use sm_node::config::SweeperConfigOf as _;
 use sm_node::daemon;
 use sm_node::master::{GetStatus, Shutdown};
 use sm_node::milestone::MilestoneKind;

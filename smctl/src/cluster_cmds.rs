@@ -6,7 +6,7 @@ use clap::{Args, Subcommand};
 use proto::admin::*;
 use std::process::ExitCode;
 
-fn json<T: serde::Serialize>(v: &T) -> anyhow::Result<ExitCode> {
+pub(crate) fn json<T: serde::Serialize>(v: &T) -> anyhow::Result<ExitCode> {
     println!("{}", serde_json::to_string_pretty(v)?);
     Ok(ExitCode::SUCCESS)
 }
@@ -25,7 +25,7 @@ fn ms_utc(ms: u64) -> String {
     )
 }
 
-fn run<F, Fut>(f: F) -> anyhow::Result<ExitCode>
+pub(crate) fn run<F, Fut>(f: F) -> anyhow::Result<ExitCode>
 where
     F: FnOnce(Client) -> Fut,
     Fut: std::future::Future<Output = anyhow::Result<ExitCode>>,
@@ -38,17 +38,25 @@ where
 
 macro_rules! call {
     ($c:expr, $m:ident, $r:expr) => {
-        $c.$m($r).await.map_err(status_err)?.into_inner()
+        $c.$m($r)
+            .await
+            .map_err($crate::client::status_err)?
+            .into_inner()
     };
 }
+pub(crate) use call;
 
 /// A call that writes to the log: a timeout or a connection lost after sending it leaves
 /// its outcome unknown (exit 7).
 macro_rules! write_call {
     ($c:expr, $m:ident, $r:expr) => {
-        $c.$m($r).await.map_err(client::write_err)?.into_inner()
+        $c.$m($r)
+            .await
+            .map_err($crate::client::write_err)?
+            .into_inner()
     };
 }
+pub(crate) use write_call;
 
 /// Reads that may ask the leader.
 #[derive(Args, Debug, Clone, Copy)]

@@ -18,6 +18,7 @@ mod cluster_cmds;
 mod draw;
 mod input;
 mod partitions;
+mod qos;
 mod route;
 mod sa;
 mod tenants;
@@ -40,6 +41,10 @@ enum Command {
     /// Partitions: check and plan partitions.conf, audit P_KeyTables read back from a fabric.
     #[command(subcommand)]
     Partitions(partitions::PartitionsCmd),
+    /// QoS: check a qos-policy.conf, the VL tables of OpenSM's qos_* options; the policy
+    /// in force and the VL tables as programmed, apply a policy (cluster).
+    #[command(subcommand)]
+    Qos(qos::QosCmd),
     /// Routing: route a topology offline (time, memory, metrics) or analyze an ibroute dump.
     Route(route::RouteArgs),
     /// Benchmarks: time an SM sweep to SUBNET UP on the in-process simulator.
@@ -125,6 +130,8 @@ const OFFLINE: &[&[&str]] = &[
     &["completion"],
     &["route", "analyze"],
     &["partitions", "audit"],
+    &["qos", "check"],
+    &["qos", "tables"],
 ];
 
 /// `cmd` with hidden copies of the connection flags: clap propagates a global flag only to
@@ -152,6 +159,7 @@ fn main() -> std::process::ExitCode {
     let result = match cli.command {
         Command::Topo(args) => topo::run(args),
         Command::Partitions(cmd) => partitions::run(cmd),
+        Command::Qos(cmd) => qos::run_qos(cmd),
         Command::Route(args) => route::run(args),
         Command::Bench(cmd) => bench::run(cmd),
         Command::Sminfo(o) => cluster_cmds::sminfo(o),

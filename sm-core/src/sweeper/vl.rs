@@ -12,6 +12,34 @@ impl Sweeper {
         self.lanes.known()
     }
 
+    /// Replaces the QoS policy (a single replica's SIGHUP; a cluster restarts its master on
+    /// the replicated one instead). A text that does not parse is the error and changes
+    /// nothing; otherwise a heavy sweep is requested, which writes the VL table blocks the
+    /// new policy changes; the answer is the number of the first heavy sweep certain to
+    /// program it.
+    pub fn set_qos_policy(
+        &mut self,
+        now: crate::VTime,
+        text: Option<String>,
+    ) -> Result<u64, crate::SmError> {
+        let policy = match &text {
+            Some(t) => Some(std::sync::Arc::new(qos::Policy::parse(t).map_err(
+                |errs| {
+                    crate::SmError::Config(format!(
+                        "QoS policy: {}",
+                        errs.first().map(|e| e.to_string()).unwrap_or_default()
+                    ))
+                },
+            )?)),
+            None => None,
+        };
+        self.cfg.qos_policy = text;
+        self.lanes.set_policy(policy);
+        let first = self.disc.sweep() + 1;
+        self.request_sweep(now, true);
+        Ok(first)
+    }
+
     /// The QoS policy in force (None: none), for the SA's path SLs.
     pub fn qos_policy(&self) -> Option<std::sync::Arc<qos::Policy>> {
         self.lanes.policy_shared()

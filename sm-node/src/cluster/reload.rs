@@ -13,7 +13,7 @@
 use super::admin::AdminService;
 use super::raft_actor::RaftActor;
 use crate::auth::Auth;
-use crate::config::load_partitions;
+use crate::config::{ConfigError, load_partitions, load_qos_policy};
 use actix::Addr;
 use proto::admin::sm_admin_server::SmAdmin;
 use proto::admin::{ApplyPolicyRequest, GetPolicyRequest};
@@ -40,11 +40,22 @@ pub enum Reloaded {
 /// Times a proposal is retried when another apply committed in between.
 const RACE_RETRIES: usize = 3;
 
-/// Reads `path` and proposes it as the cluster's policy on replica `id`. The error is the
-/// text of an `E_NODE_POLICY_RELOAD` log line (without the code).
-pub async fn reload_file(id: u64, raft: Addr<RaftActor>, path: &Path) -> Result<Reloaded, String> {
-    let text = load_partitions(path).map_err(|e| match e {
-        crate::NodeError::Partitions { errors, .. } => {
+/// Reads `path` and proposes it as the cluster's policy on replica `id` (`qos`: as its QoS
+/// policy, through ApplyQosPolicy). The error is the text of an `E_NODE_POLICY_RELOAD` log
+/// line (without the code).
+pub async fn reload_file(
+    id: u64,
+    raft: Addr<RaftActor>,
+    path: &Path,
+    qos: bool,
+) -> Result<Reloaded, String> {
+    let load = if qos {
+        load_qos_policy
+    } else {
+        load_partitions
+    };
+    let text = load(path).map_err(|e| match e {
+        ConfigError::Partitions { errors, .. } | ConfigError::QosPolicy { errors, .. } => {
             errors.lines().collect::<Vec<_>>().join("; ")
         }
         other => other.to_string(),
@@ -56,26 +67,31 @@ pub async fn reload_file(id: u64, raft: Addr<RaftActor>, path: &Path) -> Result<
     };
     let mut last = String::new();
     for _ in 0..RACE_RETRIES {
-        let cur = svc
-            .get_policy(Request::new(GetPolicyRequest {
-                linearizable: false,
-            }))
-            .await
-            .map_err(|s| s.message().to_string())?
-            .into_inner();
+        let get = Request::new(GetPolicyRequest {
+            linearizable: false,
+        });
+        let cur = if qos {
+            svc.get_qos_policy(get).await
+        } else {
+            svc.get_policy(get).await
+        };
+        let cur = cur.map_err(|s| s.message().to_string())?.into_inner();
         if cur.version != 0 && cur.text == text {
             return Ok(Reloaded::Unchanged {
                 version: cur.version,
             });
         }
-        match svc
-            .apply_policy(Request::new(ApplyPolicyRequest {
-                text: text.clone(),
-                expected_version: cur.version,
-                request_id: 0,
-            }))
-            .await
-        {
+        let apply = Request::new(ApplyPolicyRequest {
+            text: text.clone(),
+            expected_version: cur.version,
+            request_id: 0,
+        });
+        let applied = if qos {
+            svc.apply_qos_policy(apply).await
+        } else {
+            svc.apply_policy(apply).await
+        };
+        match applied {
             Ok(r) => {
                 let r = r.into_inner();
                 for w in &r.warnings {
@@ -94,14 +110,21 @@ pub async fn reload_file(id: u64, raft: Addr<RaftActor>, path: &Path) -> Result<
     Err(format!("{}: {last}", path.display()))
 }
 
-/// SIGHUP on replica `id`: [`reload_file`] of `path` (None: no `--partitions`), logged.
-pub async fn on_hangup(id: u64, raft: Addr<RaftActor>, path: Option<&Path>) {
+/// SIGHUP on replica `id`: [`reload_file`] of `path` (None: no `--partitions`) and of the
+/// QoS policy file `qos` (None: none configured), logged.
+pub async fn on_hangup(id: u64, raft: Addr<RaftActor>, path: Option<&Path>, qos: Option<&Path>) {
+    if let Some(q) = qos {
+        match reload_file(id, raft.clone(), q, true).await {
+            Ok(r) => tracing::info!("QoS policy file {}: {r:?}", q.display()),
+            Err(e) => tracing::error!("E_NODE_POLICY_RELOAD: {e}; the QoS policy in force is kept"),
+        }
+    }
     let Some(path) = path else {
         tracing::info!("SIGHUP: no partitions file is configured; nothing to reload");
         return;
     };
     tracing::info!("SIGHUP: reading partitions from {}", path.display());
-    match reload_file(id, raft, path).await {
+    match reload_file(id, raft, path, false).await {
         Ok(Reloaded::Unchanged { version }) => tracing::info!(
             "partitions file {} equals the policy in force (version {version}); nothing proposed",
             path.display()

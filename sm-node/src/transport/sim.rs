@@ -20,26 +20,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-/// How the simulator's virtual time advances. See the module documentation.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub enum Pace {
-    /// As fast as the CPU allows.
-    #[default]
-    Fast,
-    /// Following the wall clock.
-    RealTime,
-}
-
-impl std::str::FromStr for Pace {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Pace, String> {
-        match s {
-            "fast" => Ok(Pace::Fast),
-            "realtime" => Ok(Pace::RealTime),
-            _ => Err(format!("sim pace {s:?}: expected fast or realtime")),
-        }
-    }
-}
+pub use deploy::config::Pace;
 
 /// Events due within this much virtual time after the wall clock run at once (RealTime).
 const LOOKAHEAD_NS: u64 = 1_000_000;

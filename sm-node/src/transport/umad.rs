@@ -28,15 +28,7 @@ const EARLY_MAX: usize = 1024;
 /// MADs handed to the master in one batch at most.
 const MAX_BATCH: usize = 256;
 
-/// Outstanding SMPs allowed on a umad port. ibsim declares a client dead with more than
-/// about 256 requests in flight (umad README); 128 leaves room for traps and retries, and a
-/// real HCA's QP0 send queue is of the same order.
-pub const UMAD_WINDOW: usize = 128;
-
-/// Default per-attempt SMP timeout on umad, in ms. ibsim answers in tens of µs when idle but
-/// queues up to a window's worth of SMPs behind a busy single thread, and a real fabric has
-/// switch hops of its own: 200 ms never fires on a healthy fabric and still retries quickly.
-pub const UMAD_SMP_TIMEOUT_MS: u64 = 200;
+pub use deploy::config::{UMAD_SMP_TIMEOUT_MS, UMAD_WINDOW};
 
 /// How long attach waits for the local port's answers.
 const ATTACH_TIMEOUT: Duration = Duration::from_secs(2);

@@ -125,6 +125,7 @@ pub fn run_replica(a: ReplicaArgs) -> anyhow::Result<ExitCode> {
     sm_node::tls::install_from_config(&a.node.admin, listen).map_err(|e| anyhow!("{e}"))?;
     let dash_cfg = a.node.admin.clone();
     let partitions = a.node.partitions.clone();
+    let qos_file = a.node.qos_policy_file.clone();
     let code = rt.block_on(async move {
         let mut signals = crate::stop::StopSignals::install()?;
         let mut hangups = crate::stop::Hangups::install()?;
@@ -174,9 +175,9 @@ pub fn run_replica(a: ReplicaArgs) -> anyhow::Result<ExitCode> {
                 }
                 // SIGHUP: propose the partitions file again (cluster::reload).
                 () = hangups.recv() => {
-                    let (raft, path) = (raft.clone(), partitions.clone());
+                    let (raft, path, q) = (raft.clone(), partitions.clone(), qos_file.clone());
                     tokio::spawn(async move {
-                        cluster::reload::on_hangup(a.id, raft, path.as_deref()).await;
+                        cluster::reload::on_hangup(a.id, raft, path.as_deref(), q.as_deref()).await;
                     });
                 }
             }

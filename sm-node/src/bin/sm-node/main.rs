@@ -13,6 +13,7 @@ mod tables;
 
 use anyhow::anyhow;
 use clap::Parser;
+use sm_node::config::SweeperConfigOf as _;
 use sm_node::config::{FileConfig, NodeConfig};
 use sm_node::daemon;
 use sm_node::master::{MasterActor, ReloadPolicy, Shutdown};
@@ -231,14 +232,20 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
 /// file:line:col) and changes nothing. Returns the first heavy sweep certain to program the
 /// new policy when the master took it.
 async fn reload_partitions(cfg: &NodeConfig, master: &actix::Addr<MasterActor>) -> Option<u64> {
-    let Some(path) = &cfg.partitions else {
-        tracing::info!("SIGHUP: no partitions file is configured; nothing to reload");
+    use sm_node::config::{ConfigError, load_partitions, load_qos_policy};
+    let ((Some(path), qos) | (None, qos @ Some(path))) =
+        (cfg.partitions.as_ref(), cfg.qos_policy_file.as_ref())
+    else {
+        tracing::info!("SIGHUP: no partitions or QoS policy file is configured; nothing to reload");
         return None;
     };
-    tracing::info!("SIGHUP: reading partitions from {}", path.display());
-    let text = match sm_node::config::load_partitions(path) {
+    tracing::info!("SIGHUP: reading {}", path.display());
+    // Both files are read and checked before anything changes.
+    let loaded = (cfg.partitions.as_deref().map(load_partitions).transpose())
+        .and_then(|p| Ok((p, qos.map(|q| load_qos_policy(q)).transpose()?)));
+    let (text, qos) = match loaded {
         Ok(t) => t,
-        Err(sm_node::NodeError::Partitions { errors, .. }) => {
+        Err(ConfigError::Partitions { errors, .. } | ConfigError::QosPolicy { errors, .. }) => {
             let errors = errors.lines().collect::<Vec<_>>().join("; ");
             tracing::error!("E_NODE_POLICY_RELOAD: {errors}; the policy in force is kept");
             return None;
@@ -248,7 +255,7 @@ async fn reload_partitions(cfg: &NodeConfig, master: &actix::Addr<MasterActor>) 
             return None;
         }
     };
-    match master.send(ReloadPolicy { text: Some(text) }).await {
+    match master.send(ReloadPolicy { text, qos }).await {
         Ok(Ok(first)) => {
             tracing::info!(
                 "partitions reloaded from {} (in force from heavy sweep {first})",

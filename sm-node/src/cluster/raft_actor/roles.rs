@@ -2,6 +2,7 @@
 //! this replica's port, behind the lease fence, as a [`MasterActor`].
 
 use super::{IntentFrom, RaftActor};
+use crate::config::SweeperConfigOf as _;
 use crate::daemon;
 use crate::fence::FencedTransport;
 use crate::master::{MasterActor, MasterParts, SetIntentSink, SetSaState};
