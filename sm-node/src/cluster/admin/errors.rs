@@ -150,7 +150,7 @@ pub(crate) fn policy_refusal(a: &ApplyResult) -> Status {
     let msg = format!("{}: {}", a.code, a.message);
     match a.code.as_str() {
         "REPL-E004" => Status::failed_precondition(format!(
-            "{msg} (run `smctl partitions show` and retry with the version in force)"
+            "{msg} (run `smctl partitions show` or `smctl qos show` and retry with the version in force)"
         )),
         "REPL-E003" => Status::invalid_argument(format!("{msg} (at {}:{})", a.line, a.col)),
         // The text conflicts with the tenants in force (a tenant's PKey or name).

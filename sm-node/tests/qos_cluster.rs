@@ -1,0 +1,209 @@
+//! QoS in a three-replica cluster over fabric-simd (issue 19): with `[qos] enabled = true`
+//! the master writes the SLtoVL and VLArb tables and records them in the replicated state
+//! (every replica answers GetVlTables with them); ApplyQosPolicy keeps the partition
+//! policy's rules (a text that does not parse is refused with its line and column, a stale
+//! version is refused, neither changes anything) and a policy whose qos-setup changes the
+//! hosts' tables rewrites only their blocks; after kill -9 of the master, the new master
+//! (seeded from the log) writes no SLtoVL and no VLArb block on the unchanged fabric.
+//!
+//! Every wait is a failure bound only; the check that the new master wrote nothing waits for
+//! the heavy sweep that would have written it (see `sweeps_done`), never for time to pass.
+
+use proto::admin::{ApplyPolicyRequest, GetPolicyRequest, GetVlTablesRequest, TriggerSweepRequest};
+use sm_node::clock::unix_ms;
+use sm_node::cluster::harness::{LocalCluster, ca_ports};
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+const BOUND: Duration = Duration::from_secs(60);
+const SL2VL: u16 = 0x17;
+const VLARB: u16 = 0x18;
+
+const HOSTS_SCOPE: &str = "\
+port-groups
+    port-group
+        name: Hosts
+        node-type: CA
+    end-port-group
+end-port-groups
+qos-setup
+    sl2vl-tables
+        sl2vl-scope
+            group: Hosts
+            sl2vl-table: 1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1
+        end-sl2vl-scope
+    end-sl2vl-tables
+end-qos-setup
+qos-levels
+    qos-level
+        name: DEFAULT
+        sl: 0
+    end-qos-level
+end-qos-levels
+";
+
+fn rt() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+fn sweeps_done(d: &Path, id: u64, from: u64) -> usize {
+    let text = std::fs::read(d.join(format!("replica{id}.log"))).unwrap_or_default();
+    String::from_utf8_lossy(&text[(from as usize).min(text.len())..])
+        .matches("HEAVY SWEEP COMPLETE")
+        .count()
+}
+
+fn log_len(d: &Path, id: u64) -> u64 {
+    std::fs::metadata(d.join(format!("replica{id}.log"))).map_or(0, |m| m.len())
+}
+
+/// Waits until replica `id` is done (no intent pending, everything applied) and every
+/// replica applied as far.
+async fn settle(c: &LocalCluster, id: u64) {
+    c.wait_status(id, BOUND, |s| {
+        !s.intent_pending && s.applied_index == s.commit_index
+    })
+    .await
+    .unwrap();
+    let settled = c.status(id).await.unwrap().commit_index;
+    for r in (1..=c.replicas.len() as u64).filter(|&r| c.is_running(r)) {
+        c.wait_status(r, BOUND, |s| s.applied_index >= settled)
+            .await
+            .unwrap();
+    }
+}
+
+/// Asks replica `id` for a heavy sweep and waits for it (the second HEAVY SWEEP COMPLETE in
+/// its log after byte `from` when `seen` sweeps were already there).
+async fn heavy_sweep(c: &LocalCluster, d: &Path, id: u64, from: u64) {
+    let before = sweeps_done(d, id, from);
+    c.admin(id)
+        .unwrap()
+        .trigger_sweep(TriggerSweepRequest { heavy: true })
+        .await
+        .unwrap();
+    let t0 = Instant::now();
+    while sweeps_done(d, id, from) <= before {
+        assert!(t0.elapsed() < BOUND, "the requested heavy sweep never completed");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[test]
+fn qos_tables_survive_a_failover_and_follow_the_replicated_policy() {
+    let d: PathBuf =
+        std::env::temp_dir().join(format!("smnode-qos-cluster-{}", std::process::id()));
+    let mut c = LocalCluster::new(
+        Path::new(env!("CARGO_BIN_EXE_sm-node")),
+        "ft2:8",
+        3,
+        &d,
+    )
+    .unwrap();
+    let cfg = d.join("qos.toml");
+    std::fs::write(&cfg, "[qos]\nenabled = true\n").unwrap();
+    c.common.extend(["--config".into(), cfg.to_str().unwrap().into()]);
+    c.start_all().unwrap();
+    let cas: BTreeSet<_> = ca_ports(&c.topo).iter().map(|x| x.0).collect();
+    rt().block_on(async {
+        let st = c.wait_serving(0, BOUND).await.unwrap();
+        let leader = st.leader_id;
+        settle(&c, leader).await;
+        let first = c.take_sets();
+        let (s, a) = (
+            first.iter().filter(|r| r.attr == SL2VL).count(),
+            first.iter().filter(|r| r.attr == VLARB).count(),
+        );
+        assert!(s > 0 && a > 0, "QoS on: {s} SLtoVL and {a} VLArb Sets");
+        // Every replica holds the record (read from a follower).
+        let follower = (1..=3).find(|&i| i != leader).unwrap();
+        let t = c
+            .admin(follower)
+            .unwrap()
+            .get_vl_tables(GetVlTablesRequest::default())
+            .await
+            .unwrap()
+            .into_inner();
+        assert_eq!(t.blocks.len(), s + a, "recorded once per Set");
+
+        // ApplyQosPolicy: syntax error, stale version, then the policy.
+        let mut admin = c.admin(follower).unwrap();
+        let bad = admin
+            .apply_qos_policy(ApplyPolicyRequest {
+                text: "qos-levels\n  qos-level\n    name: x\n    sl: 99\n".into(),
+                expected_version: 0,
+                request_id: 0,
+            })
+            .await
+            .unwrap_err();
+        assert_eq!(bad.code(), tonic::Code::InvalidArgument, "{bad:?}");
+        assert!(bad.message().contains("E_NODE_POLICY_SYNTAX"), "{}", bad.message());
+        let stale = admin
+            .apply_qos_policy(ApplyPolicyRequest {
+                text: HOSTS_SCOPE.into(),
+                expected_version: 5,
+                request_id: 0,
+            })
+            .await
+            .unwrap_err();
+        assert_eq!(stale.code(), tonic::Code::FailedPrecondition, "{stale:?}");
+        let ok = admin
+            .apply_qos_policy(ApplyPolicyRequest {
+                text: HOSTS_SCOPE.into(),
+                expected_version: 0,
+                request_id: 0,
+            })
+            .await
+            .unwrap()
+            .into_inner();
+        assert_eq!(ok.version, 1);
+        // The master restarts on the new policy: its sweep writes the hosts' SLtoVL only.
+        let st = c.wait_serving(unix_ms(), BOUND).await.unwrap();
+        let leader = st.leader_id;
+        settle(&c, leader).await;
+        let sets = c.take_sets();
+        let vl: Vec<_> = sets
+            .iter()
+            .filter(|r| r.attr == SL2VL || r.attr == VLARB)
+            .collect();
+        assert_eq!(vl.len(), cas.len(), "one SLtoVL block per host: {vl:?}");
+        assert!(vl.iter().all(|r| r.attr == SL2VL && cas.contains(&r.node)));
+        let p = admin
+            .get_qos_policy(GetPolicyRequest { linearizable: true })
+            .await
+            .unwrap()
+            .into_inner();
+        assert_eq!((p.version, p.text.as_str()), (1, HOSTS_SCOPE));
+
+        // kill -9 of the master: the new one writes no VL table.
+        let kill_ms = unix_ms();
+        let from: Vec<u64> = (1..=3).map(|id| log_len(&d, id)).collect();
+        c.kill9(leader);
+        let t0 = Instant::now();
+        let st = loop {
+            if let Ok(st) = c.wait_serving(kill_ms + 1, Duration::from_millis(50)).await {
+                break st;
+            }
+            assert!(t0.elapsed() < BOUND, "no new master");
+        };
+        let new = st.leader_id;
+        assert_ne!(new, leader);
+        settle(&c, new).await;
+        heavy_sweep(&c, &d, new, from[(new - 1) as usize]).await;
+        let sets = c.take_sets();
+        let vl = sets
+            .iter()
+            .filter(|r| r.attr == SL2VL || r.attr == VLARB)
+            .count();
+        assert_eq!(vl, 0, "the new master rewrote {vl} VL table blocks");
+    });
+    drop(c);
+    if std::env::var_os("SMNODE_KEEP").is_none() {
+        let _ = std::fs::remove_dir_all(&d);
+    }
+}
