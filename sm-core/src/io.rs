@@ -52,6 +52,10 @@ pub(crate) enum Op {
     VlArbSet,
     /// P_KeyTable read-back Get (`arg` = block, or PortInfo; see `readback`).
     ReadBack,
+    /// SLtoVLMappingTable read-back Get (`port`, `arg` as [`Op::SlToVlSet`]).
+    SlToVlGet,
+    /// VLArbitrationTable read-back Get (`port`, `arg` as [`Op::VlArbSet`]).
+    VlArbGet,
     /// SMInfo Get of another SM at `port` of `node` (see `foreign`).
     SmInfoGet,
     /// SMInfo Set to another SM with modifier `arg` (HANDOVER, ACKNOWLEDGE; see

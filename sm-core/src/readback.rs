@@ -14,6 +14,10 @@
 //!   enforcement bits as they are now); only when inbound or outbound enforcement is on, the
 //!   blocks SwitchInfo.PartitionEnforcementCap covers.
 //!
+//! With QoS on, every SLtoVL and VLArb block the sweeper knows it programmed is read back
+//! too (one Get per block), so the audit can compare the VL tables the ports hold with the
+//! recorded ones.
+//!
 //! The Gets share the sweeper's outstanding window (per-switch and fabric-wide limits),
 //! go LID-routed when the sweeper uses LID routes (with the usual directed-route retry),
 //! are resent `retries` times, and end in one [`crate::Event::PKeyReadback`] listing every
@@ -75,6 +79,9 @@ pub struct ReadbackReport {
     pub tables: Vec<PortTable>,
     /// Ports (node GUID, port) that did not answer every Get after all retries.
     pub unanswered: Vec<(Guid, u8)>,
+    /// Every SLtoVL / VLArb block read back: (node GUID, attribute, modifier as recorded,
+    /// the data; None when the Get was not answered), in key order.
+    pub vl: Vec<(Guid, crate::VlAttr, u32, Option<Vec<u8>>)>,
     /// SMPs sent by the whole sweeper while the read-back ran (its own Gets and resends,
     /// plus whatever else ran at the same time).
     pub smps: u64,
@@ -107,6 +114,9 @@ struct Active {
     by_port: HashMap<(u32, u8), usize>,
     done: usize,
     counters: Counters,
+    /// VL table blocks to read: (node, attr, modifier) -> data once read (None: pending
+    /// or not answered), and whether the Get is still out.
+    vl: std::collections::BTreeMap<(u32, crate::VlAttr, u32), (Option<Vec<u8>>, bool)>,
 }
 
 /// The sweeper's read-back bookkeeping.
@@ -144,6 +154,7 @@ impl Readback {
         disc: &Discovery,
         now: VTime,
         counters: Counters,
+        vl: &crate::VlTables,
     ) -> Option<Vec<Get>> {
         if self.active.is_some() {
             return None;
@@ -192,6 +203,13 @@ impl Readback {
             by_port,
             done: 0,
             counters,
+            vl: vl
+                .keys()
+                .filter_map(|&(g, attr, m)| {
+                    let n = disc.find(g).filter(|&n| disc.seen(n))?;
+                    Some(((n, attr, m), (None, true)))
+                })
+                .collect(),
         };
         // What to send first: PortInfo for a switch port facing an end port (its table only
         // when enforcement is on), the table blocks for every other port.
@@ -224,6 +242,21 @@ impl Readback {
                 AttributeId::P_KEY_TABLE,
                 PKeyTable::modifier(port, req.arg),
             )
+        }
+    }
+
+    /// The VL table Gets of the running read-back: (node, attr, modifier).
+    pub fn vl_gets(&self) -> Vec<(u32, crate::VlAttr, u32)> {
+        self.active
+            .as_ref()
+            .map(|a| a.vl.keys().copied().collect())
+            .unwrap_or_default()
+    }
+
+    /// A VL table Get was answered (`data`) or given up (None).
+    pub fn vl_read(&mut self, key: (u32, crate::VlAttr, u32), data: Option<Vec<u8>>) {
+        if let Some(e) = self.active.as_mut().and_then(|a| a.vl.get_mut(&key)) {
+            *e = (data, false);
         }
     }
 
@@ -293,10 +326,9 @@ impl Readback {
         now: VTime,
         counters: &Counters,
     ) -> Option<ReadbackReport> {
-        let all = self
-            .active
-            .as_ref()
-            .is_some_and(|a| a.targets.iter().all(|t| t.pending == 0));
+        let all = self.active.as_ref().is_some_and(|a| {
+            a.targets.iter().all(|t| t.pending == 0) && a.vl.values().all(|v| !v.1)
+        });
         if !all {
             return None;
         }
@@ -323,11 +355,16 @@ impl Readback {
         }
         tables.sort_by_key(|t| (t.node, t.port));
         unanswered.sort();
+        let vl =
+            a.vl.into_iter()
+                .map(|((n, attr, m), (d, _))| (disc.node(n).guid, attr, m, d))
+                .collect();
         Some(ReadbackReport {
             id: a.id,
             sweep: a.sweep,
             tables,
             unanswered,
+            vl,
             smps: counters.since(&a.counters).total(),
             requested: a.requested,
             started: a.started,

@@ -86,10 +86,26 @@ fn req_of(attr: VlAttr, modifier: u32) -> (Op, u8, u16) {
     }
 }
 
-/// The (attribute, modifier) a request writes.
+/// The read-back Get (op, port, arg) of a block.
+pub(crate) fn get_of(attr: VlAttr, modifier: u32) -> (Op, u8, u16) {
+    let (op, port, arg) = req_of(attr, modifier);
+    let get = if op == Op::SlToVlSet {
+        Op::SlToVlGet
+    } else {
+        Op::VlArbGet
+    };
+    (get, port, arg)
+}
+
+/// The (attribute, modifier as recorded) a read-back Get reads.
+pub(crate) fn key_of_get(req: &Req) -> (VlAttr, u32) {
+    key_of(req)
+}
+
+/// The (attribute, modifier) a request writes or reads.
 fn key_of(req: &Req) -> (VlAttr, u32) {
     match req.op {
-        Op::SlToVlSet => (
+        Op::SlToVlSet | Op::SlToVlGet => (
             VlAttr::SlToVl,
             u32::from(req.arg) << 8 | u32::from(req.port),
         ),

@@ -241,3 +241,35 @@ fn a_qos_setup_scope_rewrites_only_its_ports_tables() {
     let e = Sweeper::new(bad).err().expect("refused");
     assert!(e.to_string().contains("QOS-E"), "{e}");
 }
+
+#[test]
+fn a_readback_reads_every_recorded_vl_block_back() {
+    let t = topo("ft2:8");
+    let mut h = Harness::new(&t, cfg(Some(qos_tables(&[]))), 5);
+    h.subnet_up();
+    settle(&mut h);
+    h.fab.take_set_log();
+    let known = h.sw.vl_tables().clone();
+    let id = h.sw.request_pkey_readback(h.now).unwrap();
+    assert!(h.run_until(
+        60_000 * MS,
+        |e| matches!(e, Event::PKeyReadback(r) if r.id == id)
+    ));
+    let Some(Event::PKeyReadback(r)) = h
+        .events
+        .iter()
+        .rev()
+        .find(|e| matches!(e, Event::PKeyReadback(_)))
+    else {
+        unreachable!()
+    };
+    assert_eq!(r.vl.len(), known.len(), "every recorded block read");
+    for (g, attr, m, data) in &r.vl {
+        assert_eq!(
+            data.as_ref(),
+            known.get(&(*g, *attr, *m)),
+            "{g} {attr:?} {m:#x} holds what was recorded"
+        );
+    }
+    assert!(h.fab.take_set_log().is_empty(), "a read-back sends no Set");
+}

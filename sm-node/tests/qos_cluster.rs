@@ -89,7 +89,10 @@ async fn heavy_sweep(c: &LocalCluster, d: &Path, id: u64, from: u64) {
         .unwrap();
     let t0 = Instant::now();
     while sweeps_done(d, id, from) <= before {
-        assert!(t0.elapsed() < BOUND, "the requested heavy sweep never completed");
+        assert!(
+            t0.elapsed() < BOUND,
+            "the requested heavy sweep never completed"
+        );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
@@ -98,16 +101,12 @@ async fn heavy_sweep(c: &LocalCluster, d: &Path, id: u64, from: u64) {
 fn qos_tables_survive_a_failover_and_follow_the_replicated_policy() {
     let d: PathBuf =
         std::env::temp_dir().join(format!("smnode-qos-cluster-{}", std::process::id()));
-    let mut c = LocalCluster::new(
-        Path::new(env!("CARGO_BIN_EXE_sm-node")),
-        "ft2:8",
-        3,
-        &d,
-    )
-    .unwrap();
+    let mut c =
+        LocalCluster::new(Path::new(env!("CARGO_BIN_EXE_sm-node")), "ft2:8", 3, &d).unwrap();
     let cfg = d.join("qos.toml");
     std::fs::write(&cfg, "[qos]\nenabled = true\n").unwrap();
-    c.common.extend(["--config".into(), cfg.to_str().unwrap().into()]);
+    c.common
+        .extend(["--config".into(), cfg.to_str().unwrap().into()]);
     c.start_all().unwrap();
     let cas: BTreeSet<_> = ca_ports(&c.topo).iter().map(|x| x.0).collect();
     rt().block_on(async {
@@ -130,6 +129,16 @@ fn qos_tables_survive_a_failover_and_follow_the_replicated_policy() {
             .unwrap()
             .into_inner();
         assert_eq!(t.blocks.len(), s + a, "recorded once per Set");
+        // The audit reads every recorded block back from the fabric: all as recorded.
+        let audit = c
+            .admin(follower)
+            .unwrap()
+            .audit(proto::admin::AuditRequest::default())
+            .await
+            .unwrap()
+            .into_inner();
+        assert_eq!(audit.vl_blocks as usize, s + a, "every block read back");
+        assert!(audit.vl_findings.is_empty(), "{:?}", audit.vl_findings);
 
         // ApplyQosPolicy: syntax error, stale version, then the policy.
         let mut admin = c.admin(follower).unwrap();
@@ -142,7 +151,11 @@ fn qos_tables_survive_a_failover_and_follow_the_replicated_policy() {
             .await
             .unwrap_err();
         assert_eq!(bad.code(), tonic::Code::InvalidArgument, "{bad:?}");
-        assert!(bad.message().contains("E_NODE_POLICY_SYNTAX"), "{}", bad.message());
+        assert!(
+            bad.message().contains("E_NODE_POLICY_SYNTAX"),
+            "{}",
+            bad.message()
+        );
         let stale = admin
             .apply_qos_policy(ApplyPolicyRequest {
                 text: HOSTS_SCOPE.into(),

@@ -632,10 +632,17 @@ pub fn audit(o: ReadOpts) -> anyhow::Result<ExitCode> {
         for u in &r.unanswered {
             eprintln!("audit: not read: {u}");
         }
+        if r.vl_blocks > 0 {
+            eprintln!(
+                "audit: {} VL table blocks read back, {} differ from the record or did not answer",
+                r.vl_blocks,
+                r.vl_findings.len()
+            );
+        }
         if js {
             println!("{}", r.report_json);
         } else {
-            for f in &r.findings {
+            for f in r.findings.iter().chain(&r.vl_findings) {
                 println!("{f}");
             }
             println!(

@@ -266,6 +266,37 @@ pub struct Readback {
     pub read_unix_ms: u64,
     /// The master's replica id.
     pub replica: u64,
+    /// SLtoVL (attr 1) / VLArb (attr 2) blocks read back: (node, attr, modifier as
+    /// recorded, data; None when not answered).
+    pub vl: Vec<(Guid, u32, u32, Option<Vec<u8>>)>,
+}
+
+/// The VL blocks read back compared with the replicated record: a block that differs is
+/// `VL-E001`, one not answered `VL-W002`.
+fn vl_findings(st: &ReplicatedState, rb: &Readback) -> Vec<String> {
+    let name = |attr: u32, m: u32| match attr {
+        crate::vl::VL_ATTR_SL2VL => format!("SL2VL in {} out {}", (m >> 8) & 0xFF, m & 0xFF),
+        _ => format!("VLArb port {} block {}", m & 0xFF, m >> 16),
+    };
+    let mut out = Vec::new();
+    for (g, attr, m, data) in &rb.vl {
+        let what = format!("{:#018x} {}", g.0, name(*attr, *m));
+        let recorded = st.vl_tables().get(&(*g, *attr, *m));
+        match data {
+            None => out.push(format!("VL-W002 warning {what}: not answered")),
+            Some(d) if Some(d) != recorded => out.push(format!(
+                "VL-E001 error {what}: holds {} recorded {}",
+                hex(d),
+                recorded.map_or_else(|| "nothing".into(), |r| hex(r))
+            )),
+            Some(_) => {}
+        }
+    }
+    out
+}
+
+fn hex(d: &[u8]) -> String {
+    d.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// Isolation audit over the P_Key tables the master read back from the fabric (`rb`),
@@ -310,5 +341,70 @@ pub fn audit(st: &ReplicatedState, t: &Topology, rb: &Readback) -> AuditReply {
             })
             .collect(),
         report_json: serde_json::to_string(&r).unwrap_or_default(),
+        vl_blocks: rb.vl.len() as u32,
+        vl_findings: vl_findings(st, rb),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proto::state::{
+        BeginIntent, Command, IntentContents, IntentDone, SealIntent, VlBlock, command::Kind,
+    };
+
+    #[test]
+    fn vl_blocks_that_differ_or_do_not_answer_are_findings() {
+        let mut st = ReplicatedState::new();
+        let block = VlBlock {
+            node_guid: 7,
+            attr: crate::vl::VL_ATTR_SL2VL,
+            modifier: 0x0102,
+            data: vec![0x01, 0x23, 0, 0, 0, 0, 0, 0],
+        };
+        let cmds = [
+            Kind::BeginIntent(BeginIntent {
+                id: 1,
+                term: 1,
+                contents: Some(IntentContents {
+                    vl_blocks: vec![block.clone()],
+                    ..Default::default()
+                }),
+            }),
+            Kind::SealIntent(SealIntent { id: 1, chunks: 1 }),
+            Kind::IntentDone(IntentDone {
+                id: 1,
+                ..Default::default()
+            }),
+        ];
+        for (i, k) in cmds.into_iter().enumerate() {
+            let out = st.apply(
+                i as u64 + 1,
+                1,
+                &Command {
+                    request_id: 0,
+                    kind: Some(k),
+                },
+            );
+            assert!(out.is_accepted(), "{:?}", out.result);
+        }
+        let mut rb = Readback {
+            readings: Vec::new(),
+            unanswered: Vec::new(),
+            smps: 0,
+            read_ms: 0,
+            read_unix_ms: 0,
+            replica: 1,
+            vl: vec![(Guid(7), 1, 0x0102, Some(block.data.clone()))],
+        };
+        assert!(vl_findings(&st, &rb).is_empty());
+        rb.vl[0].3 = Some(vec![0; 8]);
+        let f = vl_findings(&st, &rb);
+        assert!(
+            f[0].starts_with("VL-E001 error 0x0000000000000007 SL2VL in 1 out 2"),
+            "{f:?}"
+        );
+        rb.vl[0].3 = None;
+        assert!(vl_findings(&st, &rb)[0].starts_with("VL-W002"));
     }
 }

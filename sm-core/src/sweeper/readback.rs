@@ -44,11 +44,19 @@ impl Sweeper {
             return;
         }
         let counters = *self.io.counters();
-        let Some(gets) = self.readback.start_next(&self.disc, self.now, counters) else {
+        let known = self.lanes.known();
+        let Some(gets) = self
+            .readback
+            .start_next(&self.disc, self.now, counters, known)
+        else {
             return;
         };
         for g in gets {
             self.push_readback(g);
+        }
+        for (node, attr, m) in self.readback.vl_gets() {
+            let (op, port, arg) = crate::vl::get_of(attr, m);
+            self.push_get(op, node, port, arg);
         }
         self.finish_readback_if_done();
     }
@@ -56,11 +64,15 @@ impl Sweeper {
     /// Queues a read-back Get: LID-routed when the sweeper uses LID routes (no wait for
     /// this sweep's tables: nothing is written).
     fn push_readback(&mut self, (node, port, arg): Get) {
+        self.push_get(Op::ReadBack, node, port, arg);
+    }
+
+    fn push_get(&mut self, op: Op, node: u32, port: u8, arg: u16) {
         let lid_routed = self.cfg.lid_routed_programming
             && self.io.lid_routes()
             && self.disc.target_lid(node, port).0 != 0;
         let req = Req {
-            op: Op::ReadBack,
+            op,
             node,
             port,
             arg,
@@ -87,6 +99,14 @@ impl Sweeper {
             self.readback.block_read(k, req.arg, smp);
         }
         self.readback.request_done(k, false);
+        self.finish_readback_if_done();
+    }
+
+    /// A VL table read-back Get answered (`smp`) or given up (None).
+    pub(super) fn on_vl_readback(&mut self, req: Req, smp: Option<&Smp>) {
+        let (attr, m) = crate::vl::key_of_get(&req);
+        let data = smp.map(|s| s.data[..attr.data_len()].to_vec());
+        self.readback.vl_read((req.node, attr, m), data);
         self.finish_readback_if_done();
     }
 

@@ -81,6 +81,16 @@ impl Sweeper {
                 AttributeId::VL_ARBITRATION_TABLE,
                 crate::vl::modifier(req, self.disc.node(req.node).is_switch),
             ),
+            Op::SlToVlGet => (
+                Method::GET,
+                AttributeId::SL_TO_VL_TABLE,
+                crate::vl::modifier(req, self.disc.node(req.node).is_switch),
+            ),
+            Op::VlArbGet => (
+                Method::GET,
+                AttributeId::VL_ARBITRATION_TABLE,
+                crate::vl::modifier(req, self.disc.node(req.node).is_switch),
+            ),
             Op::ReadBack => Readback::attr(&self.disc, req),
             Op::SmInfoGet => (Method::GET, AttributeId::SM_INFO, 0),
             Op::SmInfoSet => (Method::SET, AttributeId::SM_INFO, u32::from(req.arg)),
@@ -154,6 +164,7 @@ impl Sweeper {
                 self.on_switch_info_recheck(req, SwitchInfo::decode(&smp.data))
             }
             Op::ReadBack => self.on_readback_reply(req, smp),
+            Op::SlToVlGet | Op::VlArbGet => self.on_vl_readback(req, Some(smp)),
             // The answer to a handover Set: nothing to do (the wait polls).
             Op::SmInfoSet => {}
             Op::SmInfoGet => {
@@ -184,6 +195,7 @@ impl Sweeper {
             }
             Op::LightSwitchInfo => self.light.changed(),
             Op::ReadBack => self.on_readback_failed(req),
+            Op::SlToVlGet | Op::VlArbGet => self.on_vl_readback(req, None),
             // Another SM that does not answer (or a block not read back) stops nothing: the
             // SM is taken to be absent, the block is written.
             Op::SmInfoSet => self.sm_info_set_failed(req),

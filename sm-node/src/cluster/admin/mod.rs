@@ -746,6 +746,11 @@ impl SmAdmin for AdminService {
             read_ms: rb.finished.saturating_sub(rb.requested) / 1_000_000,
             read_unix_ms: crate::clock::unix_ms(),
             replica: self.id,
+            vl: rb
+                .vl
+                .into_iter()
+                .map(|(g, a, m, d)| (g, vl_attr(a), m, d))
+                .collect(),
         };
         let r = self.read(move |v| policy::audit(v.state, &t, &rb)).await?;
         Ok(Response::new(r))
@@ -851,4 +856,12 @@ pub fn admin_server(svc: AdminService) -> SmAdminServer<AdminService> {
     SmAdminServer::new(svc)
         .max_decoding_message_size(limits::MAX_ADMIN_REQUEST)
         .max_encoding_message_size(MAX_MESSAGE)
+}
+
+/// The replicated state's `VlBlock.attr` of a VL attribute.
+fn vl_attr(a: sm_core::VlAttr) -> u32 {
+    match a {
+        sm_core::VlAttr::SlToVl => replica::vl::VL_ATTR_SL2VL,
+        sm_core::VlAttr::VlArb => replica::vl::VL_ATTR_VLARB,
+    }
 }
