@@ -46,6 +46,10 @@ pub(crate) const PORT_INFO: u16 = u16::MAX;
 /// A read-back Get to queue: (node, port, `Req::arg`).
 pub(crate) type Get = (u32, u8, u16);
 
+/// One VL table block as read back: (node GUID, attribute, modifier as recorded, the data;
+/// None when the Get was not answered).
+pub type VlReading = (Guid, crate::VlAttr, u32, Option<Vec<u8>>);
+
 /// One port's table as read from the fabric.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PortTable {
@@ -81,7 +85,7 @@ pub struct ReadbackReport {
     pub unanswered: Vec<(Guid, u8)>,
     /// Every SLtoVL / VLArb block read back: (node GUID, attribute, modifier as recorded,
     /// the data; None when the Get was not answered), in key order.
-    pub vl: Vec<(Guid, crate::VlAttr, u32, Option<Vec<u8>>)>,
+    pub vl: Vec<VlReading>,
     /// SMPs sent by the whole sweeper while the read-back ran (its own Gets and resends,
     /// plus whatever else ran at the same time).
     pub smps: u64,
@@ -116,8 +120,11 @@ struct Active {
     counters: Counters,
     /// VL table blocks to read: (node, attr, modifier) -> data once read (None: pending
     /// or not answered), and whether the Get is still out.
-    vl: std::collections::BTreeMap<(u32, crate::VlAttr, u32), (Option<Vec<u8>>, bool)>,
+    vl: VlReads,
 }
+
+/// VL blocks of a read-back: (node, attr, modifier) -> (data once read, Get still out).
+type VlReads = std::collections::BTreeMap<(u32, crate::VlAttr, u32), (Option<Vec<u8>>, bool)>;
 
 /// The sweeper's read-back bookkeeping.
 #[derive(Debug, Default)]
