@@ -271,3 +271,24 @@ fn saquery_pr_in_a_partition_with_sl_2_returns_sl_2() {
     drop(sm);
     sim.stop();
 }
+
+#[test]
+fn opensm_and_ours_program_the_same_vl_tables_on_torus_4x4x2() {
+    if !ready(
+        "opensm_and_ours_program_the_same_vl_tables_on_torus_4x4x2",
+        &["opensm"],
+    ) {
+        return;
+    }
+    let topo = "torus:4x4x2:hosts=1"
+        .parse::<GenSpec>()
+        .unwrap()
+        .generate()
+        .unwrap();
+    let dir = std::env::temp_dir().join(format!("qsm-qos-torus-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let net = dir.join("torus_4x4x2.net");
+    std::fs::write(&net, fabric::netfile::write(&topo).unwrap()).unwrap();
+    compare(&net, &first_ca_host(&topo), &last_ca_host(&topo));
+    let _ = std::fs::remove_dir_all(&dir);
+}
