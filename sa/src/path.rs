@@ -201,6 +201,11 @@ fn with_facts<R>(
     let p = view.port(at)?;
     let desc = n.desc.text();
     let pkeys: Vec<fabric::PKey> = p.pkeys.iter().map(|&k| fabric::PKey(k)).collect();
+    let parts: Vec<&str> = p
+        .pkeys
+        .iter()
+        .filter_map(|k| view.partition_names.get(&(k & 0x7FFF)).map(String::as_str))
+        .collect();
     let facts = qos::PortFacts {
         node_guid: n.info.node_guid,
         port_guid: p.guid,
@@ -208,7 +213,7 @@ fn with_facts<R>(
         node_type: fabric::NodeType::from_wire(n.info.node_type)?,
         node_desc: &desc,
         pkeys: &pkeys,
-        partitions: &[],
+        partitions: &parts,
         is_sm_port: p.guid == view.sm.port_guid,
     };
     Some(f(&facts))

@@ -106,6 +106,18 @@ pub fn policy_of(text: Option<&str>, options: partitions::Options) -> Option<par
     }
 }
 
+/// The name of each partition of `policy` (by the low 15 bits of its key).
+pub fn partition_names(policy: Option<&partitions::Policy>) -> HashMap<u16, String> {
+    policy
+        .map(|p| {
+            p.partitions
+                .iter()
+                .map(|x| (x.pkey, x.name.clone()))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 /// The SL of each partition of `policy` (by the low 15 bits of its key), as the view takes it.
 pub fn partition_sl(policy: Option<&partitions::Policy>) -> HashMap<u16, u8> {
     policy

@@ -95,6 +95,9 @@ pub struct FabricView {
     pub partition_sl: HashMap<u16, u8>,
     /// The QoS policy in force: the SL of a path its rules match (before the partition's).
     pub qos_policy: Option<std::sync::Arc<qos::Policy>>,
+    /// Partition names by key (low 15 bits), from the policy: what a QoS port group's
+    /// `partition:` names.
+    pub partition_names: HashMap<u16, String>,
     by_lid: HashMap<u16, (usize, u8)>,
     by_guid: HashMap<Guid, (usize, u8)>,
 }

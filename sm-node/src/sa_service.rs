@@ -81,7 +81,8 @@ impl SaService {
     /// appeared or went away since the last view become Notice 64/65 Reports to the
     /// subscribers (none on the first view: a new master does not know what changed).
     pub fn refresh(&mut self, sweeper: &Sweeper) -> Vec<SaAction> {
-        let sl = sa::server::partition_sl(policy_of(sweeper).as_ref());
+        let policy = policy_of(sweeper);
+        let sl = sa::server::partition_sl(policy.as_ref());
         let mut v = crate::sa_view::view_from_sweeper(
             sweeper,
             self.sm_port,
@@ -90,6 +91,7 @@ impl SaService {
             HashMap::new(),
         );
         v.qos_policy = sweeper.qos_policy();
+        v.partition_names = sa::server::partition_names(policy.as_ref());
         let out = self.server.refresh(v);
         self.log();
         out

@@ -292,3 +292,63 @@ fn opensm_and_ours_program_the_same_vl_tables_on_torus_4x4x2() {
     compare(&net, &first_ca_host(&topo), &last_ca_host(&topo));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn saquery_pr_takes_the_sl_of_the_qos_policy_level() {
+    if !ready(
+        "saquery_pr_takes_the_sl_of_the_qos_policy_level",
+        &["saquery"],
+    ) {
+        return;
+    }
+    let sim = Ibsim::start(Path::new(umad::testing::NET_2SW2PATH4HCA), &[]).expect("ibsim");
+    let topo = fabric::netfile::parse(&tool(&sim, "Hca2", "ibnetdiscover", &[])).unwrap();
+    let cas = ca_ports(&topo);
+    let (storage, other) = (cas[cas.len() - 1].0, cas[1].0);
+    // Paths to the storage port ride SL 3 (a match rule by destination), the rest SL 0.
+    let policy = format!(
+        "port-groups\n  port-group\n    name: Storage\n    port-guid: {:#x}\n  end-port-group\n\
+         end-port-groups\nqos-levels\n  qos-level\n    name: DEFAULT\n    sl: 0\n  end-qos-level\n\
+         \x20 qos-level\n    name: Storage\n    sl: 3\n  end-qos-level\nend-qos-levels\n\
+         qos-match-rules\n  qos-match-rule\n    destination: Storage\n    qos-level-name: Storage\n\
+         \x20 end-qos-match-rule\nend-qos-match-rules\n",
+        storage.0
+    );
+    let pol = sim.dir().join("qos-policy.conf");
+    std::fs::write(&pol, policy).unwrap();
+    let cfg = sim.dir().join("sm-node.toml");
+    std::fs::write(
+        &cfg,
+        format!(
+            "[qos]\nenabled = true\nqos_policy_file = {:?}\n",
+            pol.to_str().unwrap()
+        ),
+    )
+    .unwrap();
+    let sm = start_sm(&sim, "Hca1", &["--config", cfg.to_str().unwrap()]);
+    let lid = |g: Guid| sm.tables.lids.get(&g).expect("LID").to_string();
+    let src = lid(cas[0].0);
+    let pr = |dst: Guid| {
+        tool(
+            &sim,
+            "Hca2",
+            "saquery",
+            &["PR", "--slid", &src, "--dlid", &lid(dst)],
+        )
+    };
+    let to_storage = pr(storage);
+    assert_eq!(
+        sa_field(&to_storage, "sl").as_deref(),
+        Some("0x3"),
+        "{to_storage}"
+    );
+    let to_other = pr(other);
+    assert_eq!(
+        sa_field(&to_other, "sl").as_deref(),
+        Some("0x0"),
+        "{to_other}"
+    );
+    println!("saquery PR: SL 3 to the Storage group, SL 0 elsewhere");
+    drop(sm);
+    sim.stop();
+}
