@@ -37,6 +37,12 @@ fn contents() -> IntentContents {
                 masks: (0..32).map(|i| 1 << (i % 16)).collect(),
             }],
         }],
+        vl_blocks: vec![VlBlock {
+            node_guid: 0x2001_0003_0000_0009,
+            attr: 2,
+            modifier: 4 << 16 | 36,
+            data: (0..64).collect(),
+        }],
     }
 }
 
@@ -64,6 +70,10 @@ fn every_command() -> Vec<Command> {
         command::Kind::ApplyPolicy(ApplyPolicy {
             text: "Default=0x7fff : ALL=full ;\n".into(),
             expected_version: 7,
+        }),
+        command::Kind::ApplyQosPolicy(ApplyPolicy {
+            text: "qos-ulps\n default : 0\nend-qos-ulps\n".into(),
+            expected_version: 3,
         }),
         command::Kind::SetTopology(Topology {
             nodes: vec![
@@ -204,6 +214,7 @@ fn variant(k: &command::Kind) -> usize {
         SetMaster(_) => 10,
         SetTenants(_) => 11,
         SetSaState(_) => 12,
+        ApplyQosPolicy(_) => 13,
     }
 }
 
@@ -216,7 +227,7 @@ fn every_command_round_trips() {
         .map(variant)
         .collect();
     seen.sort();
-    assert_eq!(seen, (0..13).collect::<Vec<_>>(), "one command per variant");
+    assert_eq!(seen, (0..14).collect::<Vec<_>>(), "one command per variant");
     for c in cmds {
         let bytes = c.encode_to_vec();
         let back = Command::decode(bytes.as_slice()).unwrap();
