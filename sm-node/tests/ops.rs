@@ -131,6 +131,36 @@ fn check_config_refuses_bad_configurations() {
         out.status.success() && stdout.contains("2 root GUIDs"),
         "{out:?}"
     );
+    // QoS: a bad option and a bad policy file are refused with their position.
+    let qos = dir.join("qos.toml");
+    std::fs::write(
+        &qos,
+        "fabric = \"sim:ft2:4\"\n[qos]\nenabled = true\nqos_sl2vl = \"0,1,2\"\n",
+    )
+    .unwrap();
+    let out = sm_node(&["--config", qos.to_str().unwrap(), "--check-config"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && stderr.contains("QOS-E002"),
+        "{stderr}"
+    );
+    let pol = dir.join("qos-policy.conf");
+    std::fs::write(&pol, "qos-levels\n  qos-level\n    name: a\n    sl: 99\n").unwrap();
+    std::fs::write(
+        &qos,
+        format!(
+            "fabric = \"sim:ft2:4\"\n[qos]\nenabled = true\nqos_policy_file = {:?}\n",
+            pol.to_str().unwrap()
+        ),
+    )
+    .unwrap();
+    let out = sm_node(&["--config", qos.to_str().unwrap(), "--check-config"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let at = format!("{}:4:", pol.display());
+    assert!(
+        !out.status.success() && stderr.contains("E_NODE_QOS_POLICY") && stderr.contains(&at),
+        "{stderr}"
+    );
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
