@@ -398,7 +398,10 @@ pub fn load_qos_policy(path: &Path) -> Result<String, ConfigError> {
     if let Err(errs) = qos::Policy::parse(&text) {
         let lines: Vec<String> = errs
             .iter()
-            .map(|e| format!("{}:{e}", path.display()))
+            .map(|e| {
+                let p = e.pos().unwrap_or_default();
+                format!("{}:{}:{}: {e}", path.display(), p.line, p.col)
+            })
             .collect();
         return Err(bad(lines.join("\n")));
     }
