@@ -161,8 +161,9 @@ fn sa_state_survives_a_failover_on_ibsim() {
                 "1",
                 "--insecure-loopback",
             ])
-            // The sweep lines the test waits for are at info.
-            .env("RUST_LOG", "info")
+            // The sweep lines the test waits for: heavy sweeps at info, light sweeps that
+            // find no change at debug (the master's module).
+            .env("RUST_LOG", "info,sm_node::master=debug")
             .stdout(Stdio::null())
             .stderr(log)
             .spawn()
