@@ -253,6 +253,9 @@ pub struct Routing {
     pub lfts: Lfts,
     /// Switch-to-switch hop counts the engine used.
     pub hops: HopTable,
+    /// The SL each (source switch, destination switch) pair must use (engines that layer
+    /// paths onto VLs); None: SL free (every engine of this crate today).
+    pub path_sl: Option<std::sync::Arc<crate::PathSl>>,
 }
 
 /// Routes with one engine through the sharded pipeline on `exec`, `shards` shards per phase.
@@ -286,6 +289,7 @@ pub fn route_plan<X: Executor>(
         engine: plan.name,
         lfts: merge(input, results),
         hops,
+        path_sl: None,
     })
 }
 

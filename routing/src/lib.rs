@@ -24,6 +24,7 @@ pub mod lft;
 pub mod mcast;
 pub mod metrics;
 mod select;
+pub mod sl;
 pub mod updn;
 
 pub use engine::{
@@ -37,3 +38,4 @@ pub use input::{
     Dest, EndPort, LidAssignment, Peer, PortLids, RoutingInput, SwitchInfo, assign_lids_sequential,
 };
 pub use lft::{BLOCK_LIDS, Lfts, NO_ROUTE, SwitchLft, changed_blocks};
+pub use sl::PathSl;

@@ -219,8 +219,29 @@ fn with_facts<R>(
     Some(f(&facts))
 }
 
-/// The SL of a path: the QoS policy's level for it when one matches, else its partition's.
+/// The switch an end port hangs off: its own node for a switch's port 0, the peer's node for
+/// a CA port (None: not cabled).
+fn switch_of(view: &FabricView, at: (usize, u8)) -> Option<fabric::Guid> {
+    let n = view.nodes.get(at.0)?;
+    if n.is_switch() {
+        return Some(n.info.node_guid);
+    }
+    let (peer, _) = view.port(at)?.remote?;
+    view.nodes
+        .get(peer)
+        .filter(|p| p.is_switch())
+        .map(|p| p.info.node_guid)
+}
+
+/// The SL of a path: the routing engine's for the switch pair when it requires one, else the
+/// QoS policy's level for it when one matches, else its partition's.
 fn path_sl(view: &FabricView, s: (usize, u8), d: (usize, u8), pkey: u16, q: &PathQuery) -> u8 {
+    if let Some(sl) = view.path_sl.as_deref().and_then(|p| {
+        let (a, b) = (switch_of(view, s)?, switch_of(view, d)?);
+        p.get(a, b)
+    }) {
+        return sl;
+    }
     let by_policy = view.qos_policy.as_deref().and_then(|pol| {
         with_facts(view, s, |src| {
             with_facts(view, d, |dst| {

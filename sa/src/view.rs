@@ -98,6 +98,9 @@ pub struct FabricView {
     /// Partition names by key (low 15 bits), from the policy: what a QoS port group's
     /// `partition:` names.
     pub partition_names: HashMap<u16, String>,
+    /// The SL each (source switch, destination switch) pair must use when the routing
+    /// engine requires one: it wins over the QoS policy and the partition.
+    pub path_sl: Option<std::sync::Arc<routing::PathSl>>,
     by_lid: HashMap<u16, (usize, u8)>,
     by_guid: HashMap<Guid, (usize, u8)>,
 }

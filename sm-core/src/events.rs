@@ -35,6 +35,9 @@ pub struct RoutingOutcome {
     pub lfts: Lfts,
     /// Engines that refused first, with their reasons.
     pub refusals: Vec<String>,
+    /// The SL each switch pair must use, when the engine requires one (the SA answers
+    /// PathRecords with it).
+    pub path_sl: Option<std::sync::Arc<routing::PathSl>>,
 }
 
 impl RoutingJob {
@@ -64,6 +67,7 @@ impl RoutingJob {
                 .iter()
                 .map(|r| format!("{}: {}", r.engine, r.reason))
                 .collect(),
+            path_sl: out.routing.path_sl,
         })
     }
 }

@@ -112,6 +112,8 @@ pub(crate) struct Programming {
     failed_ports: Vec<(Guid, u8)>,
     /// Sets sent while the daemon routes (ungated mode).
     during_routing: DuringRouting,
+    /// The SL per switch pair the routing in force requires (None: free).
+    path_sl: Option<Arc<routing::PathSl>>,
 }
 
 impl Programming {
@@ -133,7 +135,13 @@ impl Programming {
             stage_counts: [0; 4],
             failed_ports: Vec::new(),
             during_routing: DuringRouting::default(),
+            path_sl: None,
         }
+    }
+
+    /// The SL per switch pair the routing in force requires (None: free).
+    pub fn path_sl(&self) -> Option<Arc<routing::PathSl>> {
+        self.path_sl.clone()
     }
 
     /// The partition policy text in force.
@@ -318,6 +326,7 @@ impl Programming {
             }
         }
         self.max_lid = max_lid;
+        self.path_sl = r.path_sl;
         let done = Event::RoutingDone {
             engine: r.engine,
             lft_blocks: self.lft_todo.len(),

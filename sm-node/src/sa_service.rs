@@ -91,6 +91,7 @@ impl SaService {
             HashMap::new(),
         );
         v.qos_policy = sweeper.qos_policy();
+        v.path_sl = sweeper.path_sl();
         v.partition_names = sa::server::partition_names(policy.as_ref());
         let out = self.server.refresh(v);
         self.log();

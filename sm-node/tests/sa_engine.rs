@@ -804,3 +804,44 @@ fn an_all_pairs_path_query_too_large_is_refused() {
     );
     assert_eq!(one.records::<PathRecord>().unwrap().len(), 702);
 }
+
+#[test]
+fn path_records_take_the_sl_a_routing_engine_requires_then_the_qos_policy() {
+    let up = bring_up("ft2:8", None);
+    let cas = ca_ports(&up.topo);
+    let g = |i: usize| up.topo.node(cas[i].0).ports[cas[i].1 as usize].guid;
+    let (a, b, c) = (g(0), g(1), g(cas.len() - 1));
+    let lid = |x| up.lid_of_guid(x);
+    // The switches the three hosts hang off.
+    let leaf = |i: usize| {
+        let r = up.topo.node(cas[i].0).ports[cas[i].1 as usize]
+            .remote
+            .unwrap();
+        up.topo.node(r.node).node_guid
+    };
+    let switches: Vec<Guid> = up.topo.switches().map(|(_, n)| n.node_guid).collect();
+    let mut layers = routing::PathSl::new(&switches);
+    assert!(layers.set(leaf(0), leaf(cas.len() - 1), 5));
+    // A QoS policy that puts every path on SL 2.
+    let policy =
+        "qos-levels\n  qos-level\n    name: DEFAULT\n    sl: 2\n  end-qos-level\nend-qos-levels\n";
+    let mut view = up.view(HashMap::new());
+    view.qos_policy = Some(Arc::new(qos::Policy::parse(policy).unwrap()));
+    view.path_sl = Some(Arc::new(layers));
+    let mut e = SaEngine::new(sa::SaConfig::default());
+    e.set_view(Arc::new(view));
+    let sl = |e: &mut SaEngine, d: Guid| -> u8 {
+        let r: Vec<PathRecord> = path(e, lid(a), lid(a), lid(d), 0, PathRecord::default())
+            .records()
+            .unwrap();
+        r[0].sl
+    };
+    // The engine's pair wins; a pair it leaves on SL 0 is still the engine's.
+    assert_eq!(sl(&mut e, c), 5);
+    assert_eq!(sl(&mut e, b), 0);
+    // Without an engine requirement, the QoS policy's level.
+    let mut view = up.view(HashMap::new());
+    view.qos_policy = Some(Arc::new(qos::Policy::parse(policy).unwrap()));
+    e.set_view(Arc::new(view));
+    assert_eq!(sl(&mut e, c), 2);
+}

@@ -40,6 +40,11 @@ impl Sweeper {
         Ok(first)
     }
 
+    /// The SL per switch pair the routing in force requires (None: free), for the SA.
+    pub fn path_sl(&self) -> Option<std::sync::Arc<routing::PathSl>> {
+        self.prog.path_sl()
+    }
+
     /// The QoS policy in force (None: none), for the SA's path SLs.
     pub fn qos_policy(&self) -> Option<std::sync::Arc<qos::Policy>> {
         self.lanes.policy_shared()
