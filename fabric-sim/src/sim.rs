@@ -189,10 +189,9 @@ impl SimFabric {
             active: true,
             origin,
         });
-        let p = &mut self.st.ports[port as usize];
-        p.attach = id;
+        self.st.ports[port as usize].attach = id;
         if is_sm {
-            p.info.capability_mask |= PortInfo::CAP_IS_SM;
+            self.st.cold[port as usize].info.capability_mask |= PortInfo::CAP_IS_SM;
         }
         Ok(AttachId(id))
     }
@@ -204,9 +203,8 @@ impl SimFabric {
         a.queue.clear();
         a.gmp_queue.clear();
         let port = a.port;
-        let p = &mut self.st.ports[port as usize];
-        p.attach = NONE;
-        p.info.capability_mask &= !PortInfo::CAP_IS_SM;
+        self.st.ports[port as usize].attach = NONE;
+        self.st.cold[port as usize].info.capability_mask &= !PortInfo::CAP_IS_SM;
         Ok(())
     }
 
@@ -399,9 +397,9 @@ impl SimFabric {
             return self.port_by_guid(g).map(|(n, p)| (n, Some(p)));
         }
         self.st
-            .nodes
+            .descs
             .iter()
-            .position(|n| n.desc.text() == t)
+            .position(|d| d.text() == t)
             .map(|i| (NodeId(i as u32), None))
     }
 

@@ -17,7 +17,7 @@
 
 use crate::SmError;
 use crate::io::{Op, Req};
-use crate::state::{NONE, Node, Port, Switch, routed_top};
+use crate::state::{NONE, Node, PathRef, Port, Switch, routed_top};
 use fabric::{Guid, Lid, NodeId, PortRef, Topology};
 use mad::{NodeDescription, NodeInfo, PortInfo, SwitchInfo};
 use routing::Lfts;
@@ -33,6 +33,8 @@ pub(crate) struct Discovery {
     sweep: u64,
     nodes: Vec<Node>,
     ports: Vec<Port>,
+    /// Per port (same index): the directed path of the sweep that last reached it.
+    routes: Vec<PathRef>,
     switches: Vec<Switch>,
     by_guid: HashMap<Guid, u32>,
     /// Directed paths of this sweep (ports point into it).
@@ -68,6 +70,7 @@ impl Discovery {
             sweep: 0,
             nodes: Vec::new(),
             ports: Vec::new(),
+            routes: Vec::new(),
             switches: Vec::new(),
             by_guid: HashMap::new(),
             paths: Vec::new(),
@@ -103,6 +106,11 @@ impl Discovery {
 
     pub fn port_mut(&mut self, pi: usize) -> &mut Port {
         &mut self.ports[pi]
+    }
+
+    /// The heavy sweep whose directed path reaches port `pi` (0 = none yet).
+    pub fn path_sweep(&self, pi: usize) -> u64 {
+        self.routes[pi].sweep
     }
 
     /// Port `p` of node `i`.
@@ -213,7 +221,7 @@ impl Discovery {
         let n = &self.nodes[node as usize];
         if !n.is_switch && port != 0 && port <= n.nports {
             let i = n.port_index(port);
-            if self.ports[i].path_sweep != 0 {
+            if self.routes[i].sweep != 0 {
                 return i;
             }
         }
@@ -245,7 +253,7 @@ impl Discovery {
         if n.is_switch {
             return req.node;
         }
-        let p = &self.ports[self.route_port(req.node, req.port)];
+        let p = &self.routes[self.route_port(req.node, req.port)];
         if p.via == NONE { req.node } else { p.via }
     }
 
@@ -255,11 +263,11 @@ impl Discovery {
         if req.node == NONE {
             return Some(0);
         }
-        let p = &self.ports[self.route_port(req.node, req.port)];
-        if p.path_sweep == 0 {
+        let p = &self.routes[self.route_port(req.node, req.port)];
+        if p.sweep == 0 {
             return None;
         }
-        let (off, len) = (p.path_off as usize, p.path_len as usize);
+        let (off, len) = (p.off as usize, p.len as usize);
         buf[..len].copy_from_slice(&self.paths[off..off + len]);
         if req.op == Op::Probe {
             if len >= mad::smp::MAX_HOPS as usize {
@@ -274,7 +282,7 @@ impl Discovery {
     /// A directed route of the current sweep reaches the request's target (a heavy sweep
     /// that started since cleared the path arena).
     pub fn has_current_path(&self, req: &Req) -> bool {
-        req.node == NONE || self.ports[self.route_port(req.node, req.port)].path_sweep == self.sweep
+        req.node == NONE || self.routes[self.route_port(req.node, req.port)].sweep == self.sweep
     }
 
     /// Index of the management port whose M_Key a request is checked against (None:
@@ -316,7 +324,7 @@ impl Discovery {
             let range = if n.is_switch { 0..=0 } else { 1..=n.nports };
             for p in range {
                 if self.ports[n.port_index(p)].guid == guid
-                    && self.ports[self.route_port(i as u32, p)].path_sweep != 0
+                    && self.routes[self.route_port(i as u32, p)].sweep != 0
                 {
                     return Some((i as u32, p));
                 }
@@ -349,7 +357,7 @@ impl Discovery {
             if !n.is_switch {
                 for p in 1..=n.nports {
                     let port = &self.ports[n.port_index(p)];
-                    if port.path_sweep == sweep && port.guid.0 != 0 {
+                    if self.routes[n.port_index(p)].sweep == sweep && port.guid.0 != 0 {
                         let r = topo.set_port_guid(PortRef::new(id, p), port.guid);
                         if strict {
                             r?;
@@ -406,9 +414,9 @@ impl Discovery {
             self.ports.len() + info.num_ports as usize + 1,
             Port::default,
         );
+        self.routes.resize(self.ports.len(), PathRef::default());
         for (k, p) in self.ports[first_port as usize..].iter_mut().enumerate() {
             p.remote = NONE;
-            p.via = NONE;
             if is_switch {
                 p.guid = info.port_guid;
             }
@@ -503,7 +511,7 @@ impl Discovery {
         }
         let ep = self.nodes[idx as usize].port_index(entry);
         let fresh_node = self.nodes[idx as usize].seen != sweep;
-        let fresh_port = self.ports[ep].path_sweep != sweep;
+        let fresh_port = self.routes[ep].sweep != sweep;
         if !fresh_node && !fresh_port {
             return gets;
         }
@@ -513,20 +521,21 @@ impl Discovery {
             0
         } else {
             let n = &self.nodes[req.node as usize];
-            let pp = &self.ports[n.port_index(n.path_port)];
-            let (o, l) = (pp.path_off as usize, pp.path_len as usize);
+            let pp = &self.routes[n.port_index(n.path_port)];
+            let (o, l) = (pp.off as usize, pp.len as usize);
             self.paths.extend_from_within(o..o + l);
             self.paths.push(req.port);
             l + 1
         };
         {
-            let p = &mut self.ports[ep];
-            p.path_off = off;
-            p.path_len = len as u8;
-            p.path_sweep = sweep;
-            p.via = req.node;
+            self.routes[ep] = PathRef {
+                sweep,
+                off,
+                via: req.node,
+                len: len as u8,
+            };
             if !info.is_switch() {
-                p.guid = info.port_guid;
+                self.ports[ep].guid = info.port_guid;
             }
         }
         if fresh_node {

@@ -134,11 +134,11 @@ pub(crate) fn rekey_targets(disc: &Discovery, cfg: &SweeperConfig) -> Vec<(u32, 
     }
     let sweep = disc.sweep();
     disc.end_ports_seen()
-        .filter(|&(_, _, n, port)| {
+        .filter(|&(_, p, n, port)| {
             let i2 = &port.info;
             port.info_sweep == sweep
                 && i2.lid.0 != 0
-                && (n.is_switch || port.path_sweep == sweep)
+                && (n.is_switch || disc.path_sweep(n.port_index(p)) == sweep)
                 && (i2.m_key != cfg.m_key
                     || i2.m_key_protect_bits != cfg.m_key_protect_bits
                     || (i2.m_key_lease_period != cfg.m_key_lease_period && !port.lease_not_held))

@@ -41,12 +41,6 @@ pub(crate) struct Port {
     pub remote: u32,
     pub remote_port: u8,
     pub remote_sweep: u64,
-    /// Directed path to the node through this port: offset/len in the path arena, and the
-    /// node before it on the path (its gate), valid when `path_sweep` is the current sweep.
-    pub path_off: u32,
-    pub path_len: u8,
-    pub via: u32,
-    pub path_sweep: u64,
     /// Assigned base LID and LMC (end ports only; Lid(0) = none).
     pub lid: Lid,
     pub lmc: u8,
@@ -71,6 +65,29 @@ pub(crate) struct Port {
     pub enforce_not_held: bool,
     /// Management ports: index of the candidate M_Key believed in force.
     pub key_idx: u8,
+}
+
+/// The directed path to a node through one of its ports: offset/len in the path arena, and
+/// the node before it on the path (its gate), valid when `sweep` is the current sweep. Kept
+/// apart from [`Port`] (same index), in a small record every SMP built reads, so that on a
+/// large fabric it does not cost a cache miss into the much larger port record.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct PathRef {
+    pub sweep: u64,
+    pub off: u32,
+    pub via: u32,
+    pub len: u8,
+}
+
+impl Default for PathRef {
+    fn default() -> PathRef {
+        PathRef {
+            sweep: 0,
+            off: 0,
+            via: NONE,
+            len: 0,
+        }
+    }
 }
 
 /// Per-switch state.

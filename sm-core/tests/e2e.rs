@@ -222,10 +222,9 @@ fn a_fabric_that_cannot_be_addressed_is_refused_with_the_lids_it_needs() {
          split it into subnets or lower the LMC"
     );
     assert!(
-        !h.events.iter().any(|e| matches!(
-            e,
-            Event::LidsAssigned { .. } | Event::SubnetUp { .. }
-        )),
+        !h.events
+            .iter()
+            .any(|e| matches!(e, Event::LidsAssigned { .. } | Event::SubnetUp { .. })),
         "no LID is given out"
     );
     for &(n, p, _) in ca_ports(&t).iter().take(8) {
