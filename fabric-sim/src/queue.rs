@@ -1,0 +1,179 @@
+//! The event queue: events in (time, sequence) order, as a binary heap would give them, at
+//! a constant cost for the events due soon.
+//!
+//! Almost every event of a sweep is due within a few microseconds of the one being
+//! processed (a hop, an SMA answer), so those go into a timing wheel of one-nanosecond
+//! slots spanning [`WHEEL`] ns from the time last taken out: every event in a slot has the
+//! same time, and a slot is a FIFO, so its order is the sequence order. Anything further
+//! out (link training, leases, trap repeats, scheduled faults) or earlier goes to a binary
+//! heap. Taking out compares the first event of each, so the order is exactly (time, seq)
+//! whatever went where.
+
+use crate::VTime;
+use crate::sim::{Ev, EvKind};
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, VecDeque};
+
+/// Span of the wheel in nanoseconds (a power of two).
+const WHEEL: usize = 4096;
+const WORDS: usize = WHEEL / 64;
+
+/// See the module documentation.
+pub(crate) struct EventQueue {
+    slots: Vec<VecDeque<Ev>>,
+    /// One bit per non-empty slot.
+    bits: [u64; WORDS],
+    /// Lower bound of every time in the wheel: the latest time taken out.
+    base: VTime,
+    far: BinaryHeap<Reverse<Ev>>,
+}
+
+impl Default for EventQueue {
+    fn default() -> EventQueue {
+        EventQueue {
+            slots: (0..WHEEL).map(|_| VecDeque::new()).collect(),
+            bits: [0; WORDS],
+            base: 0,
+            far: BinaryHeap::new(),
+        }
+    }
+}
+
+impl EventQueue {
+    /// Adds an event (its `seq` must be larger than any added before).
+    pub fn push(&mut self, time: VTime, seq: u64, kind: EvKind) {
+        let ev = Ev { time, seq, kind };
+        if time >= self.base && time - self.base < WHEEL as u64 {
+            let s = (time as usize) & (WHEEL - 1);
+            self.slots[s].push_back(ev);
+            self.bits[s / 64] |= 1u64 << (s % 64);
+        } else {
+            self.far.push(Reverse(ev));
+        }
+    }
+
+    /// The first non-empty slot at or after the base, circularly.
+    fn first_slot(&self) -> Option<usize> {
+        let start = (self.base as usize) & (WHEEL - 1);
+        let (w0, b0) = (start / 64, start % 64);
+        let first = self.bits[w0] & (!0u64 << b0);
+        if first != 0 {
+            return Some(w0 * 64 + first.trailing_zeros() as usize);
+        }
+        for k in 1..=WORDS {
+            let w = (w0 + k) % WORDS;
+            // The start word again, last: only its bits below the start are left.
+            let word = if k == WORDS {
+                self.bits[w] & !(!0u64 << b0)
+            } else {
+                self.bits[w]
+            };
+            if word != 0 {
+                return Some(w * 64 + word.trailing_zeros() as usize);
+            }
+        }
+        None
+    }
+
+    /// The (time, seq) of the first event of the wheel and of the heap; true when the wheel's
+    /// comes first.
+    fn wheel_first(&self) -> Option<(bool, usize)> {
+        let slot = self.first_slot();
+        let wheel = slot.and_then(|s| self.slots[s].front().map(|e| (e.time, e.seq)));
+        let far = self.far.peek().map(|Reverse(e)| (e.time, e.seq));
+        match (wheel, far) {
+            (None, None) => None,
+            (Some(_), None) => slot.map(|s| (true, s)),
+            (None, Some(_)) => Some((false, 0)),
+            (Some(a), Some(b)) => Some(if a < b {
+                (true, slot.unwrap_or(0))
+            } else {
+                (false, 0)
+            }),
+        }
+    }
+
+    /// Time of the next event.
+    pub fn peek_time(&self) -> Option<VTime> {
+        match self.wheel_first()? {
+            (true, s) => self.slots[s].front().map(|e| e.time),
+            (false, _) => self.far.peek().map(|Reverse(e)| e.time),
+        }
+    }
+
+    /// Takes out the next event.
+    #[cfg(test)]
+    pub fn pop(&mut self) -> Option<Ev> {
+        self.pop_due(VTime::MAX)
+    }
+
+    /// Takes out the next event if it is due at or before `now`.
+    pub fn pop_due(&mut self, now: VTime) -> Option<Ev> {
+        let first = self.wheel_first()?;
+        let time = match first {
+            (true, s) => self.slots[s].front().map(|e| e.time),
+            (false, _) => self.far.peek().map(|Reverse(e)| e.time),
+        }?;
+        if time > now {
+            return None;
+        }
+        let ev = match first {
+            (true, s) => {
+                let q = &mut self.slots[s];
+                let ev = q.pop_front();
+                if q.is_empty() {
+                    self.bits[s / 64] &= !(1u64 << (s % 64));
+                }
+                ev
+            }
+            (false, _) => self.far.pop().map(|Reverse(e)| e),
+        }?;
+        self.base = self.base.max(ev.time);
+        Some(ev)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use fabric::rng::SplitMix64;
+
+    /// The queue gives the same order as a binary heap for mixes of near, far and past
+    /// times, pushes interleaved with pops.
+    #[test]
+    fn same_order_as_a_binary_heap() {
+        for seed in 0..20 {
+            let mut rng = SplitMix64::new(seed);
+            let mut q = EventQueue::default();
+            let mut h: BinaryHeap<Reverse<Ev>> = BinaryHeap::new();
+            let (mut seq, mut now) = (0u64, 0u64);
+            for _ in 0..20_000 {
+                if rng.next_u64() % 3 != 0 {
+                    seq += 1;
+                    let r = rng.next_u64();
+                    let time = match r % 10 {
+                        0 => now + 4096 + r % 100_000,
+                        1 => now.saturating_sub(r % 50),
+                        2 => now + 4095,
+                        _ => now + r % 800,
+                    };
+                    let kind = EvKind::LeaseCheck { port: seq as u32 };
+                    q.push(time, seq, kind);
+                    h.push(Reverse(Ev { time, seq, kind }));
+                } else {
+                    assert_eq!(q.peek_time(), h.peek().map(|Reverse(e)| e.time));
+                    let a = q.pop();
+                    let b = h.pop().map(|Reverse(e)| e);
+                    assert_eq!(a, b);
+                    if let Some(e) = a {
+                        now = now.max(e.time);
+                    }
+                }
+            }
+            while let Some(Reverse(e)) = h.pop() {
+                assert_eq!(q.pop(), Some(e));
+            }
+            assert_eq!(q.pop(), None);
+        }
+    }
+}
