@@ -17,7 +17,7 @@
 
 use crate::SmError;
 use crate::io::{Op, Req};
-use crate::state::{NONE, Node, PathRef, Port, Switch, routed_top};
+use crate::state::{NONE, Node, NodeShape, PathRef, Port, Switch, routed_top};
 use fabric::{Guid, Lid, NodeId, PortRef, Topology};
 use mad::{NodeDescription, NodeInfo, PortInfo, SwitchInfo};
 use routing::Lfts;
@@ -32,6 +32,8 @@ pub(crate) struct Discovery {
     /// Number of the current (or last) heavy sweep.
     sweep: u64,
     nodes: Vec<Node>,
+    /// Per node (same index): what addressing a request reads (see [`NodeShape`]).
+    shapes: Vec<NodeShape>,
     ports: Vec<Port>,
     /// Per port (same index): the directed path of the sweep that last reached it.
     routes: Vec<PathRef>,
@@ -69,6 +71,7 @@ impl Discovery {
         Discovery {
             sweep: 0,
             nodes: Vec::new(),
+            shapes: Vec::new(),
             ports: Vec::new(),
             routes: Vec::new(),
             switches: Vec::new(),
@@ -95,6 +98,11 @@ impl Discovery {
         &self.nodes[i as usize]
     }
 
+    /// What addressing a request reads of node `i` (see [`NodeShape`]).
+    pub fn shape(&self, i: u32) -> &NodeShape {
+        &self.shapes[i as usize]
+    }
+
     /// The node was reached by the current sweep.
     pub fn seen(&self, i: u32) -> bool {
         self.nodes[i as usize].seen == self.sweep
@@ -111,6 +119,16 @@ impl Discovery {
     /// The heavy sweep whose directed path reaches port `pi` (0 = none yet).
     pub fn path_sweep(&self, pi: usize) -> u64 {
         self.routes[pi].sweep
+    }
+
+    /// Management port `pi`: index of the candidate M_Key believed in force.
+    pub fn key_idx(&self, pi: usize) -> u8 {
+        self.routes[pi].key_idx
+    }
+
+    /// Records the candidate M_Key believed in force at management port `pi`.
+    pub fn set_key_idx(&mut self, pi: usize, k: u8) {
+        self.routes[pi].key_idx = k;
     }
 
     /// Port `p` of node `i`.
@@ -218,7 +236,7 @@ impl Discovery {
     /// a CA port reached on its own is addressed through itself (a CA's SMA applies
     /// P_KeyTable and other per-port attributes to the port an SMP arrives on).
     pub fn route_port(&self, node: u32, port: u8) -> usize {
-        let n = &self.nodes[node as usize];
+        let n = &self.shapes[node as usize];
         if !n.is_switch && port != 0 && port <= n.nports {
             let i = n.port_index(port);
             if self.routes[i].sweep != 0 {
@@ -249,7 +267,7 @@ impl Discovery {
         if req.op == Op::Probe {
             return req.node;
         }
-        let n = &self.nodes[req.node as usize];
+        let n = &self.shapes[req.node as usize];
         if n.is_switch {
             return req.node;
         }
@@ -291,7 +309,7 @@ impl Discovery {
         if req.node == NONE || req.op == Op::Probe {
             return None;
         }
-        let n = &self.nodes[req.node as usize];
+        let n = &self.shapes[req.node as usize];
         Some(if n.is_switch {
             n.port_index(0)
         } else {
@@ -445,6 +463,13 @@ impl Discovery {
         } else {
             NONE
         };
+        self.shapes.push(NodeShape {
+            first_port,
+            sw,
+            nports: info.num_ports,
+            is_switch,
+            path_port: 0,
+        });
         self.nodes.push(Node {
             guid: info.node_guid,
             info: *info,
@@ -528,12 +553,11 @@ impl Discovery {
             l + 1
         };
         {
-            self.routes[ep] = PathRef {
-                sweep,
-                off,
-                via: req.node,
-                len: len as u8,
-            };
+            let r = &mut self.routes[ep];
+            r.sweep = sweep;
+            r.off = off;
+            r.via = req.node;
+            r.len = len as u8;
             if !info.is_switch() {
                 self.ports[ep].guid = info.port_guid;
             }
@@ -543,6 +567,7 @@ impl Discovery {
             n.seen = sweep;
             n.info = info;
             n.path_port = entry;
+            self.shapes[idx as usize].path_port = entry;
             self.min_smps += 1;
             gets.push((Op::NodeDesc, idx, 0));
             if info.is_switch() {
