@@ -148,7 +148,7 @@ mod tests {
             let mut h: BinaryHeap<Reverse<Ev>> = BinaryHeap::new();
             let (mut seq, mut now) = (0u64, 0u64);
             for _ in 0..20_000 {
-                if rng.next_u64() % 3 != 0 {
+                if !rng.next_u64().is_multiple_of(3) {
                     seq += 1;
                     let r = rng.next_u64();
                     let time = match r % 10 {
