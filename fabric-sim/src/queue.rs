@@ -12,15 +12,30 @@
 use crate::VTime;
 use crate::sim::{Ev, EvKind};
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, VecDeque};
+use std::collections::BinaryHeap;
 
 /// Span of the wheel in nanoseconds (a power of two).
 const WHEEL: usize = 4096;
 const WORDS: usize = WHEEL / 64;
+/// End of a slot's list.
+const NIL: u32 = u32::MAX;
+
+/// An event in the wheel and the next one of its slot.
+struct Entry {
+    ev: Ev,
+    next: u32,
+}
 
 /// See the module documentation.
 pub(crate) struct EventQueue {
-    slots: Vec<VecDeque<Ev>>,
+    /// Per slot, the first and last entry of its FIFO (NIL when empty): the slots are
+    /// lists through one pool of entries, reused last-freed first, so the queue's memory
+    /// stays a few kilobytes however many slots are in use.
+    head: Vec<u32>,
+    tail: Vec<u32>,
+    pool: Vec<Entry>,
+    /// First free entry of the pool (NIL when none).
+    free: u32,
     /// One bit per non-empty slot.
     bits: [u64; WORDS],
     /// Lower bound of every time in the wheel: the latest time taken out.
@@ -31,7 +46,10 @@ pub(crate) struct EventQueue {
 impl Default for EventQueue {
     fn default() -> EventQueue {
         EventQueue {
-            slots: (0..WHEEL).map(|_| VecDeque::new()).collect(),
+            head: vec![NIL; WHEEL],
+            tail: vec![NIL; WHEEL],
+            pool: Vec::new(),
+            free: NIL,
             bits: [0; WORDS],
             base: 0,
             far: BinaryHeap::new(),
@@ -45,7 +63,21 @@ impl EventQueue {
         let ev = Ev { time, seq, kind };
         if time >= self.base && time - self.base < WHEEL as u64 {
             let s = (time as usize) & (WHEEL - 1);
-            self.slots[s].push_back(ev);
+            let e = Entry { ev, next: NIL };
+            let i = if self.free != NIL {
+                let i = self.free;
+                self.free = self.pool[i as usize].next;
+                self.pool[i as usize] = e;
+                i
+            } else {
+                self.pool.push(e);
+                (self.pool.len() - 1) as u32
+            };
+            match self.tail[s] {
+                NIL => self.head[s] = i,
+                t => self.pool[t as usize].next = i,
+            }
+            self.tail[s] = i;
             self.bits[s / 64] |= 1u64 << (s % 64);
         } else {
             self.far.push(Reverse(ev));
@@ -75,28 +107,31 @@ impl EventQueue {
         None
     }
 
-    /// The (time, seq) of the first event of the wheel and of the heap; true when the wheel's
-    /// comes first.
-    fn wheel_first(&self) -> Option<(bool, usize)> {
+    /// The first event of a non-empty slot.
+    fn front(&self, s: usize) -> &Ev {
+        &self.pool[self.head[s] as usize].ev
+    }
+
+    /// Where the next event is: (true, slot) in the wheel, (false, _) in the heap.
+    fn next_at(&self) -> Option<(bool, usize)> {
         let slot = self.first_slot();
-        let wheel = slot.and_then(|s| self.slots[s].front().map(|e| (e.time, e.seq)));
+        let wheel = slot.map(|s| {
+            let e = self.front(s);
+            (e.time, e.seq)
+        });
         let far = self.far.peek().map(|Reverse(e)| (e.time, e.seq));
-        match (wheel, far) {
-            (None, None) => None,
-            (Some(_), None) => slot.map(|s| (true, s)),
-            (None, Some(_)) => Some((false, 0)),
-            (Some(a), Some(b)) => Some(if a < b {
-                (true, slot.unwrap_or(0))
-            } else {
-                (false, 0)
-            }),
+        match (slot, wheel, far) {
+            (Some(s), Some(a), Some(b)) if a < b => Some((true, s)),
+            (Some(s), Some(_), None) => Some((true, s)),
+            (_, _, Some(_)) => Some((false, 0)),
+            _ => None,
         }
     }
 
     /// Time of the next event.
     pub fn peek_time(&self) -> Option<VTime> {
-        match self.wheel_first()? {
-            (true, s) => self.slots[s].front().map(|e| e.time),
+        match self.next_at()? {
+            (true, s) => Some(self.front(s).time),
             (false, _) => self.far.peek().map(|Reverse(e)| e.time),
         }
     }
@@ -109,25 +144,37 @@ impl EventQueue {
 
     /// Takes out the next event if it is due at or before `now`.
     pub fn pop_due(&mut self, now: VTime) -> Option<Ev> {
-        let first = self.wheel_first()?;
-        let time = match first {
-            (true, s) => self.slots[s].front().map(|e| e.time),
-            (false, _) => self.far.peek().map(|Reverse(e)| e.time),
-        }?;
-        if time > now {
-            return None;
-        }
-        let ev = match first {
+        let ev = match self.next_at()? {
             (true, s) => {
-                let q = &mut self.slots[s];
-                let ev = q.pop_front();
-                if q.is_empty() {
+                if self.front(s).time > now {
+                    return None;
+                }
+                let i = self.head[s];
+                let e = &self.pool[i as usize];
+                let (ev, next) = (
+                    Ev {
+                        time: e.ev.time,
+                        seq: e.ev.seq,
+                        kind: e.ev.kind,
+                    },
+                    e.next,
+                );
+                self.head[s] = next;
+                if next == NIL {
+                    self.tail[s] = NIL;
                     self.bits[s / 64] &= !(1u64 << (s % 64));
                 }
+                self.pool[i as usize].next = self.free;
+                self.free = i;
                 ev
             }
-            (false, _) => self.far.pop().map(|Reverse(e)| e),
-        }?;
+            (false, _) => {
+                if self.far.peek().is_none_or(|Reverse(e)| e.time > now) {
+                    return None;
+                }
+                self.far.pop().map(|Reverse(e)| e)?
+            }
+        };
         self.base = self.base.max(ev.time);
         Some(ev)
     }
