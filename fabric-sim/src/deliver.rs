@@ -121,7 +121,7 @@ impl Delivery {
 /// Switch enforcement compares the partition only (a switch port facing a limited
 /// member carries that member's keys, and its traffic to full members must pass).
 fn switch_key_ok(sim: &SimFabric, port: u32, key: PKey) -> bool {
-    let p = &sim.st.ports[port as usize];
+    let p = &sim.st.cold[port as usize];
     if p.pkeys.is_empty() {
         return key.partition() == PKey::DEFAULT_FULL.partition();
     }
@@ -188,7 +188,7 @@ impl SimFabric {
         }
         r.map_err(|(reason, violation)| {
             if let Some(p) = violation {
-                let i = &mut self.st.ports[p as usize].info;
+                let i = &mut self.st.cold[p as usize].info;
                 i.p_key_violations = i.p_key_violations.saturating_add(1);
             }
             reason
@@ -253,8 +253,13 @@ impl SimFabric {
                 return Err((r, None));
             }
             let e_switch = self.st.nodes[e.node as usize].sw != NONE;
-            if let (true, Some(k)) = (e_switch && e.info.partition_enforcement_outbound, key)
-                && !switch_key_ok(self, egress, k)
+            if let (true, Some(k)) = (
+                e_switch
+                    && self.st.cold[egress as usize]
+                        .info
+                        .partition_enforcement_outbound,
+                key,
+            ) && !switch_key_ok(self, egress, k)
             {
                 let r = SwitchOutbound {
                     node: enode,
@@ -287,8 +292,12 @@ impl SimFabric {
                 return Err((Loop, None));
             }
             if n.sw != NONE {
-                if let (true, Some(k)) = (ip.info.partition_enforcement_inbound, key)
-                    && !switch_key_ok(self, ing, k)
+                if let (true, Some(k)) = (
+                    self.st.cold[ing as usize]
+                        .info
+                        .partition_enforcement_inbound,
+                    key,
+                ) && !switch_key_ok(self, ing, k)
                 {
                     let r = SwitchInbound {
                         node: NodeId(inode),

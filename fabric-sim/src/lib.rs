@@ -91,6 +91,7 @@ mod gmp;
 mod mcast;
 mod mkey;
 mod portstate;
+mod queue;
 mod sim;
 mod sma;
 mod state;

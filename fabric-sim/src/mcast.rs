@@ -42,7 +42,7 @@ impl McastDelivery {
 
 /// Switch enforcement compares the partition only (as for unicast).
 fn switch_key_ok(sim: &SimFabric, port: u32, key: PKey) -> bool {
-    let p = &sim.st.ports[port as usize];
+    let p = &sim.st.cold[port as usize];
     if p.pkeys.is_empty() {
         return key.partition() == PKey::DEFAULT_FULL.partition();
     }
@@ -157,7 +157,7 @@ impl SimFabric {
     }
 
     fn mcast_violation(&mut self, port: u32) {
-        let i = &mut self.st.ports[port as usize].info;
+        let i = &mut self.st.cold[port as usize].info;
         i.p_key_violations = i.p_key_violations.saturating_add(1);
     }
 
@@ -188,7 +188,12 @@ impl SimFabric {
             return None;
         }
         let e_switch = self.st.nodes[e.node as usize].sw != NONE;
-        if e_switch && e.info.partition_enforcement_outbound && !switch_key_ok(self, egress, key) {
+        if e_switch
+            && self.st.cold[egress as usize]
+                .info
+                .partition_enforcement_outbound
+            && !switch_key_ok(self, egress, key)
+        {
             self.mcast_violation(egress);
             out.dropped.push(DropReason::SwitchOutbound {
                 node: enode,
@@ -238,7 +243,11 @@ impl SimFabric {
         let ip = &self.st.ports[ing as usize];
         let (node, num) = (ip.node, ip.num);
         if self.st.nodes[node as usize].sw != NONE {
-            if ip.info.partition_enforcement_inbound && !switch_key_ok(self, ing, key) {
+            if self.st.cold[ing as usize]
+                .info
+                .partition_enforcement_inbound
+                && !switch_key_ok(self, ing, key)
+            {
                 self.mcast_violation(ing);
                 out.dropped.push(DropReason::SwitchInbound {
                     node: NodeId(node),
@@ -367,11 +376,11 @@ mod tests {
         program(&mut sim, 1, 0xC001, &[1, 3]);
         // b holds only partition 2: a copy with the default key is dropped there.
         let bi = sim.st.by_port_guid[&b];
-        sim.st.ports[bi as usize].pkeys = vec![PKey(0x8002)];
+        sim.st.cold[bi as usize].pkeys = vec![PKey(0x8002)];
         let d = sim.deliver_mcast(a, Lid(0xC001), PKey::DEFAULT_FULL);
         assert_eq!(d.receivers().collect::<Vec<_>>(), vec![c]);
         assert_eq!(d.dropped.len(), 1);
-        assert!(sim.st.ports[bi as usize].info.p_key_violations > 0);
+        assert!(sim.st.cold[bi as usize].info.p_key_violations > 0);
         // b cannot send with a key it does not hold.
         let d = sim.deliver_mcast(b, Lid(0xC001), PKey::DEFAULT_FULL);
         assert_eq!(d.dropped, vec![DropReason::SourcePKey]);

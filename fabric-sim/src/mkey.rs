@@ -22,7 +22,7 @@ impl SimFabric {
             let s = &self.slots[slot as usize].smp;
             (s.m_key, s.method)
         };
-        let p = &mut self.st.ports[mp as usize];
+        let p = &mut self.st.cold[mp as usize];
         if p.info.m_key == 0 || p.info.m_key == key {
             if p.lease_deadline != 0 {
                 p.lease_deadline = 0;
@@ -66,7 +66,7 @@ impl SimFabric {
 
     /// The M_Key lease of `port` may have expired.
     pub(crate) fn lease_check(&mut self, port: u32, t: VTime) {
-        let p = &mut self.st.ports[port as usize];
+        let p = &mut self.st.cold[port as usize];
         if p.lease_deadline != 0 && p.lease_deadline <= t {
             p.lease_deadline = 0;
             p.info.m_key_protect_bits = 0;

@@ -92,7 +92,7 @@ impl SimFabric {
         }
         let base = n.port_base;
         self.st.switches[n.sw as usize].port_state_change = true;
-        let lid = self.st.ports[base as usize].info.lid;
+        let lid = self.st.cold[base as usize].info.lid;
         self.send_trap(
             base,
             128,
@@ -113,7 +113,7 @@ impl SimFabric {
         details: NoticeDetails,
         t: VTime,
     ) {
-        let info = &self.st.ports[mgmt as usize].info;
+        let info = &self.st.cold[mgmt as usize].info;
         let (master, issuer) = (info.master_sm_lid, info.lid);
         if master == Lid(0) || issuer == Lid(0) {
             return;
@@ -139,7 +139,7 @@ impl SimFabric {
 
     /// Sends a trap SMP from `mgmt` to its current MasterSMLID.
     fn emit_trap(&mut self, mgmt: u32, smp: Smp, t: VTime) {
-        let info = &self.st.ports[mgmt as usize].info;
+        let info = &self.st.cold[mgmt as usize].info;
         let (master, issuer) = (info.master_sm_lid, info.lid);
         if master == Lid(0) || issuer == Lid(0) {
             return;
@@ -190,7 +190,7 @@ impl SimFabric {
 
     /// Changes a CA port's CapabilityMask and sends trap 144 (capability change).
     pub(crate) fn change_capability(&mut self, port: u32, mask: u32, t: VTime) {
-        let p = &mut self.st.ports[port as usize];
+        let p = &mut self.st.cold[port as usize];
         if p.info.capability_mask == mask {
             return;
         }

@@ -6,12 +6,12 @@ use crate::accounting::Accounting;
 use crate::config::SimConfig;
 use crate::error::SimError;
 use crate::faults::Fault;
+use crate::queue::EventQueue;
 use crate::state::{NONE, State};
 use fabric::rng::SplitMix64;
 use fabric::{Guid, Lid, NodeId, PortState, Topology};
 use mad::{PortInfo, SlToVlTable, Smp, VlArbitrationTable};
-use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap, VecDeque};
+use std::collections::{HashMap, VecDeque};
 
 /// An SM attached at a CA port (like ibsim's SIM_HOST).
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
@@ -89,7 +89,7 @@ pub(crate) struct AttachSt {
 pub struct SimFabric {
     pub(crate) cfg: SimConfig,
     pub(crate) st: State,
-    pub(crate) heap: BinaryHeap<Reverse<Ev>>,
+    pub(crate) queue: EventQueue,
     pub(crate) seq: u64,
     pub(crate) now: VTime,
     pub(crate) slots: Vec<Packet>,
@@ -125,7 +125,7 @@ impl SimFabric {
             rng: SplitMix64::new(cfg.seed),
             cfg,
             st,
-            heap: BinaryHeap::new(),
+            queue: EventQueue::default(),
             seq: 0,
             now: 0,
             slots: Vec::new(),
@@ -189,10 +189,9 @@ impl SimFabric {
             active: true,
             origin,
         });
-        let p = &mut self.st.ports[port as usize];
-        p.attach = id;
+        self.st.ports[port as usize].attach = id;
         if is_sm {
-            p.info.capability_mask |= PortInfo::CAP_IS_SM;
+            self.st.cold[port as usize].info.capability_mask |= PortInfo::CAP_IS_SM;
         }
         Ok(AttachId(id))
     }
@@ -204,9 +203,8 @@ impl SimFabric {
         a.queue.clear();
         a.gmp_queue.clear();
         let port = a.port;
-        let p = &mut self.st.ports[port as usize];
-        p.attach = NONE;
-        p.info.capability_mask &= !PortInfo::CAP_IS_SM;
+        self.st.ports[port as usize].attach = NONE;
+        self.st.cold[port as usize].info.capability_mask &= !PortInfo::CAP_IS_SM;
         Ok(())
     }
 
@@ -297,19 +295,13 @@ impl SimFabric {
 
     /// Time of the next pending event, if any.
     pub fn next_event_time(&self) -> Option<VTime> {
-        self.heap.peek().map(|Reverse(e)| e.time)
+        self.queue.peek_time()
     }
 
     /// Processes every event due at or before `now`, then sets the clock to `now`
     /// (never backwards).
     pub fn run_until(&mut self, now: VTime) {
-        while let Some(Reverse(e)) = self.heap.peek() {
-            if e.time > now {
-                break;
-            }
-            let Some(Reverse(e)) = self.heap.pop() else {
-                break;
-            };
+        while let Some(e) = self.queue.pop_due(now) {
             self.now = self.now.max(e.time);
             self.acct.counters.events += 1;
             self.dispatch(e.kind, e.time);
@@ -399,9 +391,9 @@ impl SimFabric {
             return self.port_by_guid(g).map(|(n, p)| (n, Some(p)));
         }
         self.st
-            .nodes
+            .descs
             .iter()
-            .position(|n| n.desc.text() == t)
+            .position(|d| d.text() == t)
             .map(|i| (NodeId(i as u32), None))
     }
 
@@ -521,11 +513,7 @@ impl SimFabric {
     #[inline]
     pub(crate) fn push(&mut self, time: VTime, kind: EvKind) {
         self.seq += 1;
-        self.heap.push(Reverse(Ev {
-            time,
-            seq: self.seq,
-            kind,
-        }));
+        self.queue.push(time, self.seq, kind);
     }
 
     fn dispatch(&mut self, kind: EvKind, t: VTime) {

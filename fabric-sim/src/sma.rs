@@ -55,8 +55,17 @@ impl SimFabric {
             self.release(slot);
             return;
         }
-        let resp = self.slots[slot as usize].smp.make_response();
-        let req = std::mem::replace(&mut self.slots[slot as usize].smp, resp);
+        // The response is the request turned around in its slot (as `Smp::make_response`
+        // builds it), the request kept aside: one copy of the SMP instead of two.
+        let req = self.slots[slot as usize].smp.clone();
+        {
+            let r = &mut self.slots[slot as usize].smp;
+            r.method = req.method.response();
+            r.status = 0;
+            if r.is_directed() {
+                r.direction = true;
+            }
+        }
         let status = if base_v != 1 || class_v != 1 {
             MadStatus::BAD_VERSION.0
         } else {
@@ -99,9 +108,9 @@ impl SimFabric {
     pub(crate) fn port_info_view(&self, idx: u32, in_num: u8, hide_key: bool) -> PortInfo {
         let p = &self.st.ports[idx as usize];
         let n = &self.st.nodes[p.node as usize];
-        let mut pi = p.info;
+        let mut pi = self.st.cold[idx as usize].info;
         if n.sw != NONE && p.num != 0 {
-            let p0 = &self.st.ports[n.port_base as usize].info;
+            let p0 = &self.st.cold[n.port_base as usize].info;
             pi.m_key = p0.m_key;
             pi.gid_prefix = p0.gid_prefix;
             pi.lid = p0.lid;
@@ -153,7 +162,7 @@ impl SimFabric {
                 if m != 0 {
                     return INVALID;
                 }
-                n.desc.encode(&mut data);
+                self.st.descs[node as usize].encode(&mut data);
             }
             AttributeId::PORT_INFO => {
                 let Some(target) = self.target_port(port, m) else {
@@ -217,12 +226,11 @@ impl SimFabric {
                 if m != 0 {
                     return INVALID;
                 }
-                let p = &self.st.ports[port as usize];
                 let mut g = GuidInfo::default();
-                if let Some(extra) = &p.guids {
+                if let Some(extra) = &self.st.cold[port as usize].guids {
                     g.guids = **extra;
                 }
-                g.guids[0] = p.guid;
+                g.guids[0] = self.st.ports[port as usize].guid;
                 g.encode(&mut data);
             }
             AttributeId::SL_TO_VL_TABLE => {
@@ -426,8 +434,13 @@ impl SimFabric {
                     return INVALID;
                 }
                 let start = m as usize * 64;
-                let lft = &mut self.st.switches[sw as usize].lft;
+                let s = &mut self.st.switches[sw as usize];
+                let lft = &mut s.lft;
                 if lft.len() < start + 64 {
+                    // Room up to LinearFDBTop at once: an SM writes the blocks in order, and
+                    // growing block by block re-copied the table on every reallocation.
+                    let top = (usize::from(s.lft_top) + 1).next_multiple_of(64);
+                    lft.reserve(top.max(start + 64) - lft.len());
                     lft.resize(start + 64, 0xFF);
                 }
                 lft[start..start + 64].copy_from_slice(&req.data);
@@ -451,7 +464,7 @@ impl SimFabric {
                 } else {
                     self.cfg.ca_partition_cap
                 };
-                let tp = &mut self.st.ports[target as usize];
+                let tp = &mut self.st.cold[target as usize];
                 if tp.pkeys.is_empty() {
                     tp.pkeys = vec![PKey(0); usize::from(cap)];
                     tp.pkeys[0] = PKey::DEFAULT_FULL;
@@ -467,10 +480,9 @@ impl SimFabric {
                     return INVALID;
                 }
                 let g = GuidInfo::decode(&req.data);
-                let p = &mut self.st.ports[port as usize];
                 let mut extra = [Guid(0); 8];
                 extra[1..].copy_from_slice(&g.guids[1..]);
-                p.guids = Some(Box::new(extra));
+                self.st.cold[port as usize].guids = Some(Box::new(extra));
             }
             AttributeId::SL_TO_VL_TABLE => {
                 let Some(key) = self.sl2vl_key(port, m) else {
@@ -541,7 +553,7 @@ impl SimFabric {
         // Set's own data and applies the other fields first; we compare against the port's
         // VLCap and refuse atomically, as qib does.) Switch port 0 (no enhanced port 0)
         // has no data VLs: the field is ignored there.
-        if !sw_port0 && new.operational_vls > p.info.vl_cap {
+        if !sw_port0 && new.operational_vls > self.st.cold[target as usize].info.vl_cap {
             return INVALID;
         }
         if !sw_external && (new.lid.is_multicast() || new.lid.is_permissive()) {
@@ -551,8 +563,7 @@ impl SimFabric {
             return INVALID;
         }
         // Apply.
-        let p = &mut self.st.ports[target as usize];
-        let i = &mut p.info;
+        let i = &mut self.st.cold[target as usize].info;
         if !sw_external {
             i.m_key = new.m_key;
             i.gid_prefix = new.gid_prefix;
@@ -611,6 +622,7 @@ impl SimFabric {
         if sw_port0 {
             return 0;
         }
+        let p = &mut self.st.ports[target as usize];
         match new_phys {
             Some(PhysState::Disabled) => {
                 p.disabled = true;

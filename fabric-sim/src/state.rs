@@ -24,10 +24,11 @@ pub(crate) struct SimNode {
     pub sys_guid: Guid,
     pub vendor_id: u32,
     pub device_id: u16,
-    pub desc: NodeDescription,
 }
 
-/// One port slot (switch port 0 included; CA slot 0 exists but is unused).
+/// One port slot (switch port 0 included; CA slot 0 exists but is unused): what moving an
+/// SMP reads at every hop. What only an SMA or the data path reads is in [`PortCold`], so
+/// that the port slots of a large fabric stay small enough to be cached.
 pub(crate) struct SimPort {
     pub node: u32,
     pub num: u8,
@@ -47,6 +48,12 @@ pub(crate) struct SimPort {
     pub busy_until: VTime,
     /// Attached SM (index into `SimFabric::attaches`), NONE when none.
     pub attach: u32,
+    /// Port GUID.
+    pub guid: Guid,
+}
+
+/// The rest of a port slot (same index as [`SimPort`]).
+pub(crate) struct PortCold {
     /// PortInfo fields as the SM wrote them (dynamic fields are filled in on Get).
     pub info: PortInfo,
     /// P_KeyTable; empty means the power-up table (0xFFFF at index 0).
@@ -55,8 +62,6 @@ pub(crate) struct SimPort {
     pub guids: Option<Box<[Guid; 8]>>,
     /// M_Key lease deadline (0 = no lease running).
     pub lease_deadline: VTime,
-    /// Port GUID.
-    pub guid: Guid,
 }
 
 /// State of one switch beyond its ports.
@@ -94,11 +99,16 @@ impl SwitchState {
 pub(crate) struct State {
     pub nodes: Vec<SimNode>,
     pub ports: Vec<SimPort>,
+    /// Per port slot, what is not in [`SimPort`].
+    pub cold: Vec<PortCold>,
     pub switches: Vec<SwitchState>,
     /// Port GUID -> port index (CA ports, and switch port 0 for switch GUIDs).
     pub by_port_guid: HashMap<Guid, u32>,
     /// Node GUID -> node index.
     pub by_node_guid: HashMap<Guid, u32>,
+    /// NodeDescription per node (kept out of [`SimNode`], which every hop reads, so that
+    /// the nodes of a large fabric stay in cache).
+    pub descs: Vec<NodeDescription>,
     /// SwitchInfo.MulticastFDBTop of a switch at power-up (see
     /// `SimConfig::multicast_fdb_top_supported`).
     pub mft_top_reset: u16,
@@ -179,10 +189,12 @@ impl State {
         let n_ports: usize = topo.nodes().map(|(_, n)| n.ports.len()).sum();
         let mut nodes = Vec::with_capacity(topo.len());
         let mut ports = Vec::with_capacity(n_ports);
+        let mut cold = Vec::with_capacity(n_ports);
         let mut switches = Vec::new();
         let mut by_port_guid = HashMap::with_capacity(n_ports / 2);
         let mut by_node_guid = HashMap::with_capacity(topo.len());
         let mut bases = Vec::with_capacity(topo.len());
+        let mut descs = Vec::with_capacity(topo.len());
         let mft_top_reset = if cfg.multicast_fdb_top_supported {
             MFT_TOP_NONE
         } else {
@@ -222,6 +234,9 @@ impl State {
                     fault_down: false,
                     busy_until: 0,
                     attach: NONE,
+                    guid: tp.guid,
+                });
+                cold.push(PortCold {
                     info: {
                         let mut pi = default_port_info(n.node_type, num, tp);
                         if is_sw0 && cfg.multicast_fdb_top_supported {
@@ -232,7 +247,6 @@ impl State {
                     pkeys: Vec::new(),
                     guids: None,
                     lease_deadline: 0,
-                    guid: tp.guid,
                 });
                 if (!n.is_switch() && num > 0) || is_sw0 {
                     by_port_guid.insert(tp.guid, base + u32::from(num));
@@ -249,8 +263,8 @@ impl State {
                 sys_guid: n.sys_image_guid,
                 vendor_id: n.vendor_id,
                 device_id: n.device_id,
-                desc: NodeDescription::from_text(&n.description),
             });
+            descs.push(NodeDescription::from_text(&n.description));
         }
         for (a, b) in topo.links() {
             let ia = bases[a.node.index()] + u32::from(a.port.0);
@@ -267,9 +281,11 @@ impl State {
         State {
             nodes,
             ports,
+            cold,
             switches,
             by_port_guid,
             by_node_guid,
+            descs,
             mft_top_reset,
         }
     }
@@ -287,9 +303,9 @@ impl State {
         let p = &self.ports[port as usize];
         let node = &self.nodes[p.node as usize];
         let info = if node.sw != NONE {
-            &self.ports[node.port_base as usize].info
+            &self.cold[node.port_base as usize].info
         } else {
-            &p.info
+            &self.cold[port as usize].info
         };
         (info.lid.0, 1u16 << (info.lmc & 7))
     }
@@ -323,7 +339,7 @@ impl State {
     /// P_Key at `index` of a port's table.
     #[inline]
     pub fn pkey_at(&self, port: u32, index: usize) -> PKey {
-        let p = &self.ports[port as usize];
+        let p = &self.cold[port as usize];
         if p.pkeys.is_empty() {
             if index == 0 {
                 PKey::DEFAULT_FULL
@@ -337,7 +353,7 @@ impl State {
 
     /// True when some entry of the port's table matches `key` by the IBA rule.
     pub fn table_matches(&self, port: u32, key: PKey) -> bool {
-        let p = &self.ports[port as usize];
+        let p = &self.cold[port as usize];
         if p.pkeys.is_empty() {
             return PKey::DEFAULT_FULL.matches(key);
         }
@@ -346,7 +362,7 @@ impl State {
 
     /// True when the port's table holds exactly `key`.
     pub fn table_contains(&self, port: u32, key: PKey) -> bool {
-        let p = &self.ports[port as usize];
+        let p = &self.cold[port as usize];
         if p.pkeys.is_empty() {
             return key == PKey::DEFAULT_FULL;
         }
@@ -358,7 +374,7 @@ impl State {
         let n = &self.nodes[node as usize];
         let (base, np, sw) = (n.port_base, n.num_ports, n.sw);
         for i in base..=base + u32::from(np) {
-            let p = &mut self.ports[i as usize];
+            let p = &mut self.cold[i as usize];
             let keep = (p.info.local_port_num, p.info.link_width_active);
             let mut fresh = p.info;
             fresh.m_key = 0;

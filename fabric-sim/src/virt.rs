@@ -116,7 +116,7 @@ impl VirtModel {
         {
             return Err(VirtError::GuidInUse(alias));
         }
-        let port = &mut sim.st.ports[idx as usize];
+        let port = &mut sim.st.cold[idx as usize];
         let table = port
             .guids
             .get_or_insert_with(|| Box::new([Guid(0); GUID_INFO_ENTRIES]));
@@ -214,10 +214,11 @@ impl VirtModel {
             if sim.st.nodes[p.node as usize].kind != NodeType::Ca {
                 continue;
             }
-            let keys: Vec<PKey> = if p.pkeys.is_empty() {
+            let c = &sim.st.cold[idx as usize];
+            let keys: Vec<PKey> = if c.pkeys.is_empty() {
                 vec![PKey::DEFAULT_FULL]
             } else {
-                p.pkeys
+                c.pkeys
                     .iter()
                     .copied()
                     .filter(|k| !k.is_invalid())

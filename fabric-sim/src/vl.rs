@@ -86,7 +86,7 @@ impl SimFabric {
         if vl == VL15 {
             return Err(DropReason::SlToVl15 { node, port });
         }
-        if vl >= data_vls(p.info.operational_vls) {
+        if vl >= data_vls(self.st.cold[egress as usize].info.operational_vls) {
             return Err(DropReason::VlNotOperational { node, port, vl });
         }
         Ok(vl)

@@ -166,6 +166,22 @@ fn least_from(mask: &[u64], counters: &[u32], start: usize, slots: usize) -> Opt
     ports_of(mask).min_by_key(|&p| (counters[p as usize], (p as usize + shift) % slots))
 }
 
+/// One destination LID as the LFT loop reads it (see `compute_lfts`).
+struct Step {
+    lid: u32,
+    /// Dense index of the switch the LID leads to.
+    switch: u32,
+    /// End port index, NONE for a switch LID.
+    end: u32,
+    /// Output port at that switch.
+    port: u8,
+    /// Not the first LID of its end port (LMC): the port scan starts after the previous
+    /// LID's port.
+    follows: bool,
+    /// Fat-tree root chosen for the LID (NONE without a fat-tree plan).
+    root: u32,
+}
+
 pub(crate) fn compute_lfts(
     plan: &Plan,
     input: &RoutingInput,
@@ -206,6 +222,36 @@ pub(crate) fn compute_lfts(
     let nroots = ft.map_or(0, |f| f.roots.len());
     // Fat-tree: ports of s leading up towards each root.
     let mut toward = vec![0u64; nroots * words];
+    // What the inner loop reads per destination, once, in routing order: it runs for every
+    // (switch, LID) pair, and reading the LID-indexed tables (destinations, end ports,
+    // fat-tree roots and paths) there cost a cache miss each on large fabrics.
+    let steps: Vec<Step> = input
+        .routing_order()
+        .iter()
+        .map(|&lid16| {
+            let lid = lid16 as usize;
+            let d = &dests[lid];
+            Step {
+                lid: u32::from(lid16),
+                switch: d.switch,
+                end: d.end,
+                port: d.port,
+                follows: d.end != NONE
+                    && lid > input.end_ports[d.end as usize].lids.base.0 as usize,
+                root: ft.map_or(NONE, |f| f.lid_root[lid]),
+            }
+        })
+        .collect();
+    let step_paths: Vec<u32> = match ft {
+        Some(f) => steps
+            .iter()
+            .flat_map(|st| {
+                let lo = st.lid as usize * stride;
+                f.lid_path[lo..lo + stride].iter().copied()
+            })
+            .collect(),
+        None => Vec::new(),
+    };
 
     for s in range.clone() {
         masks.iter_mut().for_each(|m| *m = 0);
@@ -275,9 +321,8 @@ pub(crate) fn compute_lfts(
         }
         let prev = hints.and_then(|h| h.table(s));
         let mut lft = vec![NO_ROUTE; nlids];
-        for &lid16 in input.routing_order() {
-            let lid = lid16 as usize;
-            let d = &dests[lid];
+        for (i, d) in steps.iter().enumerate() {
+            let lid = d.lid as usize;
             // OpenSM (port_profile_switch_nodes off) does not count routes to switches.
             let count = u32::from(d.end != NONE);
             let t = d.switch as usize;
@@ -305,29 +350,24 @@ pub(crate) fn compute_lfts(
             let mut narrowed = false;
             // Further LIDs of an LMC port: OpenSM starts its port scan after the port the
             // previous LID took, so equal loads rotate.
-            let offset = if d.end == NONE {
-                0
-            } else {
-                lid - input.end_ports[d.end as usize].lids.base.0 as usize
-            };
-            let start = if offset > 0 {
+            let start = if d.follows {
                 lft[lid - 1] as usize + 1
             } else {
                 1
             };
-            let ft_dest = ft.filter(|f| d.end != NONE && f.lid_root[lid] != NONE);
+            let ft_dest = ft.filter(|_| d.end != NONE && d.root != NONE);
             if let Some(f) = ft_dest {
                 let want: &[u64] = if row_s[t] & DOWN_ONLY != 0 {
                     // Down along the destination's chosen path.
                     let lvl = f.level[s].saturating_sub(1) as usize;
-                    let m = f.lid_path[lid * stride + lvl];
+                    let m = step_paths[i * stride + lvl];
                     if m == NONE {
                         &[]
                     } else {
                         &nbr_mask[m as usize * words..(m as usize + 1) * words]
                     }
                 } else {
-                    let r = f.lid_root[lid] as usize;
+                    let r = d.root as usize;
                     &toward[r * words..(r + 1) * words]
                 };
                 for (w, pw) in pref.iter_mut().enumerate() {

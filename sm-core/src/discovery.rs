@@ -17,7 +17,7 @@
 
 use crate::SmError;
 use crate::io::{Op, Req};
-use crate::state::{NONE, Node, Port, Switch, routed_top};
+use crate::state::{NONE, Node, NodeShape, PathRef, Port, Switch, routed_top};
 use fabric::{Guid, Lid, NodeId, PortRef, Topology};
 use mad::{NodeDescription, NodeInfo, PortInfo, SwitchInfo};
 use routing::Lfts;
@@ -32,7 +32,11 @@ pub(crate) struct Discovery {
     /// Number of the current (or last) heavy sweep.
     sweep: u64,
     nodes: Vec<Node>,
+    /// Per node (same index): what addressing a request reads (see [`NodeShape`]).
+    shapes: Vec<NodeShape>,
     ports: Vec<Port>,
+    /// Per port (same index): the directed path of the sweep that last reached it.
+    routes: Vec<PathRef>,
     switches: Vec<Switch>,
     by_guid: HashMap<Guid, u32>,
     /// Directed paths of this sweep (ports point into it).
@@ -67,7 +71,9 @@ impl Discovery {
         Discovery {
             sweep: 0,
             nodes: Vec::new(),
+            shapes: Vec::new(),
             ports: Vec::new(),
+            routes: Vec::new(),
             switches: Vec::new(),
             by_guid: HashMap::new(),
             paths: Vec::new(),
@@ -92,6 +98,11 @@ impl Discovery {
         &self.nodes[i as usize]
     }
 
+    /// What addressing a request reads of node `i` (see [`NodeShape`]).
+    pub fn shape(&self, i: u32) -> &NodeShape {
+        &self.shapes[i as usize]
+    }
+
     /// The node was reached by the current sweep.
     pub fn seen(&self, i: u32) -> bool {
         self.nodes[i as usize].seen == self.sweep
@@ -103,6 +114,21 @@ impl Discovery {
 
     pub fn port_mut(&mut self, pi: usize) -> &mut Port {
         &mut self.ports[pi]
+    }
+
+    /// The heavy sweep whose directed path reaches port `pi` (0 = none yet).
+    pub fn path_sweep(&self, pi: usize) -> u64 {
+        self.routes[pi].sweep
+    }
+
+    /// Management port `pi`: index of the candidate M_Key believed in force.
+    pub fn key_idx(&self, pi: usize) -> u8 {
+        self.routes[pi].key_idx
+    }
+
+    /// Records the candidate M_Key believed in force at management port `pi`.
+    pub fn set_key_idx(&mut self, pi: usize, k: u8) {
+        self.routes[pi].key_idx = k;
     }
 
     /// Port `p` of node `i`.
@@ -210,10 +236,10 @@ impl Discovery {
     /// a CA port reached on its own is addressed through itself (a CA's SMA applies
     /// P_KeyTable and other per-port attributes to the port an SMP arrives on).
     pub fn route_port(&self, node: u32, port: u8) -> usize {
-        let n = &self.nodes[node as usize];
+        let n = &self.shapes[node as usize];
         if !n.is_switch && port != 0 && port <= n.nports {
             let i = n.port_index(port);
-            if self.ports[i].path_sweep != 0 {
+            if self.routes[i].sweep != 0 {
                 return i;
             }
         }
@@ -241,11 +267,11 @@ impl Discovery {
         if req.op == Op::Probe {
             return req.node;
         }
-        let n = &self.nodes[req.node as usize];
+        let n = &self.shapes[req.node as usize];
         if n.is_switch {
             return req.node;
         }
-        let p = &self.ports[self.route_port(req.node, req.port)];
+        let p = &self.routes[self.route_port(req.node, req.port)];
         if p.via == NONE { req.node } else { p.via }
     }
 
@@ -255,11 +281,11 @@ impl Discovery {
         if req.node == NONE {
             return Some(0);
         }
-        let p = &self.ports[self.route_port(req.node, req.port)];
-        if p.path_sweep == 0 {
+        let p = &self.routes[self.route_port(req.node, req.port)];
+        if p.sweep == 0 {
             return None;
         }
-        let (off, len) = (p.path_off as usize, p.path_len as usize);
+        let (off, len) = (p.off as usize, p.len as usize);
         buf[..len].copy_from_slice(&self.paths[off..off + len]);
         if req.op == Op::Probe {
             if len >= mad::smp::MAX_HOPS as usize {
@@ -274,7 +300,7 @@ impl Discovery {
     /// A directed route of the current sweep reaches the request's target (a heavy sweep
     /// that started since cleared the path arena).
     pub fn has_current_path(&self, req: &Req) -> bool {
-        req.node == NONE || self.ports[self.route_port(req.node, req.port)].path_sweep == self.sweep
+        req.node == NONE || self.routes[self.route_port(req.node, req.port)].sweep == self.sweep
     }
 
     /// Index of the management port whose M_Key a request is checked against (None:
@@ -283,7 +309,7 @@ impl Discovery {
         if req.node == NONE || req.op == Op::Probe {
             return None;
         }
-        let n = &self.nodes[req.node as usize];
+        let n = &self.shapes[req.node as usize];
         Some(if n.is_switch {
             n.port_index(0)
         } else {
@@ -316,7 +342,7 @@ impl Discovery {
             let range = if n.is_switch { 0..=0 } else { 1..=n.nports };
             for p in range {
                 if self.ports[n.port_index(p)].guid == guid
-                    && self.ports[self.route_port(i as u32, p)].path_sweep != 0
+                    && self.routes[self.route_port(i as u32, p)].sweep != 0
                 {
                     return Some((i as u32, p));
                 }
@@ -349,7 +375,7 @@ impl Discovery {
             if !n.is_switch {
                 for p in 1..=n.nports {
                     let port = &self.ports[n.port_index(p)];
-                    if port.path_sweep == sweep && port.guid.0 != 0 {
+                    if self.routes[n.port_index(p)].sweep == sweep && port.guid.0 != 0 {
                         let r = topo.set_port_guid(PortRef::new(id, p), port.guid);
                         if strict {
                             r?;
@@ -406,9 +432,9 @@ impl Discovery {
             self.ports.len() + info.num_ports as usize + 1,
             Port::default,
         );
+        self.routes.resize(self.ports.len(), PathRef::default());
         for (k, p) in self.ports[first_port as usize..].iter_mut().enumerate() {
             p.remote = NONE;
-            p.via = NONE;
             if is_switch {
                 p.guid = info.port_guid;
             }
@@ -437,6 +463,13 @@ impl Discovery {
         } else {
             NONE
         };
+        self.shapes.push(NodeShape {
+            first_port,
+            sw,
+            nports: info.num_ports,
+            is_switch,
+            path_port: 0,
+        });
         self.nodes.push(Node {
             guid: info.node_guid,
             info: *info,
@@ -503,7 +536,7 @@ impl Discovery {
         }
         let ep = self.nodes[idx as usize].port_index(entry);
         let fresh_node = self.nodes[idx as usize].seen != sweep;
-        let fresh_port = self.ports[ep].path_sweep != sweep;
+        let fresh_port = self.routes[ep].sweep != sweep;
         if !fresh_node && !fresh_port {
             return gets;
         }
@@ -513,20 +546,20 @@ impl Discovery {
             0
         } else {
             let n = &self.nodes[req.node as usize];
-            let pp = &self.ports[n.port_index(n.path_port)];
-            let (o, l) = (pp.path_off as usize, pp.path_len as usize);
+            let pp = &self.routes[n.port_index(n.path_port)];
+            let (o, l) = (pp.off as usize, pp.len as usize);
             self.paths.extend_from_within(o..o + l);
             self.paths.push(req.port);
             l + 1
         };
         {
-            let p = &mut self.ports[ep];
-            p.path_off = off;
-            p.path_len = len as u8;
-            p.path_sweep = sweep;
-            p.via = req.node;
+            let r = &mut self.routes[ep];
+            r.sweep = sweep;
+            r.off = off;
+            r.via = req.node;
+            r.len = len as u8;
             if !info.is_switch() {
-                p.guid = info.port_guid;
+                self.ports[ep].guid = info.port_guid;
             }
         }
         if fresh_node {
@@ -534,6 +567,7 @@ impl Discovery {
             n.seen = sweep;
             n.info = info;
             n.path_port = entry;
+            self.shapes[idx as usize].path_port = entry;
             self.min_smps += 1;
             gets.push((Op::NodeDesc, idx, 0));
             if info.is_switch() {

@@ -31,4 +31,19 @@ pub enum SmError {
     /// A P_KeyTable read-back cannot run now.
     #[error("SMC-E007 P_KeyTable read-back refused: {0}")]
     Readback(String),
+    /// The fabric's end ports need more unicast LIDs than one subnet has: it cannot be
+    /// addressed at all (refused before any LID is given out).
+    #[error(
+        "SMC-E008 fabric needs {needed} LIDs (LMC {lmc}) but a subnet has {available}: {ports} end ports, split it into subnets or lower the LMC"
+    )]
+    FabricNeedsTooManyLids {
+        /// Unicast LIDs the end ports need (2^LMC per CA port, one per switch).
+        needed: u64,
+        /// The highest LMC asked for.
+        lmc: u8,
+        /// Unicast LIDs in one subnet (0x0001-0xBFFF: 49,151).
+        available: u64,
+        /// End ports asking for LIDs.
+        ports: usize,
+    },
 }

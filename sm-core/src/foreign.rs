@@ -207,7 +207,7 @@ impl ForeignSms {
             .filter(|&(i, p, n, port)| {
                 port.info_sweep == sweep
                     && port.info.capability_mask & PortInfo::CAP_IS_SM != 0
-                    && (n.is_switch || port.path_sweep == sweep)
+                    && (n.is_switch || disc.path_sweep(n.port_index(p)) == sweep)
                     && !(i == local && p == local_port)
                     && !peers.contains(&port.guid)
             })

@@ -39,7 +39,7 @@ impl MKeys {
 
     /// The key (and its candidate index) a request carries.
     pub fn key_for(&self, disc: &Discovery, req: &Req) -> (u64, u8) {
-        let k = disc.mgmt_index(req).map_or(0, |i| disc.port(i).key_idx);
+        let k = disc.mgmt_index(req).map_or(0, |i| disc.key_idx(i));
         (self.keys.get(usize::from(k)).copied().unwrap_or(0), k)
     }
 
@@ -48,7 +48,7 @@ impl MKeys {
     pub fn key_at_lid(&self, disc: &Discovery, lid: Lid, default: u64) -> u64 {
         match disc.mgmt_index_at_lid(lid) {
             Some(mi) => {
-                let k = disc.port(mi).key_idx;
+                let k = disc.key_idx(mi);
                 self.keys.get(usize::from(k)).copied().unwrap_or(default)
             }
             None => default,
@@ -64,7 +64,7 @@ impl MKeys {
             return None;
         }
         let p = if n.is_switch { 0 } else { port };
-        let k = disc.port(n.port_index(p)).key_idx;
+        let k = disc.key_idx(n.port_index(p));
         self.keys.get(usize::from(k)).copied()
     }
 
@@ -79,7 +79,10 @@ impl MKeys {
                 if port.info_sweep == 0 || port.info.lid.0 == 0 {
                     continue;
                 }
-                let key = self.keys.get(usize::from(port.key_idx)).copied();
+                let key = self
+                    .keys
+                    .get(usize::from(disc.key_idx(n.port_index(p))))
+                    .copied();
                 if key != Some(m_key) {
                     n_old += 1;
                 }
@@ -101,7 +104,7 @@ impl MKeys {
         }
         if info.m_key != 0 {
             if let Some(k) = self.keys.iter().position(|&x| x == info.m_key) {
-                disc.port_mut(mi).key_idx = k as u8;
+                disc.set_key_idx(mi, k as u8);
             }
         } else if info.m_key_protect_bits != 0 && self.keys.len() > 1 {
             // Hidden (or truly zero, when any key passes): the key sent may be wrong.
@@ -119,9 +122,8 @@ impl MKeys {
     }
 
     fn next_key(&self, disc: &mut Discovery, mi: usize, used: u8) {
-        let p = disc.port_mut(mi);
-        if p.key_idx == used {
-            p.key_idx = ((usize::from(used) + 1) % self.keys.len()) as u8;
+        if disc.key_idx(mi) == used {
+            disc.set_key_idx(mi, ((usize::from(used) + 1) % self.keys.len()) as u8);
         }
     }
 }
@@ -134,11 +136,11 @@ pub(crate) fn rekey_targets(disc: &Discovery, cfg: &SweeperConfig) -> Vec<(u32, 
     }
     let sweep = disc.sweep();
     disc.end_ports_seen()
-        .filter(|&(_, _, n, port)| {
+        .filter(|&(_, p, n, port)| {
             let i2 = &port.info;
             port.info_sweep == sweep
                 && i2.lid.0 != 0
-                && (n.is_switch || port.path_sweep == sweep)
+                && (n.is_switch || disc.path_sweep(n.port_index(p)) == sweep)
                 && (i2.m_key != cfg.m_key
                     || i2.m_key_protect_bits != cfg.m_key_protect_bits
                     || (i2.m_key_lease_period != cfg.m_key_lease_period && !port.lease_not_held))

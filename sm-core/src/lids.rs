@@ -65,9 +65,27 @@ fn claim(owner: &mut [u32], base: u32, lmc: u8, me: u32) {
     }
 }
 
+/// Refuses a fabric whose end ports need more unicast LIDs than a subnet has (2^LMC per
+/// port against 0x0001-0xBFFF), so it is reported as too large rather than as a port that
+/// found no free block.
+pub fn check_space(ports: &[LidRequest]) -> Result<(), SmError> {
+    let available = u64::from(Lid::UNICAST_MAX.0);
+    let needed: u64 = ports.iter().map(|p| 1u64 << p.lmc.min(7)).sum();
+    if needed > available {
+        return Err(SmError::FabricNeedsTooManyLids {
+            needed,
+            lmc: ports.iter().map(|p| p.lmc.min(7)).max().unwrap_or(0),
+            available,
+            ports: ports.len(),
+        });
+    }
+    Ok(())
+}
+
 /// Assigns LIDs to `ports` (any order; the result is in the same order) and records every
 /// assignment in `map`. Remembered ranges of ports not in `ports` stay reserved.
 pub fn assign(ports: &[LidRequest], map: &mut Guid2Lid) -> Result<(Vec<Lid>, LidOutcome), SmError> {
+    check_space(ports)?;
     let mut owner = vec![FREE; SPACE];
     let mut out = vec![Lid(0); ports.len()];
     let mut done = vec![false; ports.len()];
@@ -267,6 +285,33 @@ mod tests {
         // 3 carries 6, not aligned to 4: gets a new block.
         assert_eq!(l, vec![Lid(1), Lid(4), Lid(8)]);
         assert_eq!(m.get(Guid(2)), Some((Lid(4), Lid(7))));
+    }
+
+    #[test]
+    fn a_fabric_needing_more_lids_than_a_subnet_has_is_refused_with_the_count() {
+        let mut m = Guid2Lid::new();
+        // 384 ports at LMC 7 need 49,152 LIDs, one more than 0x0001-0xBFFF.
+        let ports: Vec<_> = (1..=384).map(|g| req(g, 7, 0)).collect();
+        let e = assign(&ports, &mut m).unwrap_err();
+        assert!(matches!(
+            e,
+            SmError::FabricNeedsTooManyLids {
+                needed: 49_152,
+                lmc: 7,
+                available: 49_151,
+                ports: 384
+            }
+        ));
+        assert!(
+            e.to_string()
+                .starts_with("SMC-E008 fabric needs 49152 LIDs (LMC 7) but a subnet has 49151"),
+            "{e}"
+        );
+        assert_eq!(m.iter().count(), 0, "nothing is remembered");
+        // One port fewer fits exactly: 383 blocks of 128 and nothing else.
+        let (l, o) = assign(&ports[..383], &mut m).unwrap();
+        assert_eq!(o.new, 383);
+        assert_eq!(l[382], Lid(383 * 128));
     }
 
     #[test]

@@ -190,7 +190,7 @@ impl Readback {
                 }
             } else {
                 for p in 1..=n.nports {
-                    if disc.port(n.port_index(p)).path_sweep == sweep {
+                    if disc.path_sweep(n.port_index(p)) == sweep {
                         targets.push(Target::new(i as u32, p, n.info.partition_cap));
                     }
                 }

@@ -41,12 +41,6 @@ pub(crate) struct Port {
     pub remote: u32,
     pub remote_port: u8,
     pub remote_sweep: u64,
-    /// Directed path to the node through this port: offset/len in the path arena, and the
-    /// node before it on the path (its gate), valid when `path_sweep` is the current sweep.
-    pub path_off: u32,
-    pub path_len: u8,
-    pub via: u32,
-    pub path_sweep: u64,
     /// Assigned base LID and LMC (end ports only; Lid(0) = none).
     pub lid: Lid,
     pub lmc: u8,
@@ -69,8 +63,50 @@ pub(crate) struct Port {
     /// The switch port does not hold the partition enforcement bits written (ibsim does
     /// not): no Set is queued for them alone any more (the audit reports the port).
     pub enforce_not_held: bool,
+}
+
+/// What building an SMP reads of a port, kept apart from [`Port`] (same index) in a small
+/// record so that on a large fabric it does not cost a cache miss into the much larger
+/// port record: the directed path to the node through this port (offset/len in the path
+/// arena, and the node before it on the path, its gate), valid when `sweep` is the current
+/// sweep; and, for management ports, the M_Key candidate believed in force.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct PathRef {
+    pub sweep: u64,
+    pub off: u32,
+    pub via: u32,
+    pub len: u8,
     /// Management ports: index of the candidate M_Key believed in force.
     pub key_idx: u8,
+}
+
+/// The shape of a node as addressing a request reads it (a copy of [`Node`]'s fields of
+/// the same names, kept small for the same reason as [`PathRef`]).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct NodeShape {
+    pub first_port: u32,
+    pub sw: u32,
+    pub nports: u8,
+    pub is_switch: bool,
+    pub path_port: u8,
+}
+
+impl NodeShape {
+    pub fn port_index(&self, p: u8) -> usize {
+        self.first_port as usize + p as usize
+    }
+}
+
+impl Default for PathRef {
+    fn default() -> PathRef {
+        PathRef {
+            sweep: 0,
+            off: 0,
+            via: NONE,
+            len: 0,
+            key_idx: 0,
+        }
+    }
 }
 
 /// Per-switch state.

@@ -198,6 +198,41 @@ fn lmc_gives_aligned_blocks_and_every_lid_routes() {
 }
 
 #[test]
+fn a_fabric_that_cannot_be_addressed_is_refused_with_the_lids_it_needs() {
+    // ft2:36 at LMC 7: 648 CA ports x 128 LIDs + 54 switches = 82,998 LIDs > 49,151.
+    let t = topo("ft2:36");
+    let cfg = SweeperConfig {
+        lmc: 7,
+        ..SweeperConfig::default()
+    };
+    let mut h = Harness::new(&t, cfg, 3);
+    let failed = h.run_until(10_000_000_000, |e| matches!(e, Event::RoutingFailed(_)));
+    assert!(failed, "no refusal; log:\n{}", h.log.join("\n"));
+    let why = h
+        .events
+        .iter()
+        .find_map(|e| match e {
+            Event::RoutingFailed(w) => Some(w.clone()),
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(
+        why,
+        "SMC-E008 fabric needs 82998 LIDs (LMC 7) but a subnet has 49151: 702 end ports, \
+         split it into subnets or lower the LMC"
+    );
+    assert!(
+        !h.events
+            .iter()
+            .any(|e| matches!(e, Event::LidsAssigned { .. } | Event::SubnetUp { .. })),
+        "no LID is given out"
+    );
+    for &(n, p, _) in ca_ports(&t).iter().take(8) {
+        assert_eq!(h.lid_of(n, p), fabric::Lid(0));
+    }
+}
+
+#[test]
 fn two_port_hca_on_two_switches_gets_both_ports_and_per_port_pkeys() {
     use fabric::{Guid, NodeType, PortRef, Topology};
     let mut t = Topology::new();

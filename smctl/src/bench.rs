@@ -125,9 +125,16 @@ pub fn run(cmd: BenchCmd) -> anyhow::Result<ExitCode> {
     let mut done = false;
     let mut sim_time = std::time::Duration::ZERO;
     let mut sim_at_up = None;
+    // SMP building (the sweeper's poll_transmit) timed apart from the fabric: the SMPs of
+    // one turn are taken first, then sent at the same virtual time in the same order.
+    let mut build_time = std::time::Duration::ZERO;
+    let mut build_at_up = None;
+    let mut batch = Vec::new();
     while !done {
         let t0 = Instant::now();
-        while let Some(tx) = sw.poll_transmit() {
+        batch.extend(std::iter::from_fn(|| sw.poll_transmit()));
+        build_time += t0.elapsed();
+        for tx in batch.drain(..) {
             let r = if tx.dlid.is_permissive() {
                 fab.send(now, sm, &tx.smp)
             } else {
@@ -197,6 +204,7 @@ pub fn run(cmd: BenchCmd) -> anyhow::Result<ExitCode> {
                     Event::SubnetUp { counters, .. } => {
                         t_up = Some(start.elapsed());
                         sim_at_up = Some(sim_time);
+                        build_at_up = Some(build_time);
                         up_counters = Some(counters);
                     }
                     Event::HeavySweepComplete { min_smps: m, .. } => {
@@ -215,6 +223,12 @@ pub fn run(cmd: BenchCmd) -> anyhow::Result<ExitCode> {
     let t_rs = t_route_start.unwrap_or(t_lids);
     let t_re = t_route_end.unwrap_or(t_rs);
     let sim_up = sim_at_up.unwrap_or(sim_time);
+    let build_up = build_at_up.unwrap_or(build_time);
+    let fabric_up = sim_up.saturating_sub(build_up);
+    let per_smp_us = |d: std::time::Duration| {
+        let n = c.total().max(1) as f64;
+        (d.as_secs_f64() * 1e6 / n * 1000.0).round() / 1000.0
+    };
     let peak = runner::peak_rss_bytes();
     let by: serde_json::Map<String, serde_json::Value> = c
         .nonzero()
@@ -237,6 +251,10 @@ pub fn run(cmd: BenchCmd) -> anyhow::Result<ExitCode> {
         "programming_ms": ms(t_up.saturating_sub(t_re)),
         "virtual_ms": now as f64 / 1e6,
         "sim_ms": ms(sim_up),
+        "sim_fabric_ms": ms(fabric_up),
+        "sim_build_ms": ms(build_up),
+        "sim_us_per_smp": per_smp_us(sim_up),
+        "sim_fabric_us_per_smp": per_smp_us(fabric_up),
         "sm_ms": ms(t_up.saturating_sub(sim_up).saturating_sub(t_re.saturating_sub(t_rs))),
         "smps_sent": c.total(),
         "smps_min": min_smps,
@@ -268,8 +286,10 @@ pub fn run(cmd: BenchCmd) -> anyhow::Result<ExitCode> {
             disc.0, disc.1, disc.2
         );
         println!(
-            "time split: simulator (and SMP building) {:.1} ms, routing {:.1} ms, SM and driver {:.1} ms",
+            "time split: simulator (and SMP building) {:.1} ms (fabric {:.1}, building {:.1}), routing {:.1} ms, SM and driver {:.1} ms",
             ms(sim_up),
+            ms(fabric_up),
+            ms(build_up),
             ms(t_re.saturating_sub(t_rs)),
             ms(t_up
                 .saturating_sub(sim_up)

@@ -20,10 +20,9 @@ impl Programming {
         req: &Req,
         data: &mut [u8; 64],
     ) -> Option<()> {
-        let n = disc.node(req.node);
         match req.op {
             Op::LftSet => {
-                let s = disc.switch(n.sw);
+                let s = disc.switch(disc.shape(req.node).sw);
                 let t = &self.lfts.as_ref()?.switches[s.lft_idx as usize];
                 let mut lft = LinearForwardingTable::default();
                 let lo = (usize::from(req.arg) * 64).min(t.ports.len());
@@ -33,7 +32,7 @@ impl Programming {
                 lft.encode(data);
             }
             Op::PKeySet => {
-                let p = disc.port(n.port_index(req.port));
+                let p = disc.port(disc.node(req.node).port_index(req.port));
                 let mut t = mad::PKeyTable::default();
                 let lo = usize::from(req.arg) * 32;
                 for (k, e) in t.keys.iter_mut().enumerate() {
@@ -45,7 +44,7 @@ impl Programming {
                 desired(disc, want, req.node, req.port, req.arg as u8).encode(data);
             }
             Op::SwitchInfoSet => {
-                let s = disc.switch(n.sw);
+                let s = disc.switch(disc.node(req.node).sw);
                 let mut si: SwitchInfo = s.info;
                 si.linear_fdb_top = self.max_lid;
                 if let Some(t) = s.mft_top_want {
