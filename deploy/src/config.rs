@@ -241,6 +241,11 @@ pub struct FileConfig {
     /// name, `qos_policy_file`.
     #[arg(skip)]
     pub qos: Option<std::collections::BTreeMap<String, toml::Value>>,
+    /// Cluster mode: serve Prometheus metrics (`GET /metrics`, plain HTTP) here, e.g.
+    /// 127.0.0.1:9464 (default: not served; the SM_METRICS_LISTEN environment variable is
+    /// read when neither the key nor the flag is set).
+    #[arg(long)]
+    pub metrics_listen: Option<std::net::SocketAddr>,
 }
 
 /// The `[admin]` table: security of a replica's gRPC listener (Peer and SmAdmin share it)
@@ -308,6 +313,7 @@ impl FileConfig {
             },
             max_op_vls: over.max_op_vls.or(self.max_op_vls),
             qos: over.qos.or(self.qos),
+            metrics_listen: over.metrics_listen.or(self.metrics_listen),
         }
     }
 }
@@ -349,6 +355,8 @@ pub struct NodeConfig {
     pub qos: Option<std::sync::Arc<qos::QosTables>>,
     /// `[qos] qos_policy_file` (QoS on only).
     pub qos_policy_file: Option<PathBuf>,
+    /// Where a cluster replica serves Prometheus metrics (None: not served).
+    pub metrics_listen: Option<std::net::SocketAddr>,
 }
 
 /// The `[qos]` table: None when absent or `enabled = false`; the `qos_*` keys checked.
@@ -494,6 +502,7 @@ impl TryFrom<FileConfig> for NodeConfig {
             },
             qos,
             qos_policy_file,
+            metrics_listen: f.metrics_listen,
         })
     }
 }
