@@ -199,8 +199,9 @@ pub struct FileConfig {
     /// E_NODE_POLICY_RELOAD with file:line:col and the policy in force is kept.
     #[arg(long)]
     pub partitions: Option<PathBuf>,
-    /// guid2lid file in OpenSM's format (default DATA_DIR/guid2lid; a single replica only,
-    /// a cluster keeps its LIDs in the Raft log).
+    /// guid2lid file in OpenSM's format (default DATA_DIR/guid2lid). A single replica reads
+    /// and keeps it; a cluster keeps its LIDs in the Raft log and reads the file only for a
+    /// new cluster's first master (an imported OpenSM guid2lid), never writing it.
     #[arg(long)]
     pub guid2lid: Option<PathBuf>,
     /// Up/down root switches: OpenSM's root GUID file (one node GUID per line; default:
