@@ -23,12 +23,7 @@ use umad::testing::Ibsim;
 /// port GUID.
 fn port_lids(ibnetdiscover: &str) -> BTreeMap<String, u16> {
     let lid_after = |s: &str, key: &str| -> Option<u16> {
-        s.split_once(key)?
-            .1
-            .split_whitespace()
-            .next()?
-            .parse()
-            .ok()
+        s.split_once(key)?.1.split_whitespace().next()?.parse().ok()
     };
     let mut m = BTreeMap::new();
     let mut in_ca = false;
@@ -90,7 +85,11 @@ fn a_fabric_moved_from_opensm_with_its_guid2lid_keeps_every_lid() {
     assert_eq!(theirs.len(), switches + cas, "{theirs:?}");
     assert!(theirs.values().all(|l| *l != 0), "{theirs:?}");
     let guid2lid = osm.join("guid2lid");
-    assert!(guid2lid.exists(), "OpenSM wrote no guid2lid in {}", osm.display());
+    assert!(
+        guid2lid.exists(),
+        "OpenSM wrote no guid2lid in {}",
+        osm.display()
+    );
 
     // OpenSM's own default configuration, then the import.
     let conf = dir.join("opensm.conf");
@@ -100,7 +99,13 @@ fn a_fabric_moved_from_opensm_with_its_guid2lid_keeps_every_lid() {
     let (etc, data) = (dir.join("etc"), dir.join("data"));
     let p = |p: &Path| p.to_str().unwrap().to_string();
     let out = Command::new(env!("CARGO_BIN_EXE_sm-node"))
-        .args(["import-opensm", "--conf", &p(&conf), "--guid2lid", &p(&guid2lid)])
+        .args([
+            "import-opensm",
+            "--conf",
+            &p(&conf),
+            "--guid2lid",
+            &p(&guid2lid),
+        ])
         .args(["--fabric", "umad:/dev/infiniband/umad0:1"])
         .args(["--data-dir", &p(&data), "--out-dir", &p(&etc)])
         .env_remove("RUST_LOG")
@@ -130,7 +135,10 @@ fn a_fabric_moved_from_opensm_with_its_guid2lid_keeps_every_lid() {
     // Every port's LID comes from the file ("remembered"); none is new. ("changing" counts
     // the ports whose current LID, 0 on the fresh fabric, differs.)
     let remembered = format!(": {} remembered, 0 kept, 0 new,", theirs.len());
-    assert!(lids_line.contains(&remembered), "every LID from the file: {lids_line}");
+    assert!(
+        lids_line.contains(&remembered),
+        "every LID from the file: {lids_line}"
+    );
 
     // Without the import, for contrast (no guid2lid: the SM's own numbering).
     let sim = fresh("without the import");
@@ -145,8 +153,13 @@ fn a_fabric_moved_from_opensm_with_its_guid2lid_keeps_every_lid() {
     println!(
         "ft2:8 on ibsim: {} ports ({switches} switches, {cas} CA ports); with OpenSM's guid2lid imported {} keep OpenSM's LID; without it {would_change} would change",
         theirs.len(),
-        ours.iter().filter(|(k, l)| theirs.get(*k) == Some(l)).count(),
+        ours.iter()
+            .filter(|(k, l)| theirs.get(*k) == Some(l))
+            .count(),
     );
-    assert_eq!(ours, theirs, "LIDs: Quorum SM with the import (left) vs OpenSM (right)");
+    assert_eq!(
+        ours, theirs,
+        "LIDs: Quorum SM with the import (left) vs OpenSM (right)"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -81,8 +81,16 @@ pub fn with_leader_figures(
                 role: l.role,
                 match_index: l.match_index,
                 lag: l.lag,
-                priority: if r.priority != 0 { r.priority } else { l.priority },
-                port_guid: if r.port_guid != 0 { r.port_guid } else { l.port_guid },
+                priority: if r.priority != 0 {
+                    r.priority
+                } else {
+                    l.priority
+                },
+                port_guid: if r.port_guid != 0 {
+                    r.port_guid
+                } else {
+                    l.port_guid
+                },
                 ..r.clone()
             },
             None => r.clone(),

@@ -283,7 +283,10 @@ mod tests {
         let a = alarms(&st);
         assert_eq!(a.len(), 1);
         assert_eq!(a[0].replica, 3);
-        assert!(a[0].text.starts_with("replica 3 (127.0.0.1:7103) does not answer"));
+        assert!(
+            a[0].text
+                .starts_with("replica 3 (127.0.0.1:7103) does not answer")
+        );
         st.leader_id = 0;
         assert_eq!(alarms(&st).len(), 2);
         let j = status_json(&st, None, &ListNodesReply::default());

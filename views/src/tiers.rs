@@ -169,7 +169,10 @@ pub fn tiers_svg(d: &Drawing, width: u32) -> String {
         if *c > 1 {
             let (a, b) = (p[*u], p[*w]);
             // Near the lower end, where the lines of a row fan out least.
-            let (x, y) = (a.x + (b.x - a.x) * 0.8, (a.y + a.h) + (b.y - a.y - a.h) * 0.8);
+            let (x, y) = (
+                a.x + (b.x - a.x) * 0.8,
+                (a.y + a.h) + (b.y - a.y - a.h) * 0.8,
+            );
             let _ = write!(
                 o,
                 r##"<text x="{x:.1}" y="{y:.1}" font-size="10" text-anchor="middle" fill="#1b5e20" stroke="#fff" stroke-width="3" paint-order="stroke">×{c}</text>"##
@@ -231,10 +234,16 @@ mod tests {
         assert!(h < 1000.0, "height {h}");
         for (b, q) in d.boxes.iter().zip(&p) {
             // Inside the page, and the label's length fits along the box.
-            assert!(q.x - q.w / 2.0 >= 0.0 && q.x + q.w / 2.0 <= 1360.0, "{b:?} {q:?}");
+            assert!(
+                q.x - q.w / 2.0 >= 0.0 && q.x + q.w / 2.0 <= 1360.0,
+                "{b:?} {q:?}"
+            );
             let along = if q.vertical { q.h } else { q.w };
             let across = if q.vertical { q.w } else { q.h };
-            assert!(b.label.chars().count() as f64 * CHAR_W <= along, "{b:?} {q:?}");
+            assert!(
+                b.label.chars().count() as f64 * CHAR_W <= along,
+                "{b:?} {q:?}"
+            );
             assert!(across >= FONT + 4.0, "{b:?} {q:?}");
         }
         // No two boxes of a row overlap.
@@ -247,7 +256,11 @@ mod tests {
         }
         let svg = tiers_svg(&d, 1360);
         for b in &d.boxes {
-            assert!(svg.contains(&format!(">{}</text>", xml(&b.label))), "{}", b.label);
+            assert!(
+                svg.contains(&format!(">{}</text>", xml(&b.label))),
+                "{}",
+                b.label
+            );
         }
         assert_eq!(svg.matches("<line ").count(), d.edges.len());
     }
