@@ -199,8 +199,9 @@ pub struct FileConfig {
     /// E_NODE_POLICY_RELOAD with file:line:col and the policy in force is kept.
     #[arg(long)]
     pub partitions: Option<PathBuf>,
-    /// guid2lid file in OpenSM's format (default DATA_DIR/guid2lid; a single replica only,
-    /// a cluster keeps its LIDs in the Raft log).
+    /// guid2lid file in OpenSM's format (default DATA_DIR/guid2lid). A single replica reads
+    /// and keeps it; a cluster keeps its LIDs in the Raft log and reads the file only for a
+    /// new cluster's first master (an imported OpenSM guid2lid), never writing it.
     #[arg(long)]
     pub guid2lid: Option<PathBuf>,
     /// Up/down root switches: OpenSM's root GUID file (one node GUID per line; default:
@@ -241,6 +242,11 @@ pub struct FileConfig {
     /// name, `qos_policy_file`.
     #[arg(skip)]
     pub qos: Option<std::collections::BTreeMap<String, toml::Value>>,
+    /// Cluster mode: serve Prometheus metrics (`GET /metrics`, plain HTTP) here, e.g.
+    /// 127.0.0.1:9464 (default: not served; the SM_METRICS_LISTEN environment variable is
+    /// read when neither the key nor the flag is set).
+    #[arg(long)]
+    pub metrics_listen: Option<std::net::SocketAddr>,
 }
 
 /// The `[admin]` table: security of a replica's gRPC listener (Peer and SmAdmin share it)
@@ -308,6 +314,7 @@ impl FileConfig {
             },
             max_op_vls: over.max_op_vls.or(self.max_op_vls),
             qos: over.qos.or(self.qos),
+            metrics_listen: over.metrics_listen.or(self.metrics_listen),
         }
     }
 }
@@ -349,6 +356,8 @@ pub struct NodeConfig {
     pub qos: Option<std::sync::Arc<qos::QosTables>>,
     /// `[qos] qos_policy_file` (QoS on only).
     pub qos_policy_file: Option<PathBuf>,
+    /// Where a cluster replica serves Prometheus metrics (None: not served).
+    pub metrics_listen: Option<std::net::SocketAddr>,
 }
 
 /// The `[qos]` table: None when absent or `enabled = false`; the `qos_*` keys checked.
@@ -497,6 +506,7 @@ impl TryFrom<FileConfig> for NodeConfig {
             },
             qos,
             qos_policy_file,
+            metrics_listen: f.metrics_listen,
         })
     }
 }

@@ -67,7 +67,13 @@ impl MasterSeed {
     pub fn configure(&self, scfg: &mut SweeperConfig) {
         let s = &self.seeds;
         scfg.role = Role::Master;
-        scfg.guid2lid = s.guid2lid.clone();
+        // The log's LIDs rule once it holds any. A new cluster's first master (no LID
+        // replicated yet) keeps the driver's own map: the guid2lid file of the replica (an
+        // OpenSM guid2lid imported for a migration); the LIDs it assigns from it are
+        // committed after its first sweep like any others.
+        if !s.guid2lid.is_empty() {
+            scfg.guid2lid = s.guid2lid.clone();
+        }
         scfg.known_lfts = s.known_lfts.clone();
         scfg.known_pkeys = s.known_pkeys.clone();
         scfg.known_mfts = s.known_mfts.clone();
@@ -98,4 +104,44 @@ pub fn configure_standby(scfg: &mut SweeperConfig, port: fabric::Guid) {
     scfg.role = Role::Standby;
     scfg.guid2lid = Guid2Lid::new();
     scfg.sm_port_guid = Some(port);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use fabric::{Guid, Lid};
+    use proto::state::{Command, LidEntry, LidUpdate, command::Kind};
+
+    #[test]
+    fn a_new_cluster_starts_from_the_local_guid2lid_and_the_log_rules_after() {
+        let mut local = Guid2Lid::new();
+        local.set(Guid(1), Lid(40), Lid(40));
+        let base = SweeperConfig {
+            guid2lid: local.clone(),
+            ..SweeperConfig::default()
+        };
+        // Empty log: the local map stays.
+        let mut st = ReplicatedState::new();
+        let mut scfg = base.clone();
+        MasterSeed::new(&st, 1).configure(&mut scfg);
+        assert_eq!(scfg.guid2lid.get(Guid(1)), Some((Lid(40), Lid(40))));
+        // LIDs in the log: they replace the local map.
+        let lids = Command {
+            request_id: 0,
+            kind: Some(Kind::UpdateLids(LidUpdate {
+                set: vec![LidEntry {
+                    port_guid: 1,
+                    base_lid: 3,
+                    lmc: 0,
+                }],
+                remove: Vec::new(),
+                replace_all: true,
+            })),
+        };
+        assert!(st.apply(1, 1, &lids).is_accepted());
+        let mut scfg = base;
+        MasterSeed::new(&st, 2).configure(&mut scfg);
+        assert_eq!(scfg.guid2lid.get(Guid(1)), Some((Lid(3), Lid(3))));
+        assert_eq!(scfg.guid2lid.len(), 1);
+    }
 }

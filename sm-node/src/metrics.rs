@@ -206,20 +206,28 @@ fn follow(raft: Addr<RaftActor>) {
     });
 }
 
-/// Serves `/metrics` on `SM_METRICS_LISTEN` when set (on the current tokio runtime); with
-/// `SM_METRICS_PORT_PLUS_ID=1` the port is increased by the replica id (several replicas on
-/// one host sharing an environment).
-pub fn spawn_from_env(raft: Addr<RaftActor>, id: u64) -> Result<(), String> {
-    let Ok(addr) = std::env::var("SM_METRICS_LISTEN") else {
-        return Ok(());
+/// Serves `/metrics` (on the current tokio runtime) at `listen` (the `metrics-listen`
+/// key or flag), else at `SM_METRICS_LISTEN` when set; with `SM_METRICS_PORT_PLUS_ID=1` the
+/// environment's port is increased by the replica id (several replicas on one host sharing
+/// an environment).
+pub fn spawn(
+    raft: Addr<RaftActor>,
+    id: u64,
+    listen: Option<std::net::SocketAddr>,
+) -> Result<(), String> {
+    let addr = match (listen, std::env::var("SM_METRICS_LISTEN")) {
+        (Some(a), _) => a,
+        (None, Err(_)) => return Ok(()),
+        (None, Ok(addr)) => {
+            let mut a: std::net::SocketAddr = addr
+                .parse()
+                .map_err(|e| format!("SM_METRICS_LISTEN={addr}: {e}"))?;
+            if std::env::var("SM_METRICS_PORT_PLUS_ID").is_ok_and(|v| v == "1") {
+                a.set_port(a.port().saturating_add(id as u16));
+            }
+            a
+        }
     };
-    let addr: std::net::SocketAddr = addr
-        .parse()
-        .map_err(|e| format!("SM_METRICS_LISTEN={addr}: {e}"))?;
-    let mut addr = addr;
-    if std::env::var("SM_METRICS_PORT_PLUS_ID").is_ok_and(|v| v == "1") {
-        addr.set_port(addr.port().saturating_add(id as u16));
-    }
     let std_l = std::net::TcpListener::bind(addr)
         .map_err(|e| format!("E_NODE_METRICS: bind {addr}: {e}"))?;
     std_l.set_nonblocking(true).map_err(|e| e.to_string())?;

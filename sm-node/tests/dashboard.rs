@@ -348,10 +348,10 @@ async fn browser(
     };
     let shots = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("dashboard");
     std::fs::create_dir_all(&shots).unwrap();
-    let text_of = |css: &'static str| {
-        let client = client.clone();
+    let text_of = |css: &str| {
+        let (client, css) = (client.clone(), css.to_string());
         async move {
-            match client.find(Locator::Css(css)).await {
+            match client.find(Locator::Css(&css)).await {
                 Ok(e) => e.text().await.unwrap_or_default(),
                 Err(_) => String::new(),
             }
@@ -437,6 +437,25 @@ async fn browser(
         assert!(start.elapsed() < BOUND, "master still shown as {m:?}");
         tokio::time::sleep(Duration::from_millis(250)).await;
     }
+    // The killed replica is an alarm (the new leader cannot reach it), not a grey row.
+    let start = Instant::now();
+    let alarm = loop {
+        let t = text_of(&format!("#alarm-list li[data-replica='{leader}']")).await;
+        if !t.is_empty() {
+            break t;
+        }
+        assert!(
+            start.elapsed() < BOUND,
+            "no alarm for the killed replica {leader}"
+        );
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    };
+    assert!(alarm.contains("does not answer the leader"), "{alarm}");
+    assert!(
+        !text_of(&format!("#replicas tr.dead[data-id='{leader}']"))
+            .await
+            .is_empty()
+    );
     let marker = client
         .execute("return window.qsmMarker || 0;", vec![])
         .await

@@ -301,3 +301,52 @@ fn import_opensm_with_its_guid2lid_keeps_every_lid() {
     });
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn a_new_cluster_takes_its_lids_from_an_imported_guid2lid() {
+    use sm_node::cluster::harness::{self, LocalCluster};
+    let dir = temp_dir("ops-cluster-guid2lid");
+    let mut c = LocalCluster::new(Path::new(BIN), "ft2:8", 3, &dir.join("cluster")).unwrap();
+    // OpenSM's guid2lid for every switch and CA port, with LIDs Quorum SM would not choose
+    // (from 200, in reverse topology order).
+    let mut ports: Vec<(fabric::NodeId, u8, Guid)> = c
+        .topo
+        .switches()
+        .map(|(id, n)| (id, 0, n.ports[0].guid))
+        .collect();
+    ports.extend(harness::ca_ports(&c.topo));
+    let n = ports.len() as u16;
+    let want: Vec<(Guid, Lid)> = ports
+        .iter()
+        .enumerate()
+        .map(|(i, p)| (p.2, Lid(200 + n - i as u16)))
+        .collect();
+    let text: String = want
+        .iter()
+        .map(|(g, l)| format!("0x{:016x} 0x{:04x} 0x{:04x}\n", g.0, l.0, l.0))
+        .collect();
+    let file = dir.join("guid2lid");
+    std::fs::write(&file, &text).unwrap();
+    c.common
+        .extend(["--guid2lid".to_string(), file.to_str().unwrap().to_string()]);
+    c.start_all().unwrap();
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let st = rt
+        .block_on(c.wait_serving(0, std::time::Duration::from_secs(60)))
+        .unwrap();
+    let got: Vec<(Guid, Lid)> = c.with_sim(|s| {
+        ports
+            .iter()
+            .map(|&(id, p, g)| (g, s.port_info(id, p).map_or(Lid(0), |pi| pi.lid)))
+            .collect()
+    });
+    assert_eq!(got, want, "every port has its LID from the file");
+    // The master read the file and never wrote it.
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), text);
+    println!(
+        "3 replicas, master replica {}: {} ports took their LIDs from the imported guid2lid",
+        st.leader_id, n
+    );
+    drop(c);
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -119,20 +119,22 @@ pub fn cluster(o: ReadOpts) -> anyhow::Result<ExitCode> {
             return json(&serde_json::json!({
                 "self_id": s.self_id, "term": s.term, "leader_id": s.leader_id,
                 "commit_index": s.commit_index, "applied_index": s.applied_index,
-                "policy_version": s.policy_version, "intent_pending": s.intent_pending,
+                "policy_version": s.policy_version, "tenants_version": s.tenants_version,
+                "leader_figures": s.leader_figures, "intent_pending": s.intent_pending,
                 "last_sweep_unix_ms": s.last_sweep_unix_ms, "subnet_up_unix_ms": s.subnet_up_unix_ms,
                 "master": s.master.as_ref().map(|m| serde_json::json!({"term": m.term, "replica_id": m.replica_id,
                     "sm_port_guid": format!("{:#018x}", m.sm_port_guid)})),
                 "replicas": reps}));
         }
         println!(
-            "replica {} sees: term {} leader {} commit {} applied {} policy v{}{}",
+            "replica {} sees: term {} leader {} commit {} applied {} policy v{} tenants v{}{}",
             s.self_id,
             s.term,
             s.leader_id,
             s.commit_index,
             s.applied_index,
             s.policy_version,
+            s.tenants_version,
             if s.intent_pending {
                 " (intent pending)"
             } else {

@@ -47,13 +47,68 @@ pub fn status_text(st: &ClusterStatusReply) -> String {
     }
     let _ = writeln!(
         o,
-        "  SUBNET UP at {}, last sweep at {}, policy version {}, intent pending: {}",
+        "  SUBNET UP at {}, last sweep at {}, policy version {} (tenants version {}), intent pending: {}",
         ms_to_utc(st.subnet_up_unix_ms),
         ms_to_utc(st.last_sweep_unix_ms),
         st.policy_version,
+        st.tenants_version,
         st.intent_pending
     );
+    if st.leader_figures {
+        let _ = writeln!(
+            o,
+            "  (match, lag and sweep times as the leader, replica {}, reported them)",
+            st.leader_id
+        );
+    }
     o
+}
+
+/// A follower's status `own` with the figures only the leader knows taken from the
+/// leader's answer `leader`: every replica's role, match index and lag (a follower's Raft
+/// has no progress of its peers), when the master last swept and reached SUBNET UP, and the
+/// newer of the two policy and tenant versions. What is this replica's own (its id, term,
+/// commit and applied index, its priority and port) stays.
+pub fn with_leader_figures(
+    own: ClusterStatusReply,
+    leader: &ClusterStatusReply,
+) -> ClusterStatusReply {
+    let replicas = own
+        .replicas
+        .iter()
+        .map(|r| match leader.replicas.iter().find(|l| l.id == r.id) {
+            Some(l) => proto::admin::ReplicaStatus {
+                role: l.role,
+                match_index: l.match_index,
+                lag: l.lag,
+                priority: if r.priority != 0 {
+                    r.priority
+                } else {
+                    l.priority
+                },
+                port_guid: if r.port_guid != 0 {
+                    r.port_guid
+                } else {
+                    l.port_guid
+                },
+                ..r.clone()
+            },
+            None => r.clone(),
+        })
+        .collect();
+    ClusterStatusReply {
+        replicas,
+        last_sweep_unix_ms: own.last_sweep_unix_ms.max(leader.last_sweep_unix_ms),
+        subnet_up_unix_ms: if own.subnet_up_unix_ms != 0 {
+            own.subnet_up_unix_ms
+        } else {
+            leader.subnet_up_unix_ms
+        },
+        policy_version: own.policy_version.max(leader.policy_version),
+        tenants_version: own.tenants_version.max(leader.tenants_version),
+        leader_figures: true,
+        ..own
+    }
 }
 
 /// The events (kind, text) a replica's status `st` gives after the previous poll `prev`
@@ -108,10 +163,13 @@ pub fn status_events(
             ),
         ));
     }
-    if st.last_sweep_unix_ms != p.last_sweep_unix_ms && st.last_sweep_unix_ms != 0 {
+    if st.tenants_version != p.tenants_version {
         out.push((
-            "sweep",
-            "sweep complete on this replica (master)".to_string(),
+            "policy",
+            format!(
+                "tenant set version {} in force (was {}): the effective partition policy changed",
+                st.tenants_version, p.tenants_version
+            ),
         ));
     }
     if st.subnet_up_unix_ms != p.subnet_up_unix_ms && st.subnet_up_unix_ms != 0 {
@@ -180,5 +238,69 @@ mod tests {
         assert!(t.starts_with("cluster (as seen by replica 2): term 3, leader 1"));
         assert!(t.contains(" leader "), "{t}");
         assert!(t.contains("SUBNET UP at -, last sweep at -"), "{t}");
+    }
+
+    #[test]
+    fn a_follower_reports_the_leaders_progress_and_sweeps() {
+        let rs = |id: u64, role: Role, m: u64, prio: u32| proto::admin::ReplicaStatus {
+            id,
+            role: role as i32,
+            match_index: m,
+            priority: prio,
+            ..Default::default()
+        };
+        let mut own = st(1, 3);
+        own.commit_index = 40;
+        own.replicas = vec![
+            rs(1, Role::Leader, 0, 0),
+            rs(2, Role::Follower, 0, 5),
+            rs(3, Role::Follower, 0, 0),
+        ];
+        let mut leader = st(1, 3);
+        leader.self_id = 1;
+        leader.commit_index = 42;
+        leader.last_sweep_unix_ms = 1000;
+        leader.subnet_up_unix_ms = 900;
+        leader.tenants_version = 2;
+        leader.replicas = vec![
+            rs(1, Role::Leader, 42, 7),
+            rs(2, Role::Follower, 41, 0),
+            rs(3, Role::Unreachable, 12, 0),
+        ];
+        let m = with_leader_figures(own, &leader);
+        assert_eq!((m.self_id, m.commit_index), (2, 40));
+        let got: Vec<_> = m
+            .replicas
+            .iter()
+            .map(|r| (r.id, r.match_index, r.priority, r.role))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                (1, 42, 7, Role::Leader as i32),
+                (2, 41, 5, Role::Follower as i32),
+                (3, 12, 0, Role::Unreachable as i32)
+            ]
+        );
+        assert_eq!((m.last_sweep_unix_ms, m.subnet_up_unix_ms), (1000, 900));
+        assert_eq!(m.tenants_version, 2);
+        let t = status_text(&m);
+        assert!(t.contains("match     42"), "{t}");
+        assert!(t.contains("tenants version 2"), "{t}");
+        assert!(t.contains("as the leader, replica 1, reported them"), "{t}");
+    }
+
+    #[test]
+    fn light_sweeps_make_no_event_and_tenant_edits_do() {
+        let mut a = st(1, 2);
+        a.last_sweep_unix_ms = 10;
+        let mut b = a.clone();
+        b.last_sweep_unix_ms = 20;
+        assert!(status_events(Some(&a), 1, &b).is_empty());
+        b.tenants_version = 1;
+        let e = status_events(Some(&a), 1, &b);
+        assert_eq!(e.len(), 1);
+        assert_eq!(e[0].0, "policy");
+        assert!(e[0].1.starts_with("tenant set version 1"), "{e:?}");
     }
 }

@@ -121,6 +121,56 @@ impl Recent {
     }
 }
 
+/// The WatchEvents text of a light sweep (`sweep` kind).
+pub fn light_sweep_text(smps: u64, changed: bool) -> String {
+    format!("light sweep complete: {smps} SMPs, changes seen: {changed}")
+}
+
+/// Whether the dashboard's event feed shows `e`: every event but a light sweep that saw
+/// no change (one every sweep interval would flood the feed; a change shows as the heavy
+/// sweep that follows).
+pub fn in_feed(e: &Event) -> bool {
+    !(e.kind == "sweep" && e.text.starts_with("light sweep") && e.text.ends_with("false"))
+}
+
+/// An alarm on the status page.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Alarm {
+    /// Replica concerned (0: the cluster).
+    pub replica: u64,
+    /// What is wrong, for the operator.
+    pub text: String,
+}
+
+/// The alarms of a cluster status: no leader (nothing is programmed), and every replica
+/// the leader cannot reach (dead, stopped or cut off: one more loss stops the cluster).
+/// A follower's status carries the leader's view of the replicas when it could ask it
+/// ([`crate::cluster::with_leader_figures`]); without it, a follower cannot tell.
+pub fn alarms(st: &ClusterStatusReply) -> Vec<Alarm> {
+    let mut out = Vec::new();
+    if st.leader_id == 0 {
+        out.push(Alarm {
+            replica: 0,
+            text: format!(
+                "no leader seen by replica {} (term {}): no master SM, nothing is programmed",
+                st.self_id, st.term
+            ),
+        });
+    }
+    for r in &st.replicas {
+        if r.role == Role::Unreachable as i32 {
+            out.push(Alarm {
+                replica: r.id,
+                text: format!(
+                    "replica {} ({}) does not answer the leader: dead, stopped or cut off (match index {}, lag {})",
+                    r.id, r.peer_address, r.match_index, r.lag
+                ),
+            });
+        }
+    }
+    out
+}
+
 /// The status page: the cluster as this replica sees it, the master's SMInfo when one
 /// answers, and the fabric's counts from ListNodes.
 pub fn status_json(
@@ -143,7 +193,10 @@ pub fn status_json(
         "last_sweep_unix_ms": st.last_sweep_unix_ms,
         "subnet_up_unix_ms": st.subnet_up_unix_ms,
         "policy_version": st.policy_version,
+        "tenants_version": st.tenants_version,
+        "leader_figures": st.leader_figures,
         "intent_pending": st.intent_pending,
+        "alarms": alarms(st),
         "replicas": st.replicas.iter().map(|r| json!({
             "id": r.id, "admin_address": r.admin_address, "priority": r.priority,
             "role": Role::label(r.role), "match_index": r.match_index, "lag": r.lag,
@@ -208,6 +261,49 @@ mod tests {
         let all = s.all();
         assert_eq!(all.len(), SAMPLES);
         assert_eq!(all[0].unix_ms, 3);
+    }
+
+    #[test]
+    fn a_dead_replica_and_no_leader_are_alarms() {
+        let r = |id: u64, role: Role| ReplicaStatus {
+            id,
+            role: role as i32,
+            peer_address: format!("127.0.0.1:710{id}"),
+            ..Default::default()
+        };
+        let mut st = ClusterStatusReply {
+            self_id: 1,
+            leader_id: 1,
+            term: 4,
+            replicas: vec![r(1, Role::Leader), r(2, Role::Follower)],
+            ..Default::default()
+        };
+        assert!(alarms(&st).is_empty());
+        st.replicas.push(r(3, Role::Unreachable));
+        let a = alarms(&st);
+        assert_eq!(a.len(), 1);
+        assert_eq!(a[0].replica, 3);
+        assert!(
+            a[0].text
+                .starts_with("replica 3 (127.0.0.1:7103) does not answer")
+        );
+        st.leader_id = 0;
+        assert_eq!(alarms(&st).len(), 2);
+        let j = status_json(&st, None, &ListNodesReply::default());
+        assert_eq!(j["alarms"].as_array().map(Vec::len), Some(2));
+    }
+
+    #[test]
+    fn quiet_light_sweeps_stay_out_of_the_feed() {
+        let ev = |kind: &str, text: String| Event {
+            kind: kind.into(),
+            text,
+            ..Default::default()
+        };
+        assert!(!in_feed(&ev("sweep", light_sweep_text(54, false))));
+        assert!(in_feed(&ev("sweep", light_sweep_text(54, true))));
+        assert!(in_feed(&ev("sweep", "heavy sweep 3 complete".into())));
+        assert!(in_feed(&ev("trap", "trap 128 received".into())));
     }
 
     #[test]

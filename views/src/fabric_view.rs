@@ -281,7 +281,7 @@ pub fn arrange(m: &FabricModel, o: &DrawOptions) -> Result<Drawing, crate::Views
             highlight: false,
         });
     }
-    // Edges, upper end first; links folded into a host group are counted on one edge.
+    // Edges, upper end first; links folded into one edge are counted on it.
     let mut folded: BTreeMap<(usize, usize), (LinkState, usize)> = BTreeMap::new();
     for l in &links {
         d.links += 1;
@@ -303,13 +303,11 @@ pub fn arrange(m: &FabricModel, o: &DrawOptions) -> Result<Drawing, crate::Views
         } else {
             (ib, ia)
         };
-        if d.boxes[down].shape == Shape::HostGroup {
-            let e = folded.entry((up, down)).or_insert((LinkState::Active, 0));
-            e.0 = e.0.max(l.state);
-            e.1 += 1;
-        } else {
-            d.edges.push((up, down, l.state, 1));
-        }
+        // Parallel links between two switches, and the links of a host group, are one
+        // edge with their count; the worst state wins.
+        let e = folded.entry((up, down)).or_insert((LinkState::Active, 0));
+        e.0 = e.0.max(l.state);
+        e.1 += 1;
     }
     for ((u, w), (s, c)) in folded {
         d.edges.push((u, w, s, c));

@@ -3,6 +3,9 @@
 //! by the `layout-rs` library) and the partition reachability matrix (SVG built with the
 //! `svg` crate's document builder) from the isolation audit read back from the fabric.
 //!
+//! [`tiers_svg`] draws the same arrangement at a fixed page width without a layout library
+//! (rows per tier, vertical labels where a row is crowded): the dashboard's picture.
+//!
 //! [`model`] turns what the admin API returns (ListNodes, SmInfo) or a topology into a
 //! [`FabricModel`]; smctl and the dashboard both draw through it. [`portinfo`] renders a
 //! PortInfo the master read field by field as `smpquery portinfo` prints it, into the
@@ -21,6 +24,7 @@ mod matrix;
 pub mod model;
 pub mod portinfo;
 mod render;
+mod tiers;
 
 pub use fabric_view::{
     DrawOptions, Drawing, FabricModel, LinkState, ModelLink, ModelNode, NodeKind, Shape, Tier,
@@ -28,6 +32,7 @@ pub use fabric_view::{
 };
 pub use matrix::{Cell, Reachability, matrix_svg, matrix_text};
 pub use render::{to_dot, to_svg};
+pub use tiers::{Placed, place, tiers_svg};
 
 /// Errors of the views crate.
 #[derive(Debug, thiserror::Error)]

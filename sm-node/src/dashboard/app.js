@@ -20,13 +20,15 @@ async function status() {
     $("master").dataset.leader = s.leader_id;
     $("sm").textContent = s.sm ? `${s.sm.state} LID ${s.sm.sm_lid} GUID ${s.sm.sm_guid} (replica ${s.sm.replica_id})` : "-";
     $("commit").textContent = s.commit_index + " / " + s.applied_index;
-    $("policy").textContent = s.policy_version;
+    $("policy").textContent = `${s.policy_version} (tenants ${s.tenants_version})`;
+    $("alarms").className = s.alarms.length ? "on" : "";
+    $("alarm-list").innerHTML = s.alarms.map((a) => `<li data-replica="${a.replica}">${esc(a.text)}</li>`).join("");
     $("sweep").textContent = when(s.last_sweep_unix_ms);
     $("switches").textContent = s.fabric.switches;
     $("hosts").textContent = s.fabric.hosts;
     $("links").textContent = s.fabric.links;
     $("replicas").tBodies[0].innerHTML = s.replicas.map((r) =>
-      `<tr class="${r.id === s.leader_id ? "leader" : ""}" data-id="${r.id}"><td>${r.id}</td><td>${esc(r.role)}</td>` +
+      `<tr class="${r.role === "unreachable" ? "dead" : r.id === s.leader_id ? "leader" : ""}" data-id="${r.id}"><td>${r.id}</td><td>${esc(r.role)}</td>` +
       `<td>${r.lag}</td><td>${r.match_index}</td><td>${r.voter ? "yes" : "no"}</td><td>${esc(r.admin_address)}</td></tr>`).join("");
   } catch (e) {
     $("conn").textContent = "status: " + e.message;

@@ -45,6 +45,9 @@ fn spawn_feeders(d: Arc<server::Dash>, raft: Addr<RaftActor>) {
         // when it subscribes (`/api/events`).
         let mut rx = crate::cluster::admin::watch::spawn(d.svc_raft.clone(), Vec::new());
         while let Some(e) = rx.recv().await {
+            if !views::dashboard::in_feed(&e) {
+                continue;
+            }
             let p = match d.recent.lock() {
                 Ok(mut r) => r.push(&e),
                 Err(_) => return,

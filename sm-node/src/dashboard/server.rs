@@ -22,8 +22,12 @@ use views::dashboard::{PageEvent, Recent, Samples};
 const INDEX: &str = include_str!("index.html");
 const APP_JS: &str = include_str!("app.js");
 
-/// Largest drawing (edges after collapsing hosts) the dashboard lays out.
+/// Largest drawing (edges after collapsing hosts and bundling parallel links) the dashboard
+/// draws.
 pub const MAX_LAYOUT_EDGES: usize = 1500;
+
+/// Width of the fabric picture, px (a 1400 px window less the page's margins).
+const PAGE_WIDTH: u32 = 1320;
 
 /// Largest request head the dashboard takes (16 KiB: the request line and every header,
 /// name and value): its pages and API calls are GETs carrying at most a token and a cookie.
@@ -242,8 +246,8 @@ async fn fabric_svg(State(d): D, h: HeaderMap) -> Response {
     {
         return svg(text.clone());
     }
-    // Layout is CPU work on a replica that also runs the SM: off the async workers, and
-    // refused past a size (ft3:16's 2,176 edges take seconds; ft2:36's 684 a few ms).
+    // Drawn off the async workers (a replica also runs the SM) at the page's width, rows
+    // per tier (`views::tiers_svg`), and refused past a size no page can show.
     let r = tokio::task::spawn_blocking(move || {
         let m = views::model::from_list_nodes(&nodes, sm.as_ref());
         // Compact on a page: more than two hosts of a leaf become one box.
@@ -255,7 +259,7 @@ async fn fabric_svg(State(d): D, h: HeaderMap) -> Response {
             if dr.edges.len() > MAX_LAYOUT_EDGES {
                 Err(dr)
             } else {
-                Ok(views::to_svg(&dr))
+                Ok(views::tiers_svg(&dr, PAGE_WIDTH))
             }
         })
     })

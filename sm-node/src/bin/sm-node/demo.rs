@@ -28,6 +28,21 @@ pub struct DemoArgs {
     /// Stop everything once SUBNET UP was reported (CI, smoke tests).
     #[arg(long)]
     exit_after_subnet_up: bool,
+    /// Serve every replica's read-only dashboard: replica i at this address's port + i - 1
+    /// (plain HTTP on loopback, no token: the demo's replicas run with --insecure-loopback).
+    #[arg(long)]
+    dashboard_listen: Option<std::net::SocketAddr>,
+    /// Serve every replica's Prometheus metrics (`GET /metrics`): replica i at this
+    /// address's port + i - 1.
+    #[arg(long)]
+    metrics_listen: Option<std::net::SocketAddr>,
+}
+
+/// `addr` with its port moved up by `i - 1` (replica i of the demo).
+fn nth(addr: std::net::SocketAddr, i: u64) -> std::net::SocketAddr {
+    let mut a = addr;
+    a.set_port(addr.port().saturating_add((i - 1) as u16));
+    a
 }
 
 /// CA port GUIDs with a cable, in topology order.
@@ -99,7 +114,16 @@ pub async fn run(a: &DemoArgs) -> anyhow::Result<ExitCode> {
     for i in 1..=a.replicas {
         let log = std::fs::File::create(dir.join(format!("replica{i}.log")))?;
         let port = ports[(i - 1) as usize];
-        let child = Command::new(&exe)
+        let mut cmd = Command::new(&exe);
+        if let Some(d) = a.dashboard_listen {
+            cmd.arg("--dashboard-listen").arg(nth(d, i).to_string());
+            println!("replica {i}: dashboard http://{}/", nth(d, i));
+        }
+        if let Some(m) = a.metrics_listen {
+            cmd.arg("--metrics-listen").arg(nth(m, i).to_string());
+            println!("replica {i}: metrics http://{}/metrics", nth(m, i));
+        }
+        let child = cmd
             .arg("--id")
             .arg(i.to_string())
             .arg("--peers")

@@ -177,9 +177,10 @@ fn check_config(cli: &Cli) -> anyhow::Result<ExitCode> {
 }
 
 fn run_cluster(cli: Cli) -> anyhow::Result<ExitCode> {
-    let mut cfg = node_config(&cli)?;
+    let cfg = node_config(&cli)?;
     cfg.sweeper_config()?;
-    cfg.guid2lid = None; // LIDs are replicated through Raft
+    // LIDs are replicated through Raft; the guid2lid file (DATA_DIR/guid2lid or --guid2lid)
+    // is read by a new cluster's first master only, never written.
     let id = cli.id.unwrap_or(0);
     let peers = cli
         .peers

@@ -61,6 +61,9 @@ const READ_INDEX_TIMEOUT: Duration = Duration::from_secs(3);
 /// Bound on one P_KeyTable read-back (Audit).
 const READBACK_TIMEOUT: Duration = Duration::from_secs(60);
 
+/// How long a follower waits for the leader's figures of a ClusterStatus.
+const LEADER_FIGURES_WAIT: std::time::Duration = std::time::Duration::from_millis(500);
+
 /// Header marking a call forwarded by a replica (a forwarded call is never forwarded again).
 const FORWARDED: &str = "x-sm-forwarded";
 
@@ -383,7 +386,22 @@ impl SmAdmin for AdminService {
         let _t = crate::metrics::RpcTimer::new("ClusterStatus");
         state_read!(self, req, cluster_status, {
             let st = self.raft.send(GetClusterStatus).await.map_err(actor_err)?;
-            Ok(Response::new(st))
+            // A follower knows neither the replicas' progress nor the master's sweeps: it
+            // asks the leader (bounded), and answers with its own figures if that fails.
+            if st.leader_id == 0 || st.leader_id == st.self_id || is_forwarded(&req) {
+                return Ok(Response::new(st));
+            }
+            let Ok(Some((mut c, _))) = self.leader_client().await else {
+                return Ok(Response::new(st));
+            };
+            let fwd = forwarded(&req, ClusterStatusRequest::default());
+            match tokio::time::timeout(LEADER_FIGURES_WAIT, c.cluster_status(fwd)).await {
+                Ok(Ok(l)) => Ok(Response::new(views::cluster::with_leader_figures(
+                    st,
+                    &l.into_inner(),
+                ))),
+                _ => Ok(Response::new(st)),
+            }
         })
     }
 

@@ -68,5 +68,7 @@ pub fn reply(st: &CoreStatus, state: &ReplicatedState, own: Own) -> ClusterStatu
         subnet_up_unix_ms: own.subnet_up_unix_ms,
         policy_version: state.policy().version,
         intent_pending: state.pending_intent().is_some(),
+        tenants_version: state.tenants().version,
+        leader_figures: false,
     }
 }

@@ -25,10 +25,9 @@ fn milestone_event(m: &Milestone) -> Option<(&'static str, String)> {
             "sweep",
             format!("heavy sweep {sweep} complete (minimum {min_smps} SMPs)"),
         ),
-        MilestoneKind::LightSweepComplete { changed, smps } => (
-            "sweep",
-            format!("light sweep complete: {smps} SMPs, changes seen: {changed}"),
-        ),
+        MilestoneKind::LightSweepComplete { changed, smps } => {
+            ("sweep", views::dashboard::light_sweep_text(*smps, *changed))
+        }
         MilestoneKind::ProgrammingDone {
             lft_blocks,
             pkey_blocks,

@@ -14,8 +14,9 @@ use tokio::sync::mpsc;
 impl RaftActor {
     /// Starts master `gen_` from `seed`; tells the core whether it attached.
     pub(super) fn start_master(&mut self, gen_: u64, seed: &MasterSeed, ctx: &mut Context<Self>) {
-        let mut node_cfg = self.node_cfg.clone();
-        node_cfg.guid2lid = None; // LIDs live in the log
+        // LIDs live in the log; the guid2lid file (read, never written here) only seeds a
+        // new cluster's first master (`MasterSeed::configure`).
+        let node_cfg = self.node_cfg.clone();
         let built = (|| -> Result<_, crate::NodeError> {
             let (mut scfg, _) = node_cfg.sweeper_config()?;
             seed.configure(&mut scfg);
