@@ -63,10 +63,11 @@ pub struct LocalCluster {
     pub common: Vec<String>,
 }
 
-fn free_port() -> std::io::Result<u16> {
-    Ok(std::net::TcpListener::bind("127.0.0.1:0")?
-        .local_addr()?
-        .port())
+/// A free loopback port, held open by the returned listener: ports chosen while the earlier
+/// ones are still held are distinct (the kernel may hand a just-closed port out again).
+fn free_port() -> std::io::Result<(u16, std::net::TcpListener)> {
+    let l = std::net::TcpListener::bind("127.0.0.1:0")?;
+    Ok((l.local_addr()?.port(), l))
 }
 
 impl LocalCluster {
@@ -80,8 +81,10 @@ impl LocalCluster {
             fabric_sim::server::spawn(sim, &dir.join("simd.sock")).map_err(|e| e.to_string())?;
         let cas = ca_ports(&topo);
         let mut replicas = Vec::new();
+        let mut held = Vec::new();
         for id in 1..=n {
-            let port = free_port().map_err(|e| e.to_string())?;
+            let (port, l) = free_port().map_err(|e| e.to_string())?;
+            held.push(l);
             replicas.push(ProcReplica {
                 id,
                 addr: format!("127.0.0.1:{port}"),
@@ -90,6 +93,7 @@ impl LocalCluster {
                 child: None,
             });
         }
+        drop(held);
         let peers = replicas
             .iter()
             .map(|r| format!("{}={}", r.id, r.addr))
