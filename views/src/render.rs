@@ -14,7 +14,8 @@ use std::collections::BTreeMap;
 
 const FONT: usize = 12;
 
-fn fill(t: &Tier) -> &'static str {
+/// A box's fill colour (shared by the tiered SVG drawing).
+pub(crate) fn fill(t: &Tier) -> &'static str {
     if t.highlight {
         "#ffe066"
     } else if t.master {
@@ -28,7 +29,8 @@ fn fill(t: &Tier) -> &'static str {
     }
 }
 
-fn edge_color(s: LinkState) -> &'static str {
+/// A link's colour by state.
+pub(crate) fn edge_color(s: LinkState) -> &'static str {
     match s {
         LinkState::Active => "#2e7d32",
         LinkState::Degraded => "#f9a825",
@@ -40,7 +42,8 @@ fn esc(s: &str) -> String {
     s.replace('\\', "\\\\").replace('"', "\\\"")
 }
 
-fn caption(d: &Drawing) -> String {
+/// The drawing's one-line caption.
+pub(crate) fn caption(d: &Drawing) -> String {
     format!(
         "{} switches, {} hosts, {} links ({} not active)",
         d.switches, d.hosts, d.links, d.links_not_active

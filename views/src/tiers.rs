@@ -5,7 +5,8 @@
 //! upper neighbours are (one barycentre pass), edges are straight lines, and links folded
 //! into one edge carry their count. No layout library: linear in boxes and edges.
 
-use crate::fabric_view::{Drawing, LinkState, Shape, Tier};
+use crate::fabric_view::{Drawing, LinkState, Shape};
+use crate::render::{caption, edge_color, fill};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
@@ -19,28 +20,6 @@ const ROW_GAP: f64 = 150.0;
 const FLAT_H: f64 = 24.0;
 /// Top margin (caption and legend), px.
 const TOP: f64 = 56.0;
-
-fn fill(t: &Tier) -> &'static str {
-    if t.highlight {
-        "#ffe066"
-    } else if t.master {
-        "#ffb347"
-    } else {
-        match t.shape {
-            Shape::Switch => "#cfe2ff",
-            Shape::Host => "#eeeeee",
-            Shape::HostGroup => "#dddddd",
-        }
-    }
-}
-
-fn stroke(s: LinkState) -> &'static str {
-    match s {
-        LinkState::Active => "#2e7d32",
-        LinkState::Degraded => "#f9a825",
-        LinkState::Down => "#c62828",
-    }
-}
 
 fn xml(s: &str) -> String {
     s.replace('&', "&amp;")
@@ -138,8 +117,8 @@ pub fn tiers_svg(d: &Drawing, width: u32) -> String {
     );
     let _ = write!(
         o,
-        r#"<text x="8" y="20" font-size="14" font-weight="bold">{} switches, {} hosts, {} links ({} not active)</text>"#,
-        d.switches, d.hosts, d.links, d.links_not_active
+        r#"<text x="8" y="20" font-size="14" font-weight="bold">{}</text>"#,
+        caption(d)
     );
     let _ = write!(
         o,
@@ -162,7 +141,7 @@ pub fn tiers_svg(d: &Drawing, width: u32) -> String {
             a.y + a.h,
             b.x,
             b.y,
-            stroke(*s)
+            edge_color(*s)
         );
     }
     for (u, w, _, c) in &d.edges {
