@@ -10,12 +10,10 @@
 
 mod ibsim_common;
 
-use fabric::GenSpec;
 use ibsim_common::*;
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Command;
-use std::time::Duration;
 use umad::testing::Ibsim;
 
 /// Every port's LID as ibnetdiscover prints it: a switch's port 0 (`Switch ... "S-GUID"
@@ -57,27 +55,12 @@ fn a_fabric_moved_from_opensm_with_its_guid2lid_keeps_every_lid() {
     if !ready(test, &["opensm"]) {
         return;
     }
-    let topo = "ft2:8".parse::<GenSpec>().unwrap().generate().unwrap();
+    let (topo, dir, net) = generated_net("ft2:8", "lids");
     let (sm_host, diag_host) = (first_ca_host(&topo), last_ca_host(&topo));
-    let dir = std::env::temp_dir().join(format!("qsm-lids-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    let net = dir.join("ft2_8.net");
-    std::fs::write(&net, fabric::netfile::write(&topo).unwrap()).unwrap();
 
     // OpenSM brings the fabric up once and writes its guid2lid to OSM_CACHE_DIR.
-    let osm = dir.join("opensm");
-    std::fs::create_dir_all(&osm).unwrap();
     let sim = Ibsim::start(&net, &[]).expect("ibsim");
-    let mut c = sim.client("opensm", Some(&sm_host));
-    c.env("OSM_TMP_DIR", &osm)
-        .env("OSM_CACHE_DIR", &osm)
-        .arg("-e")
-        .arg("-f")
-        .arg(osm.join("osm.log"))
-        .args(["-s", "0", "-o"]);
-    let out = sim.run(c, Duration::from_secs(60)).expect("opensm");
-    assert!(out.success(), "opensm: {}", out.describe());
+    let osm = opensm_once(&sim, &sm_host, dir.join("opensm"), &[]);
     let theirs = port_lids(&tool(&sim, &diag_host, "ibnetdiscover", &[]));
     sim.stop();
     let switches = topo.switches().count();

@@ -5,11 +5,10 @@
 
 mod ibsim_common;
 
-use fabric::{GenSpec, Guid, Topology};
+use fabric::{Guid, Topology};
 use ibsim_common::*;
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::time::Duration;
 use umad::testing::{Ibsim, NET_2SW2PATH4HCA};
 
 /// Port GUID → LID of every CA port, from ibnetdiscover's port lines
@@ -66,18 +65,12 @@ fn compare(netfile: &Path, sm_host: &str, diag_host: &str) {
     let conf = two_tenants(&topo);
     let conf_path = sim.dir().join("partitions.conf");
     std::fs::write(&conf_path, &conf).unwrap();
-    let osm_dir = sim.dir().join("opensm");
-    std::fs::create_dir_all(&osm_dir).unwrap();
-    let mut c = sim.client("opensm", Some(sm_host));
-    c.env("OSM_TMP_DIR", &osm_dir)
-        .env("OSM_CACHE_DIR", &osm_dir)
-        .arg("-e")
-        .arg("-f")
-        .arg(osm_dir.join("osm.log"))
-        .args(["-s", "0", "-o", "-P"])
-        .arg(&conf_path);
-    let out = sim.run(c, Duration::from_secs(60)).expect("opensm");
-    assert!(out.success(), "opensm: {}", out.describe());
+    opensm_once(
+        &sim,
+        sm_host,
+        sim.dir().join("opensm"),
+        &["-P".as_ref(), conf_path.as_os_str()],
+    );
     let theirs = read_pkeys(&sim, diag_host, &topo);
     sim.stop();
 
@@ -131,11 +124,7 @@ fn opensm_and_ours_program_the_same_pkeys_on_ft2_8() {
     ) {
         return;
     }
-    let topo = "ft2:8".parse::<GenSpec>().unwrap().generate().unwrap();
-    let dir = std::env::temp_dir().join(format!("qsm-pkeys-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let net = dir.join("ft2_8.net");
-    std::fs::write(&net, fabric::netfile::write(&topo).unwrap()).unwrap();
+    let (topo, dir, net) = generated_net("ft2:8", "pkeys");
     compare(&net, &first_ca_host(&topo), &last_ca_host(&topo));
     let _ = std::fs::remove_dir_all(&dir);
 }

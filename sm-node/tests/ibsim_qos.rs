@@ -7,11 +7,10 @@
 
 mod ibsim_common;
 
-use fabric::{GenSpec, Guid, Topology};
+use fabric::{Guid, Topology};
 use ibsim_common::*;
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::time::Duration;
 use umad::testing::Ibsim;
 
 /// 3 SLs on 3 VLs: SL 0-2 -> VL 0-2, the rest on VL 0; VL 0-2 share the low priority table.
@@ -122,25 +121,19 @@ fn compare(netfile: &Path, sm_host: &str, diag_host: &str) {
     let sim = Ibsim::start(netfile, &[]).expect("ibsim");
     let topo = fabric::netfile::parse(&tool(&sim, diag_host, "ibnetdiscover", &[]))
         .expect("ibnetdiscover parses");
-    let osm_dir = sim.dir().join("opensm");
-    std::fs::create_dir_all(&osm_dir).unwrap();
     let conf: String = std::iter::once("qos TRUE".to_string())
         .chain(QOS.iter().map(|(k, v)| format!("{k} {v}")))
         .map(|l| l + "\n")
         .collect();
-    let conf_path = osm_dir.join("opensm.conf");
+    let conf_path = sim.dir().join("opensm.conf");
     std::fs::write(&conf_path, conf).unwrap();
-    let mut c = sim.client("opensm", Some(sm_host));
-    c.env("OSM_TMP_DIR", &osm_dir)
-        .env("OSM_CACHE_DIR", &osm_dir)
-        .arg("-F")
-        .arg(&conf_path)
-        .arg("-e")
-        .arg("-f")
-        .arg(osm_dir.join("osm.log"))
-        .args(["-s", "0", "-o"]);
-    let out = sim.run(c, Duration::from_secs(120)).expect("opensm");
-    assert!(out.success(), "opensm: {}", out.describe());
+    let osm_dir = sim.dir().join("opensm");
+    opensm_once(
+        &sim,
+        sm_host,
+        osm_dir,
+        &["-F".as_ref(), conf_path.as_os_str()],
+    );
     let theirs = read_tables(&sim, diag_host, &topo);
     sim.stop();
 
@@ -200,11 +193,7 @@ fn opensm_and_ours_program_the_same_vl_tables_on_ft2_8() {
     ) {
         return;
     }
-    let topo = "ft2:8".parse::<GenSpec>().unwrap().generate().unwrap();
-    let dir = std::env::temp_dir().join(format!("qsm-qos-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let net = dir.join("ft2_8.net");
-    std::fs::write(&net, fabric::netfile::write(&topo).unwrap()).unwrap();
+    let (topo, dir, net) = generated_net("ft2:8", "qos");
     compare(&net, &first_ca_host(&topo), &last_ca_host(&topo));
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -280,15 +269,7 @@ fn opensm_and_ours_program_the_same_vl_tables_on_torus_4x4x2() {
     ) {
         return;
     }
-    let topo = "torus:4x4x2:hosts=1"
-        .parse::<GenSpec>()
-        .unwrap()
-        .generate()
-        .unwrap();
-    let dir = std::env::temp_dir().join(format!("qsm-qos-torus-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let net = dir.join("torus_4x4x2.net");
-    std::fs::write(&net, fabric::netfile::write(&topo).unwrap()).unwrap();
+    let (topo, dir, net) = generated_net("torus:4x4x2:hosts=1", "qos-torus");
     compare(&net, &first_ca_host(&topo), &last_ca_host(&topo));
     let _ = std::fs::remove_dir_all(&dir);
 }

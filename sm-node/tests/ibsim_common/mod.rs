@@ -633,3 +633,33 @@ pub fn last_ca_host(t: &Topology) -> String {
 pub fn is_ca(n: &fabric::Node) -> bool {
     n.node_type == NodeType::Ca
 }
+
+/// Runs OpenSM once (`-o`) at `host` on `sim` with `extra` arguments, its cache and log in
+/// `dir` (created; OpenSM writes its guid2lid there); fails the test when it fails. Returns
+/// `dir`.
+pub fn opensm_once(sim: &Ibsim, host: &str, dir: PathBuf, extra: &[&std::ffi::OsStr]) -> PathBuf {
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut c = sim.client("opensm", Some(host));
+    c.env("OSM_TMP_DIR", &dir)
+        .env("OSM_CACHE_DIR", &dir)
+        .args(extra)
+        .arg("-e")
+        .arg("-f")
+        .arg(dir.join("osm.log"))
+        .args(["-s", "0", "-o"]);
+    let out = sim.run(c, Duration::from_secs(120)).expect("opensm");
+    assert!(out.success(), "opensm: {}", out.describe());
+    dir
+}
+
+/// A generated fabric written as an ibsim net file in a fresh temp directory named after
+/// `tag`: (topology, directory, net file). The caller removes the directory.
+pub fn generated_net(spec: &str, tag: &str) -> (Topology, PathBuf, PathBuf) {
+    let topo = spec.parse::<fabric::GenSpec>().unwrap().generate().unwrap();
+    let dir = std::env::temp_dir().join(format!("qsm-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let net = dir.join("fabric.net");
+    std::fs::write(&net, fabric::netfile::write(&topo).unwrap()).unwrap();
+    (topo, dir, net)
+}
