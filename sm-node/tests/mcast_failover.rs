@@ -6,7 +6,7 @@
 //!
 //! The SA is reached over the fabric-simd transport (GMP frames). Every wait is a failure
 //! bound only; the check that the new master wrote no MFT block waits for the event that
-//! would have written them (see [`sweeps_done`]), never for time to pass.
+//! would have written them (`LocalCluster::heavy_sweeps_since`), never for time to pass.
 
 use fabric::{Guid, Lid, PKey};
 use fabric_sim::client::SimClient;
@@ -85,18 +85,6 @@ fn join(socket: &std::path::Path, sm_lid: Lid, member: Guid, mgid: Gid, tid: u64
         .expect("no SA answer to the join within 20 s")
 }
 
-/// Lines of replica `id`'s log after byte `from` that say a heavy sweep completed.
-fn sweeps_done(d: &std::path::Path, id: u64, from: u64) -> usize {
-    let text = std::fs::read(d.join(format!("replica{id}.log"))).unwrap_or_default();
-    String::from_utf8_lossy(&text[(from as usize).min(text.len())..])
-        .matches("HEAVY SWEEP COMPLETE")
-        .count()
-}
-
-fn log_len(d: &std::path::Path, id: u64) -> u64 {
-    std::fs::metadata(d.join(format!("replica{id}.log"))).map_or(0, |m| m.len())
-}
-
 /// Receivers of a packet each member sends to `mlid`: true when every member reaches every
 /// other member exactly once and nobody else.
 fn delivery_ok(c: &LocalCluster, mlid: Lid, members: &BTreeSet<Guid>) -> bool {
@@ -147,20 +135,10 @@ fn multicast_group_survives_a_failover_with_no_mft_rewrite() {
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
         // Let the master record everything (no intent pending, all applied).
-        c.wait_status(leader, BOUND, |s| {
-            !s.intent_pending && s.applied_index == s.commit_index
-        })
-        .await
-        .unwrap();
-        let settled = c.status(leader).await.unwrap().commit_index;
-        for id in 1..=3 {
-            c.wait_status(id, BOUND, |s| s.applied_index >= settled)
-                .await
-                .unwrap();
-        }
+        c.settle(leader, BOUND).await.unwrap();
         c.take_sets();
         let kill_ms = unix_ms();
-        let from: Vec<u64> = (1..=3).map(|id| log_len(&d, id)).collect();
+        let from: Vec<u64> = (1..=3).map(|id| c.log_len(id)).collect();
         c.kill9(leader);
         let start = Instant::now();
         let st = loop {
@@ -184,7 +162,7 @@ fn multicast_group_survives_a_failover_with_no_mft_rewrite() {
         .unwrap();
         let from_new = from[(new - 1) as usize];
         assert!(
-            sweeps_done(&d, new, from_new) >= 1,
+            c.heavy_sweeps_since(new, from_new) >= 1,
             "wait_serving saw a sweep"
         );
         c.admin(new)
@@ -193,7 +171,7 @@ fn multicast_group_survives_a_failover_with_no_mft_rewrite() {
             .await
             .unwrap();
         let t0 = Instant::now();
-        while sweeps_done(&d, new, from_new) < 2 {
+        while c.heavy_sweeps_since(new, from_new) < 2 {
             assert!(
                 t0.elapsed() < BOUND,
                 "the requested heavy sweep never completed"

@@ -7,7 +7,7 @@
 //! (seeded from the log) writes no SLtoVL and no VLArb block on the unchanged fabric.
 //!
 //! Every wait is a failure bound only; the check that the new master wrote nothing waits for
-//! the heavy sweep that would have written it (see `sweeps_done`), never for time to pass.
+//! the heavy sweep that would have written it (`LocalCluster::heavy_sweeps_since`), never for time to pass.
 
 use proto::admin::{ApplyPolicyRequest, GetPolicyRequest, GetVlTablesRequest, TriggerSweepRequest};
 use sm_node::clock::unix_ms;
@@ -51,44 +51,17 @@ fn rt() -> tokio::runtime::Runtime {
         .unwrap()
 }
 
-fn sweeps_done(d: &Path, id: u64, from: u64) -> usize {
-    let text = std::fs::read(d.join(format!("replica{id}.log"))).unwrap_or_default();
-    String::from_utf8_lossy(&text[(from as usize).min(text.len())..])
-        .matches("HEAVY SWEEP COMPLETE")
-        .count()
-}
-
-fn log_len(d: &Path, id: u64) -> u64 {
-    std::fs::metadata(d.join(format!("replica{id}.log"))).map_or(0, |m| m.len())
-}
-
-/// Waits until replica `id` is done (no intent pending, everything applied) and every
-/// replica applied as far.
-async fn settle(c: &LocalCluster, id: u64) {
-    c.wait_status(id, BOUND, |s| {
-        !s.intent_pending && s.applied_index == s.commit_index
-    })
-    .await
-    .unwrap();
-    let settled = c.status(id).await.unwrap().commit_index;
-    for r in (1..=c.replicas.len() as u64).filter(|&r| c.is_running(r)) {
-        c.wait_status(r, BOUND, |s| s.applied_index >= settled)
-            .await
-            .unwrap();
-    }
-}
-
 /// Asks replica `id` for a heavy sweep and waits for it (the second HEAVY SWEEP COMPLETE in
 /// its log after byte `from` when `seen` sweeps were already there).
-async fn heavy_sweep(c: &LocalCluster, d: &Path, id: u64, from: u64) {
-    let before = sweeps_done(d, id, from);
+async fn heavy_sweep(c: &LocalCluster, id: u64, from: u64) {
+    let before = c.heavy_sweeps_since(id, from);
     c.admin(id)
         .unwrap()
         .trigger_sweep(TriggerSweepRequest { heavy: true })
         .await
         .unwrap();
     let t0 = Instant::now();
-    while sweeps_done(d, id, from) <= before {
+    while c.heavy_sweeps_since(id, from) <= before {
         assert!(
             t0.elapsed() < BOUND,
             "the requested heavy sweep never completed"
@@ -112,7 +85,7 @@ fn qos_tables_survive_a_failover_and_follow_the_replicated_policy() {
     rt().block_on(async {
         let st = c.wait_serving(0, BOUND).await.unwrap();
         let leader = st.leader_id;
-        settle(&c, leader).await;
+        c.settle(leader, BOUND).await.unwrap();
         let first = c.take_sets();
         let (s, a) = (
             first.iter().filter(|r| r.attr == SL2VL).count(),
@@ -178,7 +151,7 @@ fn qos_tables_survive_a_failover_and_follow_the_replicated_policy() {
         // The master restarts on the new policy: its sweep writes the hosts' SLtoVL only.
         let st = c.wait_serving(unix_ms(), BOUND).await.unwrap();
         let leader = st.leader_id;
-        settle(&c, leader).await;
+        c.settle(leader, BOUND).await.unwrap();
         let sets = c.take_sets();
         let vl: Vec<_> = sets
             .iter()
@@ -195,7 +168,7 @@ fn qos_tables_survive_a_failover_and_follow_the_replicated_policy() {
 
         // kill -9 of the master: the new one writes no VL table.
         let kill_ms = unix_ms();
-        let from: Vec<u64> = (1..=3).map(|id| log_len(&d, id)).collect();
+        let from: Vec<u64> = (1..=3).map(|id| c.log_len(id)).collect();
         c.kill9(leader);
         let t0 = Instant::now();
         let st = loop {
@@ -206,8 +179,8 @@ fn qos_tables_survive_a_failover_and_follow_the_replicated_policy() {
         };
         let new = st.leader_id;
         assert_ne!(new, leader);
-        settle(&c, new).await;
-        heavy_sweep(&c, &d, new, from[(new - 1) as usize]).await;
+        c.settle(new, BOUND).await.unwrap();
+        heavy_sweep(&c, new, from[(new - 1) as usize]).await;
         let sets = c.take_sets();
         let vl = sets
             .iter()

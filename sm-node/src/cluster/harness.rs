@@ -338,6 +338,39 @@ impl LocalCluster {
         ))
     }
 
+    /// Waits (bounded) until replica `id` has nothing in flight (no intent pending, every
+    /// entry applied) and every running replica applied as far.
+    pub async fn settle(&self, id: u64, bound: Duration) -> Result<(), String> {
+        self.wait_status(id, bound, |s| {
+            !s.intent_pending && s.applied_index == s.commit_index
+        })
+        .await?;
+        let settled = self.status(id).await?.commit_index;
+        for r in self
+            .replicas
+            .iter()
+            .map(|r| r.id)
+            .filter(|&r| self.is_running(r))
+        {
+            self.wait_status(r, bound, |s| s.applied_index >= settled)
+                .await?;
+        }
+        Ok(())
+    }
+
+    /// Length of replica `id`'s log file (0 when there is none).
+    pub fn log_len(&self, id: u64) -> u64 {
+        std::fs::metadata(self.dir.join(format!("replica{id}.log"))).map_or(0, |m| m.len())
+    }
+
+    /// Heavy sweeps replica `id` logged as complete after byte `from` of its log.
+    pub fn heavy_sweeps_since(&self, id: u64, from: u64) -> usize {
+        let text = std::fs::read(self.dir.join(format!("replica{id}.log"))).unwrap_or_default();
+        String::from_utf8_lossy(&text[(from as usize).min(text.len())..])
+            .matches("HEAVY SWEEP COMPLETE")
+            .count()
+    }
+
     /// Runs `f` on the served simulator (tests reach behind the SM's back with it).
     pub fn with_sim<T>(&self, f: impl FnOnce(&mut SimFabric) -> T) -> T {
         self.server
