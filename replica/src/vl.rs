@@ -31,13 +31,10 @@ pub fn vl_data_len(attr: u32) -> Option<usize> {
     }
 }
 
-/// The port a block belongs to: the output port of an SLtoVL modifier, the port of a VLArb
-/// modifier (what IntentDone's failed ports name).
-pub fn vl_block_port(attr: u32, modifier: u32) -> u8 {
-    match attr {
-        VL_ATTR_SL2VL => (modifier & 0xFF) as u8,
-        _ => (modifier & 0xFF) as u8,
-    }
+/// The port a block belongs to (what IntentDone's failed ports name): the low byte of the
+/// modifier, the output port of an SLtoVL pair and the port of a VLArb block alike.
+pub fn vl_block_port(modifier: u32) -> u8 {
+    (modifier & 0xFF) as u8
 }
 
 impl ReplicatedState {
@@ -59,7 +56,7 @@ impl ReplicatedState {
             let g = Guid(b.node_guid);
             let key = (g, b.attr, b.modifier);
             if failed_switches.contains(&g)
-                || failed_ports.contains(&(g, vl_block_port(b.attr, b.modifier)))
+                || failed_ports.contains(&(g, vl_block_port(b.modifier)))
             {
                 self.vl_tables.remove(&key);
                 continue;

@@ -154,17 +154,11 @@ impl Sweeper {
                 "lmc must be 0..=7, sm_priority 0..=15, per_switch_window >= 1".into(),
             ));
         }
-        let qos_policy = match &cfg.qos_policy {
-            Some(t) => Some(std::sync::Arc::new(qos::Policy::parse(t).map_err(
-                |errs| {
-                    SmError::Config(format!(
-                        "QoS policy: {}",
-                        errs.first().map(|e| e.to_string()).unwrap_or_default()
-                    ))
-                },
-            )?)),
-            None => None,
-        };
+        let qos_policy = cfg
+            .qos_policy
+            .as_deref()
+            .map(crate::vl::parse_policy)
+            .transpose()?;
         let standby = cfg.role == Role::Standby;
         Ok(Sweeper {
             now: 0,

@@ -97,13 +97,8 @@ pub(crate) fn get_of(attr: VlAttr, modifier: u32) -> (Op, u8, u16) {
     (get, port, arg)
 }
 
-/// The (attribute, modifier as recorded) a read-back Get reads.
-pub(crate) fn key_of_get(req: &Req) -> (VlAttr, u32) {
-    key_of(req)
-}
-
-/// The (attribute, modifier) a request writes or reads.
-fn key_of(req: &Req) -> (VlAttr, u32) {
+/// The (attribute, modifier as recorded) a request writes or reads.
+pub(crate) fn key_of(req: &Req) -> (VlAttr, u32) {
     match req.op {
         Op::SlToVlSet | Op::SlToVlGet => (
             VlAttr::SlToVl,
@@ -292,6 +287,17 @@ impl Lanes {
     pub fn take_failed(&mut self) -> Vec<(Guid, u8)> {
         std::mem::take(&mut self.failed)
     }
+}
+
+/// Parses a QoS policy for the sweeper: the first error (with its position) is the
+/// [`crate::SmError::Config`].
+pub(crate) fn parse_policy(text: &str) -> Result<Arc<qos::Policy>, crate::SmError> {
+    qos::Policy::parse(text).map(Arc::new).map_err(|errs| {
+        crate::SmError::Config(format!(
+            "QoS policy: {}",
+            errs.first().map(|e| e.to_string()).unwrap_or_default()
+        ))
+    })
 }
 
 /// The data of an SLtoVL block holding `vl` per SL.

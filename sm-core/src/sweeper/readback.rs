@@ -104,7 +104,7 @@ impl Sweeper {
 
     /// A VL table read-back Get answered (`smp`) or given up (None).
     pub(super) fn on_vl_readback(&mut self, req: Req, smp: Option<&Smp>) {
-        let (attr, m) = crate::vl::key_of_get(&req);
+        let (attr, m) = crate::vl::key_of(&req);
         let data = smp.map(|s| s.data[..attr.data_len()].to_vec());
         self.readback.vl_read((req.node, attr, m), data);
         self.finish_readback_if_done();

@@ -22,17 +22,7 @@ impl Sweeper {
         now: crate::VTime,
         text: Option<String>,
     ) -> Result<u64, crate::SmError> {
-        let policy = match &text {
-            Some(t) => Some(std::sync::Arc::new(qos::Policy::parse(t).map_err(
-                |errs| {
-                    crate::SmError::Config(format!(
-                        "QoS policy: {}",
-                        errs.first().map(|e| e.to_string()).unwrap_or_default()
-                    ))
-                },
-            )?)),
-            None => None,
-        };
+        let policy = text.as_deref().map(crate::vl::parse_policy).transpose()?;
         self.cfg.qos_policy = text;
         self.lanes.set_policy(policy);
         let first = self.disc.sweep() + 1;

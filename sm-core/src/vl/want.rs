@@ -136,11 +136,16 @@ fn switch_tables(
             let mut t = table_for(q, policy, disc, i, o, PortKind::SwitchExternal);
             let op = op_vls(disc, cfg, i, o);
             let vl = sl2vl_data(t.sl2vl_masked(op));
+            // A qos-setup sl2vl-scope with from:/to: ports may name a pair (the port's
+            // facts are gathered once for all its input ports).
+            let pairs: Vec<Option<[u8; 16]>> = match policy {
+                Some(pol) => with_facts(disc, i, o, |f| {
+                    (0..=n.nports).map(|inp| pol.sl2vl_for(f, inp, o)).collect()
+                }),
+                None => Vec::new(),
+            };
             for inp in 0..=n.nports {
-                // A qos-setup sl2vl-scope with from:/to: ports may name this pair.
-                let pair =
-                    policy.and_then(|pol| with_facts(disc, i, o, |f| pol.sl2vl_for(f, inp, o)));
-                let data = match pair {
+                let data = match pairs.get(usize::from(inp)).copied().flatten() {
                     Some(v) => {
                         t.sl2vl = v;
                         sl2vl_data(t.sl2vl_masked(op))
