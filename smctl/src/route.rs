@@ -4,7 +4,7 @@
 
 use anyhow::{Context, anyhow};
 use clap::{Args, Subcommand};
-use fabric::{GenSpec, Guid, Topology, netfile};
+use fabric::{DegradedSpec, Guid, Topology, netfile};
 use routing::metrics::{self, Metrics, MetricsOptions};
 use routing::{EngineOptions, RoutingInput, assign_lids_sequential, ibroute, route_with_chain};
 use runner::Threads;
@@ -119,7 +119,8 @@ fn load_topology(source: &str) -> anyhow::Result<Topology> {
             )
         });
     }
-    let spec: GenSpec = source.parse().map_err(|e| {
+    // A generator spec, optionally with removed links (`ft2:36:remove=3:seed=1`).
+    let spec: DegradedSpec = source.parse().map_err(|e| {
         anyhow!("E_ROUTE_ARGS: {source:?} is neither an existing file nor a generator spec ({e})")
     })?;
     spec.generate()
