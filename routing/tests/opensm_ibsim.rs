@@ -153,6 +153,7 @@ fn opensm_metrics(
         let ours_in = input(&topo, 0);
         let eopts = routing::EngineOptions {
             updn_roots: roots.to_vec(),
+            ..Default::default()
         };
         let e = routing::engine_by_name(engine, &eopts).unwrap();
         let ours = metrics::analyze(&ours_in, &route(&ours_in, e.as_ref()).unwrap().lfts, &opts);

@@ -35,6 +35,8 @@ pub struct RoutingOutcome {
     pub lfts: Lfts,
     /// Engines that refused first, with their reasons.
     pub refusals: Vec<String>,
+    /// Warnings about the accepted routing (ROUTE-W-CDG: credit loops kept on request).
+    pub warnings: Vec<String>,
 }
 
 impl RoutingJob {
@@ -64,6 +66,7 @@ impl RoutingJob {
                 .iter()
                 .map(|r| format!("{}: {}", r.engine, r.reason))
                 .collect(),
+            warnings: out.warnings,
         })
     }
 }
@@ -122,6 +125,8 @@ pub enum Event {
         lft_blocks: usize,
         /// Engines that refused first.
         refusals: Vec<String>,
+        /// Warnings about the accepted routing (ROUTE-W-CDG).
+        warnings: Vec<String>,
     },
     /// Routing failed: the sweep stops and is retried at the next interval.
     RoutingFailed(String),
@@ -333,6 +338,7 @@ impl fmt::Display for Event {
                 engine,
                 lft_blocks,
                 refusals,
+                warnings,
             } => {
                 write!(
                     f,
@@ -340,6 +346,9 @@ impl fmt::Display for Event {
                 )?;
                 for r in refusals {
                     write!(f, "; refused: {r}")?;
+                }
+                for w in warnings {
+                    write!(f, "; warning: {w}")?;
                 }
                 Ok(())
             }

@@ -160,7 +160,11 @@ mod tests {
         for text in ["ft2:36:seed=1", "ft2:36:remove=x", "ft2:36:remove=101%"] {
             assert!(text.parse::<DegradedSpec>().is_err(), "{text}");
         }
-        let full = "ft2:36".parse::<DegradedSpec>().unwrap().generate().unwrap();
+        let full = "ft2:36"
+            .parse::<DegradedSpec>()
+            .unwrap()
+            .generate()
+            .unwrap();
         let d: DegradedSpec = "ft2:36:remove=3:seed=1".parse().unwrap();
         let (a, b) = (d.generate().unwrap(), d.generate().unwrap());
         assert_eq!(a.num_links(), full.num_links() - 3);
