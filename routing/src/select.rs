@@ -242,7 +242,7 @@ pub(crate) fn compute_lfts(
             let bits: u32 = m.iter().map(|w| w.count_ones()).sum();
             class_of[t] = if bits < 2 {
                 NONE
-            } else if let Some(&c) = class_ids.get(&*m) {
+            } else if let Some(&c) = class_ids.get(m) {
                 c
             } else {
                 let c = classes.len() as u32;
