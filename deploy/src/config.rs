@@ -189,6 +189,11 @@ pub struct FileConfig {
     /// Routing engine chain, comma separated (default ftree,updn,minhop).
     #[arg(long)]
     pub routing_engine: Option<String>,
+    /// Keep a routing with a credit loop (a cycle in a VL's channel dependency graph,
+    /// routes to switch LIDs included) with a ROUTE-W-CDG warning instead of refusing it
+    /// and trying the next engine of the chain (default false: refuse).
+    #[arg(long)]
+    pub routing_accept_credit_loops: Option<bool>,
     /// Seconds between light sweeps (default 10; 0 disables them).
     #[arg(long)]
     pub sweep_interval: Option<f64>,
@@ -297,6 +302,9 @@ impl FileConfig {
             fabric: over.fabric.or(self.fabric),
             priority: over.priority.or(self.priority),
             routing_engine: over.routing_engine.or(self.routing_engine),
+            routing_accept_credit_loops: over
+                .routing_accept_credit_loops
+                .or(self.routing_accept_credit_loops),
             sweep_interval: over.sweep_interval.or(self.sweep_interval),
             partitions: over.partitions.or(self.partitions),
             guid2lid: over.guid2lid.or(self.guid2lid),
@@ -328,6 +336,8 @@ pub struct NodeConfig {
     pub priority: u8,
     /// Routing engines, in order.
     pub engines: Vec<String>,
+    /// Keep routings with credit loops (with a warning) instead of refusing them.
+    pub accept_credit_loops: bool,
     /// Light sweep interval in ms (0: none).
     pub sweep_interval_ms: u64,
     /// partitions.conf path.
@@ -484,6 +494,7 @@ impl TryFrom<FileConfig> for NodeConfig {
             fabric,
             priority,
             engines,
+            accept_credit_loops: f.routing_accept_credit_loops.unwrap_or(false),
             sweep_interval_ms: (interval * 1e3).round() as u64,
             partitions: f.partitions,
             guid2lid,

@@ -93,6 +93,18 @@ pub enum Setting {
 /// The routing engines Quorum SM has.
 pub const ENGINES: [&str; 3] = ["minhop", "updn", "ftree"];
 
+/// `chain` with `updn` at its end unless it already holds it: OpenSM accepts whatever its
+/// engines compute, Quorum SM refuses a routing whose channel dependency graph has a cycle
+/// and moves along the chain, so an imported chain ends with an engine that always succeeds
+/// without one.
+fn with_loop_free_tail(chain: &[&str]) -> String {
+    let mut out: Vec<&str> = chain.to_vec();
+    if !out.contains(&"updn") {
+        out.push("updn");
+    }
+    out.join(",")
+}
+
 /// The verdict on one key and, for a mapped key, its value; `Err` when a mapped key's value
 /// is malformed or out of range (the import then writes nothing).
 pub fn classify(key: &str, value: &str) -> Result<(Verdict, Option<Setting>), String> {
@@ -138,8 +150,10 @@ pub fn classify(key: &str, value: &str) -> Result<(Verdict, Option<Setting>), St
         }
         "routing_engine" if null => mapped(
             "routing-engine",
-            "unset: OpenSM's default minhop, kept (Quorum SM's own default is ftree,updn,minhop)",
-            Setting::RoutingEngine("minhop".into()),
+            "unset: OpenSM's default minhop, kept; updn follows it because Quorum SM refuses a \
+             routing with credit loops (minhop has them on tori and random fabrics, and \
+             through switch LIDs on fat trees) and updn never has",
+            Setting::RoutingEngine(with_loop_free_tail(&["minhop"])),
         ),
         "routing_engine" => {
             let (ours, missing): (Vec<&str>, Vec<&str>) = value
@@ -154,15 +168,25 @@ pub fn classify(key: &str, value: &str) -> Result<(Verdict, Option<Setting>), St
                     ENGINES.join(", ")
                 ));
             }
-            let note = if missing.is_empty() {
-                String::new()
-            } else {
-                format!("{} not built, left out of the chain", missing.join(","))
-            };
+            let mut notes = Vec::new();
+            if !missing.is_empty() {
+                notes.push(format!(
+                    "{} not built, left out of the chain",
+                    missing.join(",")
+                ));
+            }
+            let chain = with_loop_free_tail(&ours);
+            if chain != ours.join(",") {
+                notes.push(
+                    "updn appended: Quorum SM refuses a routing with credit loops and updn \
+                     never has one"
+                        .to_string(),
+                );
+            }
             mapped(
                 "routing-engine",
-                &note,
-                Setting::RoutingEngine(ours.join(",")),
+                &notes.join("; "),
+                Setting::RoutingEngine(chain),
             )
         }
         "transaction_timeout" => {
@@ -426,6 +450,9 @@ mod tests {
         let (v, s) = classify("routing_engine", "ftree,lash,updn").unwrap();
         assert_eq!(s, Some(Setting::RoutingEngine("ftree,updn".into())));
         assert!(v.describe().contains("lash not built"), "{v:?}");
+        let (v, s) = classify("routing_engine", "minhop").unwrap();
+        assert_eq!(s, Some(Setting::RoutingEngine("minhop,updn".into())));
+        assert!(v.describe().contains("updn appended"), "{v:?}");
         let (v, s) = classify("routing_engine", "dor").unwrap();
         assert!(matches!(v, Verdict::NotSupported(_)) && s.is_none());
         assert!(matches!(

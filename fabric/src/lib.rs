@@ -12,6 +12,6 @@ pub mod rng;
 pub mod topology;
 pub mod types;
 
-pub use generate::{GenError, GenSpec};
+pub use generate::{DegradedSpec, GenError, GenSpec};
 pub use topology::{LinkSpeed, LinkWidth, Node, NodeId, Port, PortRef, Topology, TopologyError};
 pub use types::{Guid, Lid, Membership, NodeType, PKey, PhysState, PortNum, PortState};

@@ -8,6 +8,7 @@
 //!    ([`RoutingInput::routing_order`]), with that switch's own per-port counters (as OpenSM's per-switch counters do), so the merged
 //!    result ([`merge`]) is the same bit for bit whatever the number of shards or workers.
 
+use crate::cdg::{self, CdgReport, PathVls, VlCdg};
 use crate::error::{Refusal, RoutingError};
 use crate::ftree::{self, FtreePlan};
 use crate::hops::{self, Directions, HopShard, HopTable};
@@ -53,6 +54,10 @@ pub struct FatTree;
 pub struct EngineOptions {
     /// Root GUIDs for up/down (empty = automatic).
     pub updn_roots: Vec<Guid>,
+    /// Accept a routing whose channel dependency graph has a cycle (a possible deadlock)
+    /// instead of refusing it and trying the next engine of the chain; the outcome then
+    /// carries a warning. Off by default.
+    pub accept_credit_loops: bool,
 }
 
 /// The engine with an OpenSM name.
@@ -320,10 +325,20 @@ pub struct ChainOutcome {
     pub routing: Routing,
     /// Refusals of the engines tried before it, in order.
     pub refusals: Vec<Refusal>,
+    /// The deadlock check of the accepted routing (per VL, switch LIDs included).
+    pub cdg: CdgReport,
+    /// Warnings (`ROUTE-W-CDG`: a routing with a credit loop accepted on request).
+    pub warnings: Vec<String>,
 }
 
 /// Tries engines in order (like OpenSM's `-R ftree,updn,minhop`) and returns the first that
 /// accepts, with the reasons of those that refused. An unknown name is an error at once.
+///
+/// Every routing is checked for credit loops ([`crate::cdg::check`]: the channel dependency
+/// graph of each VL, routes to switch LIDs included). A routing with a cycle is refused
+/// ([`RoutingError::CreditLoop`], `ROUTE-E-CDG`) and the chain moves on, unless
+/// [`EngineOptions::accept_credit_loops`] is set: then it is kept with a `ROUTE-W-CDG`
+/// warning.
 pub fn route_with_chain<X: Executor>(
     input: &RoutingInput,
     names: &[&str],
@@ -338,8 +353,30 @@ pub fn route_with_chain<X: Executor>(
         .collect::<Result<Vec<_>, _>>()?;
     let mut refusals = Vec::new();
     for e in engines {
-        match route_on(input, e.as_ref(), exec, shards, prev) {
-            Ok(routing) => return Ok(ChainOutcome { routing, refusals }),
+        let routed = route_on(input, e.as_ref(), exec, shards, prev).and_then(|routing| {
+            let cdg = cdg::check(input, &routing.lfts, &PathVls::default());
+            match cdg.first_cycle() {
+                None => Ok((routing, cdg, Vec::new())),
+                Some(v) => {
+                    let err = credit_loop(e.name(), v);
+                    if opts.accept_credit_loops {
+                        let warning = format!("ROUTE-W-CDG: accepted on request: {err}");
+                        Ok((routing, cdg, vec![warning]))
+                    } else {
+                        Err(err)
+                    }
+                }
+            }
+        });
+        match routed {
+            Ok((routing, cdg, warnings)) => {
+                return Ok(ChainOutcome {
+                    routing,
+                    refusals,
+                    cdg,
+                    warnings,
+                });
+            }
             Err(reason) => refusals.push(Refusal {
                 engine: e.name().to_string(),
                 reason,
@@ -347,4 +384,17 @@ pub fn route_with_chain<X: Executor>(
         }
     }
     Err(RoutingError::AllRefused(refusals))
+}
+
+fn credit_loop(engine: &str, v: &VlCdg) -> RoutingError {
+    let mut cycle: Vec<&str> = v.cycle.iter().take(8).map(String::as_str).collect();
+    if v.cycle.len() > 8 {
+        cycle.push("...");
+    }
+    RoutingError::CreditLoop {
+        engine: engine.to_string(),
+        vl: v.vl,
+        len: v.cycle.len(),
+        cycle: cycle.join(" -> "),
+    }
 }

@@ -70,9 +70,45 @@ pub enum RoutingError {
     /// A dumped switch GUID that is not a switch of the topology.
     #[error("switch {0} of the dump is not a switch of the topology")]
     UnknownSwitch(Guid),
+    /// The engine's tables have a cycle in the channel dependency graph of a VL (a credit
+    /// loop: the fabric can deadlock). Refused by default; see
+    /// [`crate::EngineOptions::accept_credit_loops`].
+    #[error("ROUTE-E-CDG: {engine} routes have a credit loop on VL {vl} ({len} channels: {cycle})")]
+    CreditLoop {
+        /// The engine.
+        engine: String,
+        /// The VL whose dependency graph has the cycle.
+        vl: u8,
+        /// Channels in the cycle.
+        len: usize,
+        /// The cycle, `SWITCH_GUID:PORT` channels joined by `->` (at most 8 shown).
+        cycle: String,
+    },
     /// Every engine of a chain refused; the reasons in chain order.
     #[error("every routing engine refused: {}", .0.iter().map(|r| format!("{}: {}", r.engine, r.reason)).collect::<Vec<_>>().join("; "))]
     AllRefused(Vec<Refusal>),
+}
+
+impl RoutingError {
+    /// The stable code of this error, for logs and operators to grep.
+    pub fn code(&self) -> &'static str {
+        match self {
+            RoutingError::UnknownEngine(_) => "ROUTE-E-ENGINE",
+            RoutingError::NotAFatTree { .. } => "ROUTE-E-NOT-FTREE",
+            RoutingError::NoRoots => "ROUTE-E-NO-ROOTS",
+            RoutingError::RootNotFound(_) => "ROUTE-E-ROOT",
+            RoutingError::Disconnected { .. } => "ROUTE-E-DISCONNECTED",
+            RoutingError::DiameterTooLarge { .. } => "ROUTE-E-DIAMETER",
+            RoutingError::LidConflict { .. } => "ROUTE-E-LID-CONFLICT",
+            RoutingError::BadLid { .. } => "ROUTE-E-BAD-LID",
+            RoutingError::LidSpaceExhausted => "ROUTE-E-LID-SPACE",
+            RoutingError::NoSuchPort(_) => "ROUTE-E-NO-PORT",
+            RoutingError::Parse { .. } => "ROUTE-E-PARSE",
+            RoutingError::UnknownSwitch(_) => "ROUTE-E-UNKNOWN-SWITCH",
+            RoutingError::CreditLoop { .. } => "ROUTE-E-CDG",
+            RoutingError::AllRefused(_) => "ROUTE-E-ALL-REFUSED",
+        }
+    }
 }
 
 /// One engine's refusal inside a fallback chain.

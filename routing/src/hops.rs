@@ -5,10 +5,10 @@
 //! directed rule (up/down, fat-tree) bit 7 ([`DOWN_ONLY`]) marks switches whose route to `t`
 //! goes only down: such a switch may be entered from above on the way to `t`.
 //!
-//! Up*down* paths do not join every pair of switches when there are several roots (two
-//! spines of a fat tree, for instance). For a destination switch that some switch cannot
-//! reach legally, a second, plain shortest-path column is kept as a fallback (what OpenSM's
-//! `connect_roots` option allows); only switch LIDs need it on fat trees.
+//! Every pair of switches of a connected fabric has an up*down* path: [`Directions`] orders
+//! the switches so that the orientation has a single local minimum. There is no fallback to
+//! plain shortest paths (an earlier version kept one for pairs without a legal path, and
+//! its down-then-up turns closed credit loops on fat trees with missing links).
 
 use crate::error::RoutingError;
 use crate::input::RoutingInput;
@@ -18,6 +18,9 @@ use std::ops::Range;
 pub const UNREACHABLE: u8 = 0xFF;
 /// Flag bit: the switch's route to this destination switch is down-only.
 pub const DOWN_ONLY: u8 = 0x80;
+/// Search marks (never left in a finished column: distances stay below [`MAX_HOPS`]).
+const PENDING_U: u8 = 0x7F;
+const PENDING_D: u8 = 0xFE;
 /// Longest path the tables hold, in switch hops.
 pub const MAX_HOPS: u8 = 100;
 
@@ -34,11 +37,95 @@ pub struct Directions {
 }
 
 impl Directions {
-    /// Orients the switch graph by `rank` (0 at the roots), ties broken by GUID.
+    /// Orients the switch graph by `rank` (0 at the roots), ties broken by GUID, so that the
+    /// orientation has exactly one local minimum per connected component.
+    ///
+    /// The order is a graph search from the first switch in (rank, GUID) order that always
+    /// takes next the frontier switch with the least (rank, GUID): every switch but the first
+    /// has a neighbour before it, so every up-walk ends at that first switch and every pair
+    /// of switches is joined by an up*down* path. A plain sort by (rank, GUID) makes every
+    /// root that has no root neighbour a local minimum (the spines of a fat tree); then
+    /// pairs whose only paths turn up at a lower switch (spine to spine, or a spine towards
+    /// a leaf it lost its link to) have no legal path at all. With a single root, or roots
+    /// adjacent to each other, the search order equals the sort.
     pub fn from_ranks(input: &RoutingInput, rank: &[u32]) -> Directions {
+        use std::cmp::Reverse;
+        use std::collections::BinaryHeap;
         let n = input.num_switches();
-        let mut order: Vec<u32> = (0..n as u32).collect();
-        order.sort_by_key(|&s| (rank[s as usize], input.switches[s as usize].guid, s));
+        let prio = |s: u32| Reverse((rank[s as usize], input.switches[s as usize].guid, s));
+        let mut sorted: Vec<u32> = (0..n as u32).collect();
+        sorted.sort_by_key(|&s| prio(s).0);
+        let mut order: Vec<u32> = Vec::with_capacity(n);
+        let mut queued = vec![false; n];
+        let mut heap = BinaryHeap::new();
+        // Several roots: the first rank-1 switch (by most root neighbours, then GUID) comes
+        // right after a root it touches, before the other roots, so every root it touches
+        // is below it and no later switch is squeezed between the roots.
+        let roots = sorted
+            .iter()
+            .take_while(|&&s| rank[s as usize] == 0)
+            .count();
+        if roots > 1 {
+            let root_nbrs = |s: u32| {
+                input
+                    .neighbours(s as usize)
+                    .iter()
+                    .filter(|&&m| rank[m as usize] == 0)
+                    .count()
+            };
+            let hub = sorted
+                .iter()
+                .copied()
+                .filter(|&s| rank[s as usize] == 1 && root_nbrs(s) > 0)
+                .max_by_key(|&s| (root_nbrs(s), Reverse(prio(s).0)));
+            if let Some(hub) = hub {
+                let first = input
+                    .neighbours(hub as usize)
+                    .iter()
+                    .copied()
+                    .filter(|&m| rank[m as usize] == 0)
+                    .min_by_key(|&m| prio(m).0);
+                if let Some(first) = first {
+                    for s in [first, hub] {
+                        queued[s as usize] = true;
+                        order.push(s);
+                    }
+                    for s in [first, hub] {
+                        for &m in input.neighbours(s as usize) {
+                            if !queued[m as usize] {
+                                queued[m as usize] = true;
+                                heap.push(prio(m));
+                            }
+                        }
+                    }
+                    while let Some(Reverse((_, _, s))) = heap.pop() {
+                        order.push(s);
+                        for &m in input.neighbours(s as usize) {
+                            if !queued[m as usize] {
+                                queued[m as usize] = true;
+                                heap.push(prio(m));
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        for &start in &sorted {
+            if queued[start as usize] {
+                continue;
+            }
+            queued[start as usize] = true;
+            heap.push(prio(start));
+            while let Some(Reverse((_, _, s))) = heap.pop() {
+                order.push(s);
+                for &m in input.neighbours(s as usize) {
+                    if !queued[m as usize] {
+                        queued[m as usize] = true;
+                        heap.push(prio(m));
+                    }
+                }
+            }
+        }
         let mut key = vec![0u32; n];
         for (pos, &s) in order.iter().enumerate() {
             key[s as usize] = pos as u32;
@@ -94,8 +181,6 @@ pub struct HopShard {
     pub range: Range<usize>,
     /// `cols[(t - range.start) * S + x]` = entry (x, t).
     cols: Vec<u8>,
-    /// Plain shortest-path columns for destinations some switch cannot reach legally.
-    fallback: Vec<(usize, Vec<u8>)>,
     too_deep: bool,
 }
 
@@ -104,9 +189,6 @@ pub struct HopShard {
 pub struct HopTable {
     n: usize,
     data: Vec<u8>,
-    /// Row-major plain shortest paths, filled only in the fallback columns.
-    fallback: Option<Vec<u8>>,
-    fallback_cols: usize,
 }
 
 impl HopTable {
@@ -123,25 +205,9 @@ impl HopTable {
     /// Switch hops from `x` to `t` under the engine's rule, None when unreachable.
     pub fn hops(&self, x: usize, t: usize) -> Option<u8> {
         match self.data[x * self.n + t] {
-            UNREACHABLE => match self.fallback.as_ref().map(|f| f[x * self.n + t]) {
-                None | Some(UNREACHABLE) => None,
-                Some(v) => Some(v),
-            },
+            UNREACHABLE => None,
             v => Some(v & !DOWN_ONLY),
         }
-    }
-
-    /// Number of destination switches that some switch can reach only through the plain
-    /// shortest-path fallback (0 for min-hop, and for up/down with a single root).
-    pub fn fallback_destinations(&self) -> usize {
-        self.fallback_cols
-    }
-
-    /// The fallback (plain shortest path) row of `x`, when any fallback column exists.
-    pub fn fallback_row(&self, x: usize) -> Option<&[u8]> {
-        self.fallback
-            .as_ref()
-            .map(|f| &f[x * self.n..(x + 1) * self.n])
     }
 
     /// The raw row of `x` (flags included).
@@ -192,7 +258,6 @@ pub fn compute_hop_shard(
     let n = input.num_switches();
     let mut cols = vec![UNREACHABLE; range.len() * n];
     let mut too_deep = false;
-    let mut fallback = Vec::new();
     let mut queue: Vec<u32> = Vec::with_capacity(n);
     let mut queue_b: Vec<u32> = Vec::with_capacity(n);
     for (i, t) in range.clone().enumerate() {
@@ -203,62 +268,50 @@ pub fn compute_hop_shard(
                 too_deep |= !plain_bfs(input, t, col, &mut queue);
             }
             Some(dirs) => {
-                // Phase A: switches with a down-only path to t (reverse of down moves).
+                // Level-synchronous search from t over the two states of a switch: D (its
+                // route goes only down: it may be entered from above) and U (it may go up
+                // first, and down into a D neighbour; it is never entered from above). At
+                // each distance a switch with an up neighbour one hop closer is U, one with
+                // only a D neighbour below it one hop closer is D: every switch gets its
+                // shortest up*down* distance, and a tie keeps the up moves open.
                 col[t] = DOWN_ONLY;
                 queue.push(t as u32);
                 let mut head = 0;
+                let mut d = 0u8;
                 while head < queue.len() {
-                    let y = queue[head] as usize;
-                    head += 1;
-                    let d = (col[y] & !DOWN_ONLY) + 1;
-                    if d > MAX_HOPS {
+                    let level_end = queue.len();
+                    if d >= MAX_HOPS {
                         too_deep = true;
                         break;
                     }
-                    for &x in dirs.ups(y) {
-                        if col[x as usize] == UNREACHABLE {
-                            col[x as usize] = d | DOWN_ONLY;
-                            queue.push(x);
+                    queue_b.clear();
+                    for &y in &queue[head..level_end] {
+                        let y = y as usize;
+                        // x -> y is an up move for every x in downs(y).
+                        for &x in dirs.downs(y) {
+                            if col[x as usize] == UNREACHABLE {
+                                col[x as usize] = PENDING_U;
+                                queue_b.push(x);
+                            } else if col[x as usize] == PENDING_D {
+                                col[x as usize] = PENDING_U;
+                            }
+                        }
+                        if col[y] & DOWN_ONLY != 0 {
+                            for &x in dirs.ups(y) {
+                                if col[x as usize] == UNREACHABLE {
+                                    col[x as usize] = PENDING_D;
+                                    queue_b.push(x);
+                                }
+                            }
                         }
                     }
-                }
-                // Phase B: the rest go up first; merge the two queues in distance order.
-                queue_b.clear();
-                let (mut ha, mut hb) = (0, 0);
-                loop {
-                    let da = queue.get(ha).map(|&y| col[y as usize] & !DOWN_ONLY);
-                    let db = queue_b.get(hb).map(|&y| col[y as usize]);
-                    let y = match (da, db) {
-                        (None, None) => break,
-                        (Some(a), Some(b)) if b < a => {
-                            hb += 1;
-                            queue_b[hb - 1]
-                        }
-                        (Some(_), _) => {
-                            ha += 1;
-                            queue[ha - 1]
-                        }
-                        (None, Some(_)) => {
-                            hb += 1;
-                            queue_b[hb - 1]
-                        }
-                    } as usize;
-                    let d = (col[y] & !DOWN_ONLY) + 1;
-                    if d > MAX_HOPS {
-                        too_deep = true;
-                        break;
+                    head = level_end;
+                    d += 1;
+                    for &x in &queue_b {
+                        let c = &mut col[x as usize];
+                        *c = if *c == PENDING_U { d } else { d | DOWN_ONLY };
                     }
-                    for &x in dirs.downs(y) {
-                        if col[x as usize] == UNREACHABLE {
-                            col[x as usize] = d;
-                            queue_b.push(x);
-                        }
-                    }
-                }
-                if queue.len() + queue_b.len() < n {
-                    let mut fb = vec![UNREACHABLE; n];
-                    too_deep |= !plain_bfs(input, t, &mut fb, &mut queue);
-                    fallback.push((t, fb));
+                    queue.extend_from_slice(&queue_b);
                 }
             }
         }
@@ -266,7 +319,6 @@ pub fn compute_hop_shard(
     HopShard {
         range,
         cols,
-        fallback,
         too_deep,
     }
 }
@@ -274,16 +326,7 @@ pub fn compute_hop_shard(
 /// Merges phase-1 shards (any order, must cover `0..S` exactly) into a row-major table.
 pub fn merge_hop_shards(n: usize, shards: Vec<HopShard>) -> Result<HopTable, RoutingError> {
     let mut data = vec![UNREACHABLE; n * n];
-    let mut fallback: Option<Vec<u8>> = None;
-    let mut fallback_cols = 0;
     for sh in shards {
-        fallback_cols += sh.fallback.len();
-        for (t, col) in &sh.fallback {
-            let f = fallback.get_or_insert_with(|| vec![UNREACHABLE; n * n]);
-            for (x, &v) in col.iter().enumerate() {
-                f[x * n + t] = v;
-            }
-        }
         if sh.too_deep {
             return Err(RoutingError::DiameterTooLarge { max: MAX_HOPS });
         }
@@ -302,10 +345,5 @@ pub fn merge_hop_shards(n: usize, shards: Vec<HopShard>) -> Result<HopTable, Rou
             }
         }
     }
-    Ok(HopTable {
-        n,
-        data,
-        fallback,
-        fallback_cols,
-    })
+    Ok(HopTable { n, data })
 }

@@ -14,6 +14,7 @@
 //! This crate is pure: it must never do IO, read a clock, spawn a thread or use unseeded
 //! randomness. Parallelism belongs to the caller, through [`Executor`].
 
+pub mod cdg;
 pub mod engine;
 pub mod error;
 pub mod ftree;
@@ -27,6 +28,7 @@ mod select;
 pub mod sl;
 pub mod updn;
 
+pub use cdg::{CdgReport, PathVls, VlCdg};
 pub use engine::{
     ChainOutcome, Engine, EngineOptions, Executor, FatTree, Hints, MinHop, Plan, Routing,
     Sequential, Shard, ShardResult, UpDown, engine_by_name, merge, route, route_incremental,

@@ -10,9 +10,10 @@
 //! end ports numbered in [`RoutingInput::end_ports`] order (by switch, then port). The loop
 //! check walks the tables from every switch to every used LID: a walk that revisits a switch
 //! is a loop; one that reaches a "no route" entry or a wrong port is a dead end. The channel
-//! dependency graph is built from the routes of every switch towards every end-port LID
-//! (data traffic); routes to switch LIDs carry management traffic on VL15 and are left out.
+//! dependency graphs are [`crate::cdg::check`]'s: per VL, from the routes of every switch
+//! towards every used LID, switch LIDs included (switches send and receive GMPs on data VLs).
 
+use crate::cdg::{self, PathVls, VlCdg};
 use crate::input::{NONE, Peer, RoutingInput};
 use crate::lft::{Lfts, NO_ROUTE};
 use serde::Serialize;
@@ -49,15 +50,21 @@ pub struct ShiftStats {
     pub undelivered: u64,
 }
 
-/// Channel-dependency-graph figures.
+/// Channel-dependency-graph figures (see [`crate::cdg`]).
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct CdgStats {
     /// Switch-to-switch channels.
     pub channels: usize,
-    /// Distinct dependencies (channel pairs used back to back by some route).
+    /// Distinct dependencies over every VL.
     pub dependencies: u64,
-    /// True when the dependency graph has a cycle (deadlock possible without VLs).
+    /// True when the dependency graph of some VL has a cycle (a deadlock is possible).
     pub has_cycle: bool,
+    /// VLs that carry paths.
+    pub vls_used: Vec<u8>,
+    /// Per VL: channels, dependencies, acyclicity, one cycle if any.
+    pub per_vl: Vec<VlCdg>,
+    /// Routes to switch LIDs are in the graphs.
+    pub switch_lids_included: bool,
 }
 
 /// Everything [`analyze`] measures.
@@ -139,7 +146,6 @@ pub fn analyze(input: &RoutingInput, lfts: &Lfts, opts: &MetricsOptions) -> Metr
         })
         .collect();
     let sw_channels = is_sw_chan.iter().filter(|&&b| b).count();
-    let words = (input.max_ports() as usize + 1).div_ceil(64).max(1);
 
     let mut m = Metrics {
         switches: n,
@@ -149,7 +155,6 @@ pub fn analyze(input: &RoutingInput, lfts: &Lfts, opts: &MetricsOptions) -> Metr
     };
     let mut hist: Vec<u64> = Vec::new();
     let mut a2a = vec![0u64; nchan];
-    let mut deps = vec![0u64; nchan * words];
     let mut next = vec![0u32; n];
     let mut next_port = vec![0u8; n];
     let mut res = vec![UNKNOWN; n];
@@ -246,17 +251,6 @@ pub fn analyze(input: &RoutingInput, lfts: &Lfts, opts: &MetricsOptions) -> Metr
                     }
                     h => m.max_switch_hops = m.max_switch_hops.max(h),
                 }
-                // Channel dependencies of data traffic (towards end ports only).
-                let nx = next[x];
-                if dest_end != NONE && nx < n as u32 && next[nx as usize] < n as u32 {
-                    let c = input.channel(x, next_port[x]);
-                    let p2 = next_port[nx as usize] as usize;
-                    let w = &mut deps[c * words + p2 / 64];
-                    if *w & (1u64 << (p2 % 64)) == 0 {
-                        *w |= 1u64 << (p2 % 64);
-                        m.cdg.dependencies += 1;
-                    }
-                }
             }
             // Traffic metrics only for end-port base LIDs.
             let Some(l) = ep_lids else { continue };
@@ -323,8 +317,15 @@ pub fn analyze(input: &RoutingInput, lfts: &Lfts, opts: &MetricsOptions) -> Metr
     m.all_to_all = load_stats(&a2a, &is_sw_chan, sw_channels);
     m.shift = shift_stats(input, &tables, opts, &is_sw_chan, sw_channels);
     m.max_link_load = m.shift.max_link_load;
-    m.cdg.channels = sw_channels;
-    m.cdg.has_cycle = has_cycle(input, &deps, words);
+    let rep = cdg::check(input, lfts, &PathVls::default());
+    m.cdg = CdgStats {
+        channels: sw_channels,
+        dependencies: rep.per_vl.iter().map(|v| v.dependencies).sum(),
+        has_cycle: !rep.acyclic(),
+        vls_used: rep.vls_used,
+        per_vl: rep.per_vl,
+        switch_lids_included: rep.switch_lids_included,
+    };
     m.diameter = diameter(input);
     m
 }
@@ -411,64 +412,6 @@ fn shift_stats(
         }
     }
     st
-}
-
-/// Iterative three-colour DFS over the channel dependency graph.
-fn has_cycle(input: &RoutingInput, deps: &[u64], words: usize) -> bool {
-    let nchan = input.num_channels();
-    // head switch of each channel, when it is a switch-to-switch channel
-    let mut head = vec![NONE; nchan];
-    for s in 0..input.num_switches() {
-        for (p, peer) in input.ports(s).iter().enumerate() {
-            if let Peer::Switch { sw, .. } = peer {
-                head[input.channel(s, p as u8)] = *sw;
-            }
-        }
-    }
-    let succ = |c: usize| -> Vec<usize> {
-        let h = head[c];
-        if h == NONE {
-            return Vec::new();
-        }
-        let mut v = Vec::new();
-        for w in 0..words {
-            let mut b = deps[c * words + w];
-            while b != 0 {
-                let i = b.trailing_zeros() as usize;
-                b &= b - 1;
-                v.push(input.channel(h as usize, (w * 64 + i) as u8));
-            }
-        }
-        v
-    };
-    let mut color = vec![0u8; nchan]; // 0 white, 1 grey, 2 black
-    let mut stack: Vec<(usize, Vec<usize>, usize)> = Vec::new();
-    for start in 0..nchan {
-        if color[start] != 0 || head[start] == NONE {
-            continue;
-        }
-        color[start] = 1;
-        stack.push((start, succ(start), 0));
-        while let Some(top) = stack.last_mut() {
-            if top.2 < top.1.len() {
-                let nx = top.1[top.2];
-                top.2 += 1;
-                match color[nx] {
-                    1 => return true,
-                    0 => {
-                        color[nx] = 1;
-                        let s = succ(nx);
-                        stack.push((nx, s, 0));
-                    }
-                    _ => {}
-                }
-            } else {
-                color[top.0] = 2;
-                stack.pop();
-            }
-        }
-    }
-    false
 }
 
 /// Largest shortest-path distance between two switches (0 for one switch).

@@ -36,7 +36,9 @@ fn fill_masks(masks: &mut [u64], words: usize, p: usize, mv: Move, row_s: &[u8],
         match mv {
             Move::Any => a == b.wrapping_add(1),
             Move::Up => a == (b & !DOWN_ONLY) + 1,
-            Move::Down => b >= DOWN_ONLY && a == b.wrapping_add(1),
+            Move::Down => {
+                b >= DOWN_ONLY && b != UNREACHABLE && (a & !DOWN_ONLY) == b - DOWN_ONLY + 1
+            }
         }
     };
     if words == 1 {
@@ -54,7 +56,9 @@ fn fill_masks(masks: &mut [u64], words: usize, p: usize, mv: Move, row_s: &[u8],
             }
             Move::Down => {
                 for ((m, &a), &b) in masks.iter_mut().zip(row_s).zip(row_m) {
-                    *m |= ((b >= DOWN_ONLY && a == b.wrapping_add(1)) as u64) << p;
+                    let ok =
+                        b >= DOWN_ONLY && b != UNREACHABLE && (a & !DOWN_ONLY) == b - DOWN_ONLY + 1;
+                    *m |= (ok as u64) << p;
                 }
             }
         }
@@ -194,9 +198,7 @@ pub(crate) fn compute_lfts(
     let words = nports.div_ceil(64).max(1);
     let dests = input.dests();
     let nlids = dests.len();
-    let has_fallback = hops.fallback_row(0).is_some();
     let mut masks = vec![0u64; n * words];
-    let mut fb_masks = vec![0u64; if has_fallback { n * words } else { 0 }];
     let mut counters = vec![0u32; nports];
     let mut port_nbr = vec![NONE; nports];
     // Per neighbour switch: the mask of ports leading to it (reset through `touched`).
@@ -255,7 +257,6 @@ pub(crate) fn compute_lfts(
 
     for s in range.clone() {
         masks.iter_mut().for_each(|m| *m = 0);
-        fb_masks.iter_mut().for_each(|m| *m = 0);
         counters.iter_mut().for_each(|c| *c = 0);
         used_by_port.iter_mut().for_each(|w| *w = 0);
         port_nbr.iter_mut().for_each(|c| *c = NONE);
@@ -277,24 +278,17 @@ pub(crate) fn compute_lfts(
                     Some(_) => Move::Down,
                 };
                 fill_masks(&mut masks, words, p, mv, row_s, hops.row(sw as usize));
-                if let (Some(fs), Some(fm)) = (hops.fallback_row(s), hops.fallback_row(sw as usize))
-                {
-                    fill_masks(&mut fb_masks, words, p, Move::Any, fs, fm);
-                }
             }
         }
-        // Effective masks (fallback where no legal path) and their classes.
+        // The masks' classes.
         class_ids.clear();
         classes.clear();
         for t in 0..n {
-            let m = &mut masks[t * words..(t + 1) * words];
-            if has_fallback && m.iter().all(|&w| w == 0) {
-                m.copy_from_slice(&fb_masks[t * words..(t + 1) * words]);
-            }
+            let m = &masks[t * words..(t + 1) * words];
             let bits: u32 = m.iter().map(|w| w.count_ones()).sum();
             class_of[t] = if bits < 2 {
                 NONE
-            } else if let Some(&c) = class_ids.get(&*m) {
+            } else if let Some(&c) = class_ids.get(m) {
                 c
             } else {
                 let c = classes.len() as u32;
@@ -357,21 +351,29 @@ pub(crate) fn compute_lfts(
             };
             let ft_dest = ft.filter(|_| d.end != NONE && d.root != NONE);
             if let Some(f) = ft_dest {
-                let want: &[u64] = if row_s[t] & DOWN_ONLY != 0 {
-                    // Down along the destination's chosen path.
-                    let lvl = f.level[s].saturating_sub(1) as usize;
-                    let m = step_paths[i * stride + lvl];
+                // Down (by level) along the destination's chosen path when the next switch
+                // of that path is a legal neighbour; otherwise up towards its root. (The
+                // up*down* orientation may call a move down that climbs a level, near the
+                // switches that join the roots: see `Directions::from_ranks`.)
+                let down: &[u64] = if row_s[t] & DOWN_ONLY != 0 && f.level[s] > 0 {
+                    let m = step_paths[i * stride + f.level[s] as usize - 1];
                     if m == NONE {
                         &[]
                     } else {
                         &nbr_mask[m as usize * words..(m as usize + 1) * words]
                     }
                 } else {
-                    let r = d.root as usize;
-                    &toward[r * words..(r + 1) * words]
+                    &[]
                 };
                 for (w, pw) in pref.iter_mut().enumerate() {
-                    *pw = mask[w] & want.get(w).copied().unwrap_or(0);
+                    *pw = mask[w] & down.get(w).copied().unwrap_or(0);
+                }
+                if pref.iter().all(|&w| w == 0) {
+                    let r = d.root as usize;
+                    let up = &toward[r * words..(r + 1) * words];
+                    for (w, pw) in pref.iter_mut().enumerate() {
+                        *pw = mask[w] & up[w];
+                    }
                 }
                 narrowed = pref.iter().any(|&w| w != 0);
             } else if any_lmc && d.end != NONE {

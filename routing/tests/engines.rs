@@ -39,8 +39,12 @@ fn every_engine_routes_every_pair_on_fat_trees() {
             let r = route(&inp, e).unwrap();
             let what = format!("{spec} {}", e.name());
             let m = assert_complete(&inp, &r.lfts, &what);
-            // Every engine is minimal on a fat tree.
-            assert_eq!(m.max_switch_hops, m.diameter, "{what}");
+            if e.name() == "minhop" {
+                // Minimal, and with switch LIDs in the dependency graph (spine to spine
+                // through a leaf turns down then up) not free of credit loops.
+                assert_eq!(m.max_switch_hops, m.diameter, "{what}");
+                continue;
+            }
             assert!(
                 !m.cdg.has_cycle,
                 "{what}: fat-tree routes must be deadlock-free"
@@ -148,8 +152,10 @@ fn chain_falls_back_and_reports_why() {
     ));
 
     // Up/down with a root that is not in the fabric refuses; min-hop takes over.
+    // (Min-hop has credit loops on this torus: accepted on request here.)
     let opts = EngineOptions {
         updn_roots: vec![fabric::Guid(0xdead)],
+        accept_credit_loops: true,
     };
     let out = route_with_chain(
         &inp,
@@ -312,7 +318,13 @@ fn a_larger_fat_tree_is_complete_and_ftree_contention_free() {
     ] {
         let r = route_on(&inp, e, &Threads(2), 4, None).unwrap();
         let m = assert_complete(&inp, &r.lfts, e.name());
-        assert_eq!(m.max_switch_hops, m.diameter);
+        if e.name() == "minhop" {
+            assert_eq!(m.max_switch_hops, m.diameter);
+        } else {
+            // Up*down* routes between switch LIDs (core to core) may be longer than the
+            // diameter; host pairs stay at 4 switch hops.
+            assert_eq!(m.max_hops, 6, "{}", e.name());
+        }
         if e.name() == "ftree" {
             assert_eq!(m.max_link_load, 1, "{:?}", m.shift);
         }

@@ -153,6 +153,7 @@ fn opensm_metrics(
         let ours_in = input(&topo, 0);
         let eopts = routing::EngineOptions {
             updn_roots: roots.to_vec(),
+            ..Default::default()
         };
         let e = routing::engine_by_name(engine, &eopts).unwrap();
         let ours = metrics::analyze(&ours_in, &route(&ours_in, e.as_ref()).unwrap().lfts, &opts);
@@ -203,7 +204,11 @@ fn opensm_routes_measure_like_ours() {
         assert_eq!(theirs.loops, 0, "{engine}");
         assert_eq!(ours.dead_ends, 0, "{engine}");
         assert_eq!(theirs.hop_histogram, ours.hop_histogram, "{engine}");
-        assert!(!theirs.cdg.has_cycle && !ours.cdg.has_cycle, "{engine}");
+        // With switch LIDs in the dependency graph min-hop (OpenSM's and ours, the same
+        // tables) has credit loops on a fat tree: spine to spine through a leaf.
+        if *engine != "minhop" {
+            assert!(!theirs.cdg.has_cycle && !ours.cdg.has_cycle, "{engine}");
+        }
         if *engine == "ftree" {
             assert_eq!(ours.max_link_load, 1);
             assert!(ours.max_link_load <= theirs.max_link_load);

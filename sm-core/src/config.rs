@@ -36,6 +36,9 @@ pub struct SweeperConfig {
     pub engines: Vec<String>,
     /// Up/down root GUIDs (empty = automatic).
     pub updn_roots: Vec<fabric::Guid>,
+    /// Keep a routing whose channel dependency graph has a cycle (logged as ROUTE-W-CDG)
+    /// instead of refusing it and trying the next engine (default false).
+    pub accept_credit_loops: bool,
     /// Shards per routing phase handed to the daemon's executor.
     pub routing_shards: usize,
     /// Fabric-wide limit of outstanding SMPs.
@@ -148,6 +151,7 @@ impl Default for SweeperConfig {
             lmc: 0,
             engines: vec!["ftree".into(), "updn".into(), "minhop".into()],
             updn_roots: Vec::new(),
+            accept_credit_loops: false,
             routing_shards: 1,
             window: 256,
             per_switch_window: 4,

@@ -38,6 +38,8 @@ pub struct RoutingOutcome {
     /// The SL each switch pair must use, when the engine requires one (the SA answers
     /// PathRecords with it).
     pub path_sl: Option<std::sync::Arc<routing::PathSl>>,
+    /// Warnings about the accepted routing (ROUTE-W-CDG: credit loops kept on request).
+    pub warnings: Vec<String>,
 }
 
 impl RoutingJob {
@@ -68,6 +70,7 @@ impl RoutingJob {
                 .map(|r| format!("{}: {}", r.engine, r.reason))
                 .collect(),
             path_sl: out.routing.path_sl,
+            warnings: out.warnings,
         })
     }
 }
@@ -126,6 +129,8 @@ pub enum Event {
         lft_blocks: usize,
         /// Engines that refused first.
         refusals: Vec<String>,
+        /// Warnings about the accepted routing (ROUTE-W-CDG).
+        warnings: Vec<String>,
     },
     /// Routing failed: the sweep stops and is retried at the next interval.
     RoutingFailed(String),
@@ -337,6 +342,7 @@ impl fmt::Display for Event {
                 engine,
                 lft_blocks,
                 refusals,
+                warnings,
             } => {
                 write!(
                     f,
@@ -344,6 +350,9 @@ impl fmt::Display for Event {
                 )?;
                 for r in refusals {
                     write!(f, "; refused: {r}")?;
+                }
+                for w in warnings {
+                    write!(f, "; warning: {w}")?;
                 }
                 Ok(())
             }

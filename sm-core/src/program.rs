@@ -331,6 +331,7 @@ impl Programming {
             engine: r.engine,
             lft_blocks: self.lft_todo.len(),
             refusals: r.refusals,
+            warnings: r.warnings,
         };
         self.lfts = Some(Arc::new(r.lfts));
         drop(old);

@@ -36,6 +36,7 @@ impl SweeperConfigOf for NodeConfig {
             lmc: self.lmc,
             engines: self.engines.clone(),
             updn_roots: self.updn_roots.clone(),
+            accept_credit_loops: self.accept_credit_loops,
             routing_shards: if self.workers > 1 {
                 self.workers * 2
             } else {

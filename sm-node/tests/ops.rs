@@ -279,7 +279,11 @@ fn import_opensm_with_its_guid2lid_keeps_every_lid() {
         cfg.guid2lid.as_deref(),
         Some(data.join("guid2lid").as_path())
     );
-    assert_eq!(cfg.engines, ["minhop"], "OpenSM's default engine kept");
+    assert_eq!(
+        cfg.engines,
+        ["minhop", "updn"],
+        "OpenSM's default engine kept, updn after it (credit loops are refused)"
+    );
     actix_rt::System::new().block_on(async {
         let (h, _) = daemon::new_sim(spec, 5).unwrap();
         let attached = h.attach(ca_ports(&t)[0].2, Pace::Fast).unwrap();

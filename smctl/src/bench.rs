@@ -195,6 +195,7 @@ pub fn run(cmd: BenchCmd) -> anyhow::Result<ExitCode> {
                         engine: e,
                         lft_blocks: b,
                         refusals: r,
+                        ..
                     } => {
                         engine = e;
                         lft_blocks = b;

@@ -4,7 +4,7 @@
 
 use anyhow::{Context, anyhow};
 use clap::{Args, Subcommand};
-use fabric::{GenSpec, Guid, Topology, netfile};
+use fabric::{DegradedSpec, Guid, Topology, netfile};
 use routing::metrics::{self, Metrics, MetricsOptions};
 use routing::{EngineOptions, RoutingInput, assign_lids_sequential, ibroute, route_with_chain};
 use runner::Threads;
@@ -72,6 +72,10 @@ pub struct RouteArgs {
     /// and incrementally (keeping valid entries); report the 64-LID blocks each changes.
     #[arg(long, value_name = "NODE_GUID:PORT")]
     drop_link: Option<String>,
+    /// Keep a routing whose channel dependency graph has a cycle (with a ROUTE-W-CDG
+    /// warning) instead of refusing it and trying the next engine of the chain.
+    #[arg(long)]
+    accept_credit_loops: bool,
     /// Print JSON instead of text.
     #[arg(long)]
     json: bool,
@@ -96,6 +100,9 @@ struct AnalyzeArgs {
     /// LFT entries and 64-LID blocks differ from the dump.
     #[arg(long)]
     compare_engine: Option<String>,
+    /// With --compare-engine: keep our routing even when it has a credit loop.
+    #[arg(long, requires = "compare_engine")]
+    accept_credit_loops: bool,
     /// With --compare-engine: write our tables (ibroute format) to this file.
     #[arg(long, requires = "compare_engine")]
     dump_ours: Option<PathBuf>,
@@ -119,7 +126,8 @@ fn load_topology(source: &str) -> anyhow::Result<Topology> {
             )
         });
     }
-    let spec: GenSpec = source.parse().map_err(|e| {
+    // A generator spec, optionally with removed links (`ft2:36:remove=3:seed=1`).
+    let spec: DegradedSpec = source.parse().map_err(|e| {
         anyhow!("E_ROUTE_ARGS: {source:?} is neither an existing file nor a generator spec ({e})")
     })?;
     spec.generate()
@@ -165,6 +173,7 @@ pub fn run(args: RouteArgs) -> anyhow::Result<ExitCode> {
             .iter()
             .map(|s| parse_guid(s))
             .collect::<anyhow::Result<_>>()?,
+        accept_credit_loops: args.accept_credit_loops,
     };
     let workers = args.workers.max(1);
     let shards = args.shards.unwrap_or(workers * 4).max(1);
@@ -174,9 +183,14 @@ pub fn run(args: RouteArgs) -> anyhow::Result<ExitCode> {
     let routing_ms = ms(t0);
     for r in &outcome.refusals {
         eprintln!(
-            "smctl: route: engine {} refused, falling back: {}",
-            r.engine, r.reason
+            "smctl: route: engine {} refused ({}), falling back: {}",
+            r.engine,
+            r.reason.code(),
+            r.reason
         );
+    }
+    for w in &outcome.warnings {
+        eprintln!("smctl: route: warning: {w}");
     }
     let routed = &outcome.routing;
 
@@ -215,8 +229,10 @@ pub fn run(args: RouteArgs) -> anyhow::Result<ExitCode> {
             "engine": routed.engine,
             "engine_chain": chain,
             "refusals": outcome.refusals.iter().map(|r| json!({
-                "engine": r.engine, "reason": r.reason.to_string()
+                "engine": r.engine, "code": r.reason.code(), "reason": r.reason.to_string()
             })).collect::<Vec<_>>(),
+            "warnings": outcome.warnings,
+            "deadlock_check": serde_json::to_value(&outcome.cdg)?,
             "workers": workers,
             "shards": shards,
             "peak_rss_mb": peak_after_routing.map(round1),
@@ -229,7 +245,6 @@ pub fn run(args: RouteArgs) -> anyhow::Result<ExitCode> {
             "max_lid": input.max_lid(),
             "lft_blocks": routed.lfts.total_blocks(),
             "max_switch_hops_used": routed.hops.max_hops(),
-            "fallback_destination_switches": routed.hops.fallback_destinations(),
         });
         if let Some(d) = &drop {
             v["drop_link"] = d.clone();
@@ -372,7 +387,10 @@ fn analyze(a: AnalyzeArgs) -> anyhow::Result<ExitCode> {
             let ours = route_with_chain(
                 &input,
                 &chain,
-                &EngineOptions::default(),
+                &EngineOptions {
+                    accept_credit_loops: a.accept_credit_loops,
+                    ..EngineOptions::default()
+                },
                 &Threads(1),
                 1,
                 None,
@@ -492,15 +510,26 @@ fn print_metrics(o: &mut String, m: &Metrics) {
     );
     outln!(
         o,
-        "channel dependency graph: {} channels, {} dependencies, {}",
+        "channel dependency graph (switch LIDs included): {} channels, {} dependencies, VLs used {:?}: {}",
         m.cdg.channels,
         m.cdg.dependencies,
+        m.cdg.vls_used,
         if m.cdg.has_cycle {
             "CYCLE (deadlock possible)"
         } else {
             "acyclic"
         }
     );
+    for v in &m.cdg.per_vl {
+        outln!(
+            o,
+            "  VL {}: {} dependencies, {}{}",
+            v.vl,
+            v.dependencies,
+            if v.acyclic { "acyclic" } else { "CYCLE: " },
+            v.cycle.join(" -> ")
+        );
+    }
 }
 
 fn ms(t: Instant) -> f64 {

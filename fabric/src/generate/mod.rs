@@ -20,11 +20,13 @@
 //! * **Ports:** hosts sit on a switch's lowest ports (1..=h), switch-to-switch links above
 //!   them. Links are 4x SDR (the model's default).
 
+mod degrade;
 mod fat_tree;
 mod random;
 mod spec;
 mod torus;
 
+pub use degrade::{DegradedSpec, Removal, remove_switch_links};
 pub use fat_tree::{FatTreeSpec, fat_tree};
 pub use random::{RandomSpec, random};
 pub use spec::GenSpec;

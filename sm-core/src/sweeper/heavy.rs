@@ -78,6 +78,7 @@ impl Sweeper {
             engines: self.cfg.engines.clone(),
             options: EngineOptions {
                 updn_roots: self.cfg.updn_roots.clone(),
+                accept_credit_loops: self.cfg.accept_credit_loops,
             },
             shards: self.cfg.routing_shards.max(1),
             prev: self.prog.lfts_shared(),

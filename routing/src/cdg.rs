@@ -1,0 +1,230 @@
+//! Deadlock freedom as a checked property: the channel dependency graph (CDG) per virtual
+//! lane, checked after every routing run ([`crate::route_with_chain`]).
+//!
+//! A channel is one direction of a switch-to-switch link (switch, output port). A route
+//! that enters a switch on channel `a` and leaves it on channel `b` makes `b` a dependency
+//! of `a`: a packet holding a buffer of `a` waits for credits of `b`. A routing is free of
+//! credit loops when the graph of these dependencies is acyclic on every VL.
+//!
+//! What is counted: the forwarding entry of **every** switch towards **every** used LID,
+//! end-port LIDs and switch LIDs alike. Every switch is a possible injection point (its
+//! management port 0 sends and receives GMPs, PerfMgt for instance, on data VLs), so an
+//! entry no host path reaches still counts. Only LID-routed SMPs use VL15, which has no
+//! credits; they are not data traffic, but their routes are the same entries.
+//!
+//! VLs: a path's VL comes from its SL through the SL2VL tables. Every engine of this crate
+//! puts every path on SL 0, mapped to VL 0 ([`PathVls::Single`]); the report is per VL so
+//! engines that spread paths over several VLs (layers) fit the same check.
+
+use crate::input::{Peer, RoutingInput};
+use crate::lft::{Lfts, NO_ROUTE};
+use serde::Serialize;
+use std::collections::HashMap;
+
+/// Which VL each path uses.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PathVls {
+    /// Every path, to end ports and to switches, on this VL (SL 0 -> VL 0 today).
+    Single(u8),
+}
+
+impl Default for PathVls {
+    fn default() -> PathVls {
+        PathVls::Single(0)
+    }
+}
+
+/// The dependency graph of one VL.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct VlCdg {
+    /// The virtual lane.
+    pub vl: u8,
+    /// Switch-to-switch channels.
+    pub channels: usize,
+    /// Distinct dependencies (channel pairs used back to back by some route).
+    pub dependencies: u64,
+    /// True when the graph has no cycle.
+    pub acyclic: bool,
+    /// One cycle when there is one, as `SWITCH_GUID:PORT` output channels in order.
+    pub cycle: Vec<String>,
+}
+
+/// The deadlock check of one routing.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct CdgReport {
+    /// VLs that carry paths, ascending.
+    pub vls_used: Vec<u8>,
+    /// One graph per VL used, in the same order.
+    pub per_vl: Vec<VlCdg>,
+    /// Routes to switch LIDs are part of the graphs (always true here).
+    pub switch_lids_included: bool,
+}
+
+impl CdgReport {
+    /// True when every VL's graph is acyclic.
+    pub fn acyclic(&self) -> bool {
+        self.per_vl.iter().all(|v| v.acyclic)
+    }
+
+    /// The first VL with a cycle.
+    pub fn first_cycle(&self) -> Option<&VlCdg> {
+        self.per_vl.iter().find(|v| !v.acyclic)
+    }
+}
+
+/// Builds the dependency graph of every VL `vls` uses from `lfts` (matched to `input`'s
+/// switches by GUID) and looks for a cycle in each.
+pub fn check(input: &RoutingInput, lfts: &Lfts, vls: &PathVls) -> CdgReport {
+    let PathVls::Single(vl) = *vls;
+    let by_guid: HashMap<_, _> = lfts
+        .switches
+        .iter()
+        .map(|s| (s.guid, s.ports.as_slice()))
+        .collect();
+    let empty: &[u8] = &[];
+    let tables: Vec<&[u8]> = input
+        .switches
+        .iter()
+        .map(|s| by_guid.get(&s.guid).copied().unwrap_or(empty))
+        .collect();
+    let g = Graph::build(input, &tables);
+    let cycle = g.find_cycle();
+    CdgReport {
+        vls_used: vec![vl],
+        per_vl: vec![VlCdg {
+            vl,
+            channels: g.channels,
+            dependencies: g.dependencies,
+            acyclic: cycle.is_none(),
+            cycle: cycle
+                .unwrap_or_default()
+                .into_iter()
+                .map(|c| {
+                    let (s, p) = g.chan[c];
+                    format!("{}:{}", input.switches[s as usize].guid, p)
+                })
+                .collect(),
+        }],
+        switch_lids_included: true,
+    }
+}
+
+/// Dependencies between switch-to-switch channels, as adjacency lists.
+struct Graph {
+    channels: usize,
+    dependencies: u64,
+    /// (switch, port) of each channel id.
+    chan: Vec<(u32, u8)>,
+    succ_start: Vec<usize>,
+    succ: Vec<u32>,
+}
+
+impl Graph {
+    fn build(input: &RoutingInput, tables: &[&[u8]]) -> Graph {
+        let n = input.num_switches();
+        // Channel ids for switch-to-switch output ports: id_of[channel(s, p)].
+        let mut id_of = vec![u32::MAX; input.num_channels()];
+        let mut chan = Vec::new();
+        for s in 0..n {
+            for (p, peer) in input.ports(s).iter().enumerate() {
+                if matches!(peer, Peer::Switch { .. }) {
+                    id_of[input.channel(s, p as u8)] = chan.len() as u32;
+                    chan.push((s as u32, p as u8));
+                }
+            }
+        }
+        let nch = chan.len();
+        let words = (input.max_ports() as usize + 1).div_ceil(64).max(1);
+        let mut deps = vec![0u64; nch * words];
+        let mut dependencies = 0u64;
+        let dests = input.dests();
+        for (lid, d) in dests.iter().enumerate() {
+            if lid == 0 || !d.is_used() {
+                continue;
+            }
+            for (x, t) in tables.iter().enumerate() {
+                let p = t.get(lid).copied().unwrap_or(NO_ROUTE);
+                let Some(Peer::Switch { sw, .. }) = input.ports(x).get(p as usize) else {
+                    continue;
+                };
+                let nx = *sw as usize;
+                let p2 = tables[nx].get(lid).copied().unwrap_or(NO_ROUTE);
+                if !matches!(input.ports(nx).get(p2 as usize), Some(Peer::Switch { .. })) {
+                    continue;
+                }
+                let c = id_of[input.channel(x, p)] as usize;
+                let w = &mut deps[c * words + p2 as usize / 64];
+                let bit = 1u64 << (p2 % 64);
+                if *w & bit == 0 {
+                    *w |= bit;
+                    dependencies += 1;
+                }
+            }
+        }
+        let mut succ_start = Vec::with_capacity(nch + 1);
+        let mut succ = Vec::with_capacity(dependencies as usize);
+        for (c, &(s, p)) in chan.iter().enumerate() {
+            succ_start.push(succ.len());
+            let Some(Peer::Switch { sw, .. }) = input.ports(s as usize).get(p as usize) else {
+                continue;
+            };
+            for w in 0..words {
+                let mut b = deps[c * words + w];
+                while b != 0 {
+                    let i = b.trailing_zeros() as usize;
+                    b &= b - 1;
+                    succ.push(id_of[input.channel(*sw as usize, (w * 64 + i) as u8)]);
+                }
+            }
+        }
+        succ_start.push(succ.len());
+        Graph {
+            channels: nch,
+            dependencies,
+            chan,
+            succ_start,
+            succ,
+        }
+    }
+
+    /// One cycle (channel ids in order), by an iterative three-colour depth-first search.
+    fn find_cycle(&self) -> Option<Vec<usize>> {
+        const WHITE: u8 = 0;
+        const GREY: u8 = 1;
+        const BLACK: u8 = 2;
+        let n = self.channels;
+        let mut colour = vec![WHITE; n];
+        // (channel, next successor index)
+        let mut stack: Vec<(usize, usize)> = Vec::new();
+        for start in 0..n {
+            if colour[start] != WHITE {
+                continue;
+            }
+            colour[start] = GREY;
+            stack.push((start, self.succ_start[start]));
+            while let Some(top) = stack.last_mut() {
+                let (c, i) = *top;
+                if i == self.succ_start[c + 1] {
+                    colour[c] = BLACK;
+                    stack.pop();
+                    continue;
+                }
+                top.1 += 1;
+                let m = self.succ[i] as usize;
+                match colour[m] {
+                    WHITE => {
+                        colour[m] = GREY;
+                        stack.push((m, self.succ_start[m]));
+                    }
+                    GREY => {
+                        // The grey channels on the stack from m to c form the cycle.
+                        let from = stack.iter().position(|&(s, _)| s == m).unwrap_or(0);
+                        return Some(stack[from..].iter().map(|&(s, _)| s).collect());
+                    }
+                    _ => {}
+                }
+            }
+        }
+        None
+    }
+}
