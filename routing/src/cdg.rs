@@ -12,20 +12,33 @@
 //! entry no host path reaches still counts. Only LID-routed SMPs use VL15, which has no
 //! credits; they are not data traffic, but their routes are the same entries.
 //!
-//! VLs: a path's VL comes from its SL through the SL2VL tables. Every engine of this crate
-//! puts every path on SL 0, mapped to VL 0 ([`PathVls::Single`]); the report is per VL so
-//! engines that spread paths over several VLs (layers) fit the same check.
+//! VLs: a path's VL comes from its SL through the SL2VL tables. Min-hop, up/down and
+//! fat-tree put every path on SL 0, mapped to VL 0 ([`PathVls::Single`]). Engines that
+//! spread paths over VLs give each (source switch, destination switch) pair an SL and each
+//! switch output port an SL-to-VL table ([`PathVls::Layered`]); the graph's vertices are
+//! then (channel, VL) pairs, every path is followed hop by hop from every switch (each one
+//! injects with its own SL), and a cycle may cross VLs.
 
 use crate::input::{Peer, RoutingInput};
 use crate::lft::{Lfts, NO_ROUTE};
+use crate::sl::{EngineSl2Vl, PathSl};
 use serde::Serialize;
 use std::collections::HashMap;
+use std::sync::Arc;
 
 /// Which VL each path uses.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum PathVls {
-    /// Every path, to end ports and to switches, on this VL (SL 0 -> VL 0 today).
+    /// Every path, to end ports and to switches, on this VL (SL 0 -> VL 0).
     Single(u8),
+    /// Each path on the SL of its (source switch, destination switch) pair, each hop on the
+    /// VL the hop's output port maps that SL to.
+    Layered {
+        /// SL per switch pair.
+        sl: Arc<PathSl>,
+        /// SL-to-VL per switch output port.
+        sl2vl: Arc<EngineSl2Vl>,
+    },
 }
 
 impl Default for PathVls {
@@ -75,7 +88,6 @@ impl CdgReport {
 /// Builds the dependency graph of every VL `vls` uses from `lfts` (matched to `input`'s
 /// switches by GUID) and looks for a cycle in each.
 pub fn check(input: &RoutingInput, lfts: &Lfts, vls: &PathVls) -> CdgReport {
-    let PathVls::Single(vl) = *vls;
     let by_guid: HashMap<_, _> = lfts
         .switches
         .iter()
@@ -87,32 +99,65 @@ pub fn check(input: &RoutingInput, lfts: &Lfts, vls: &PathVls) -> CdgReport {
         .iter()
         .map(|s| by_guid.get(&s.guid).copied().unwrap_or(empty))
         .collect();
-    let g = Graph::build(input, &tables);
-    let cycle = g.find_cycle();
-    CdgReport {
-        vls_used: vec![vl],
-        per_vl: vec![VlCdg {
-            vl,
-            channels: g.channels,
-            dependencies: g.dependencies,
-            acyclic: cycle.is_none(),
-            cycle: cycle
-                .unwrap_or_default()
-                .into_iter()
-                .map(|c| {
-                    let (s, p) = g.chan[c];
-                    format!("{}:{}", input.switches[s as usize].guid, p)
+    match vls {
+        PathVls::Single(vl) => {
+            let g = Graph::build(input, &tables);
+            let cycle = g.find_cycle();
+            CdgReport {
+                vls_used: vec![*vl],
+                per_vl: vec![VlCdg {
+                    vl: *vl,
+                    channels: g.channels,
+                    dependencies: g.dependencies,
+                    acyclic: cycle.is_none(),
+                    cycle: cycle
+                        .unwrap_or_default()
+                        .into_iter()
+                        .map(|c| g.name(input, c))
+                        .collect(),
+                }],
+                switch_lids_included: true,
+            }
+        }
+        PathVls::Layered { sl, sl2vl } => {
+            let (g, nvl, used) = Graph::build_layered(input, &tables, sl, sl2vl);
+            let cycle = g.find_cycle();
+            // A cycle is reported on the VL of its first vertex.
+            let cycle_vl = cycle.as_ref().and_then(|c| c.first()).map(|&v| v % nvl);
+            let per_vl = (0..nvl)
+                .filter(|v| used[*v])
+                .map(|v| VlCdg {
+                    vl: v as u8,
+                    channels: g.channels / nvl,
+                    dependencies: g.deps_from_vl[v],
+                    acyclic: cycle_vl != Some(v),
+                    cycle: if cycle_vl == Some(v) {
+                        cycle
+                            .iter()
+                            .flatten()
+                            .map(|&c| format!("{}@VL{}", g.name(input, c / nvl), c % nvl))
+                            .collect()
+                    } else {
+                        Vec::new()
+                    },
                 })
-                .collect(),
-        }],
-        switch_lids_included: true,
+                .collect::<Vec<_>>();
+            CdgReport {
+                vls_used: per_vl.iter().map(|v| v.vl).collect(),
+                per_vl,
+                switch_lids_included: true,
+            }
+        }
     }
 }
 
 /// Dependencies between switch-to-switch channels, as adjacency lists.
 struct Graph {
+    /// Vertices: channels, or (channel, VL) pairs as `channel * nvl + vl` when layered.
     channels: usize,
     dependencies: u64,
+    /// Layered graphs: dependencies whose first vertex is on each VL.
+    deps_from_vl: Vec<u64>,
     /// (switch, port) of each channel id.
     chan: Vec<(u32, u8)>,
     succ_start: Vec<usize>,
@@ -181,10 +226,125 @@ impl Graph {
         Graph {
             channels: nch,
             dependencies,
+            deps_from_vl: Vec::new(),
             chan,
             succ_start,
             succ,
         }
+    }
+
+    /// `SWITCH_GUID:PORT` of a channel.
+    fn name(&self, input: &RoutingInput, c: usize) -> String {
+        let (s, p) = self.chan[c];
+        format!("{}:{}", input.switches[s as usize].guid, p)
+    }
+
+    /// The (channel, VL) graph of a layered routing: every switch's path to every used LID
+    /// is followed with the SL of its (source switch, destination switch) pair. A path that
+    /// reaches a (switch, SL) already followed towards the same LID stops there (the rest
+    /// is the same), so the work is bounded by switches x SLs per LID. Returns the graph,
+    /// the number of VLs and which VLs carry a hop.
+    fn build_layered(
+        input: &RoutingInput,
+        tables: &[&[u8]],
+        sl: &PathSl,
+        sl2vl: &EngineSl2Vl,
+    ) -> (Graph, usize, Vec<bool>) {
+        let n = input.num_switches();
+        let mut id_of = vec![u32::MAX; input.num_channels()];
+        let mut chan = Vec::new();
+        let mut chan_table: Vec<&[u8; 16]> = Vec::new();
+        for s in 0..n {
+            let guid = input.switches[s].guid;
+            for (p, peer) in input.ports(s).iter().enumerate() {
+                if matches!(peer, Peer::Switch { .. }) {
+                    id_of[input.channel(s, p as u8)] = chan.len() as u32;
+                    chan.push((s as u32, p as u8));
+                    chan_table.push(sl2vl.table(guid, p as u8));
+                }
+            }
+        }
+        let nvl = chan_table
+            .iter()
+            .flat_map(|t| t.iter())
+            .map(|&v| v as usize + 1)
+            .max()
+            .unwrap_or(1)
+            .clamp(1, 16);
+        let nch = chan.len();
+        // SL per (source switch, destination switch), dense.
+        let guids: Vec<_> = input.switches.iter().map(|s| s.guid).collect();
+        let mut pair_sl = vec![0u8; n * n];
+        for x in 0..n {
+            for t in 0..n {
+                pair_sl[x * n + t] = sl.get(guids[x], guids[t]).unwrap_or(0);
+            }
+        }
+        let mut edges: Vec<u64> = Vec::new();
+        let mut used = vec![false; nvl];
+        let mut seen = vec![u32::MAX; n * 16];
+        let dests = input.dests();
+        for (lid, d) in dests.iter().enumerate() {
+            if lid == 0 || !d.is_used() {
+                continue;
+            }
+            let t = d.switch as usize;
+            for x in 0..n {
+                let s_l = pair_sl[x * n + t];
+                let mut cur = x;
+                let mut prev: Option<u32> = None;
+                loop {
+                    let mark = &mut seen[cur * 16 + s_l as usize];
+                    let again = *mark == lid as u32;
+                    *mark = lid as u32;
+                    let p = tables[cur].get(lid).copied().unwrap_or(NO_ROUTE);
+                    let Some(Peer::Switch { sw, .. }) = input.ports(cur).get(p as usize) else {
+                        break;
+                    };
+                    let c = id_of[input.channel(cur, p)] as usize;
+                    let vl = chan_table[c][s_l as usize] as usize;
+                    used[vl] = true;
+                    let v = (c * nvl + vl) as u32;
+                    if let Some(u) = prev {
+                        edges.push(u64::from(u) << 32 | u64::from(v));
+                    }
+                    if again {
+                        break;
+                    }
+                    prev = Some(v);
+                    cur = *sw as usize;
+                }
+            }
+            if edges.len() > 1 << 22 {
+                edges.sort_unstable();
+                edges.dedup();
+            }
+        }
+        edges.sort_unstable();
+        edges.dedup();
+        let nv = nch * nvl;
+        let mut succ_start = Vec::with_capacity(nv + 1);
+        let mut succ = Vec::with_capacity(edges.len());
+        let mut deps_from_vl = vec![0u64; nvl];
+        let mut k = 0;
+        for u in 0..nv {
+            succ_start.push(succ.len());
+            while k < edges.len() && (edges[k] >> 32) as usize == u {
+                succ.push(edges[k] as u32);
+                deps_from_vl[u % nvl] += 1;
+                k += 1;
+            }
+        }
+        succ_start.push(succ.len());
+        let g = Graph {
+            channels: nv,
+            dependencies: edges.len() as u64,
+            deps_from_vl,
+            chan,
+            succ_start,
+            succ,
+        };
+        (g, nvl, used)
     }
 
     /// One cycle (channel ids in order), by an iterative three-colour depth-first search.

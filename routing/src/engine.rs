@@ -259,8 +259,27 @@ pub struct Routing {
     /// Switch-to-switch hop counts the engine used.
     pub hops: HopTable,
     /// The SL each (source switch, destination switch) pair must use (engines that layer
-    /// paths onto VLs); None: SL free (every engine of this crate today).
+    /// paths onto VLs); None: SL free (min-hop, up/down, fat-tree).
     pub path_sl: Option<std::sync::Arc<crate::PathSl>>,
+    /// The SL-to-VL tables `path_sl` relies on (set together with it).
+    pub sl2vl: Option<std::sync::Arc<crate::EngineSl2Vl>>,
+}
+
+impl Routing {
+    /// How the deadlock check must place paths on VLs for this routing.
+    pub fn path_vls(&self) -> PathVls {
+        match (&self.path_sl, &self.sl2vl) {
+            (Some(sl), Some(map)) => PathVls::Layered {
+                sl: sl.clone(),
+                sl2vl: map.clone(),
+            },
+            (Some(sl), None) => PathVls::Layered {
+                sl: sl.clone(),
+                sl2vl: std::sync::Arc::new(crate::EngineSl2Vl::identity()),
+            },
+            _ => PathVls::default(),
+        }
+    }
 }
 
 /// Routes with one engine through the sharded pipeline on `exec`, `shards` shards per phase.
@@ -295,6 +314,7 @@ pub fn route_plan<X: Executor>(
         lfts: merge(input, results),
         hops,
         path_sl: None,
+        sl2vl: None,
     })
 }
 
@@ -354,7 +374,7 @@ pub fn route_with_chain<X: Executor>(
     let mut refusals = Vec::new();
     for e in engines {
         let routed = route_on(input, e.as_ref(), exec, shards, prev).and_then(|routing| {
-            let cdg = cdg::check(input, &routing.lfts, &PathVls::default());
+            let cdg = cdg::check(input, &routing.lfts, &routing.path_vls());
             match cdg.first_cycle() {
                 None => Ok((routing, cdg, Vec::new())),
                 Some(v) => {

@@ -40,4 +40,4 @@ pub use input::{
     Dest, EndPort, LidAssignment, Peer, PortLids, RoutingInput, SwitchInfo, assign_lids_sequential,
 };
 pub use lft::{BLOCK_LIDS, Lfts, NO_ROUTE, SwitchLft, changed_blocks};
-pub use sl::PathSl;
+pub use sl::{EngineSl2Vl, PathSl, SlVlTable};

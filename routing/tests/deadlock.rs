@@ -117,3 +117,108 @@ fn a_cyclic_routing_is_refused_by_default_and_kept_on_request() {
         out.cdg
     );
 }
+
+/// The layered check: a ring of 5 switches routed the short way round has a credit loop on
+/// one VL; with paths that cross a dateline on SL 1 (SL n on VL n) it has none, and a cycle
+/// is found again when the dateline paths' tables send SL 1 back to VL 0.
+#[test]
+fn layered_paths_follow_their_sl_to_vl_tables() {
+    use routing::lft::{Lfts, NO_ROUTE, SwitchLft};
+    use routing::{EngineSl2Vl, PathSl, Peer};
+    use std::sync::Arc;
+    let input = degraded("torus:5");
+    let n = input.num_switches();
+    assert_eq!(n, 5);
+    // Ring order from switch 0, and the port towards the next / previous switch.
+    let port_to = |s: usize, t: usize| {
+        input
+            .ports(s)
+            .iter()
+            .position(|p| matches!(p, Peer::Switch { sw, .. } if *sw as usize == t))
+    };
+    let mut ring = vec![0usize];
+    while ring.len() < n {
+        let cur = *ring.last().unwrap();
+        let next = input
+            .neighbours(cur)
+            .iter()
+            .map(|&m| m as usize)
+            .find(|m| !ring.contains(m))
+            .unwrap();
+        ring.push(next);
+    }
+    let pos: Vec<usize> = (0..n)
+        .map(|s| ring.iter().position(|&r| r == s).unwrap())
+        .collect();
+    let dests = input.dests();
+    let mut lfts = Lfts {
+        switches: Vec::new(),
+    };
+    for s in 0..n {
+        let mut ports = vec![NO_ROUTE; dests.len()];
+        for (lid, d) in dests.iter().enumerate() {
+            if !d.is_used() || lid == 0 {
+                continue;
+            }
+            let t = d.switch as usize;
+            ports[lid] = if t == s {
+                d.port
+            } else {
+                let fwd = (pos[t] + n - pos[s]) % n;
+                let next = if fwd <= n / 2 {
+                    ring[(pos[s] + 1) % n]
+                } else {
+                    ring[(pos[s] + n - 1) % n]
+                };
+                port_to(s, next).unwrap() as u8
+            };
+        }
+        lfts.switches.push(SwitchLft {
+            guid: input.switches[s].guid,
+            lid: input.switches[s].lid,
+            ports,
+        });
+    }
+    let single = cdg::check(&input, &lfts, &Default::default());
+    assert!(
+        !single.acyclic(),
+        "the short way round a ring is a loop on one VL"
+    );
+    // Dateline between ring positions n-1 and 0: a path crossing it is on SL 1.
+    let guids: Vec<_> = input.switches.iter().map(|s| s.guid).collect();
+    let mut sl = PathSl::new(&guids);
+    for x in 0..n {
+        for t in 0..n {
+            let fwd = (pos[t] + n - pos[x]) % n;
+            let crosses = if fwd <= n / 2 {
+                pos[t] < pos[x]
+            } else {
+                pos[t] > pos[x]
+            };
+            sl.set(guids[x], guids[t], u8::from(crosses));
+        }
+    }
+    let sl = Arc::new(sl);
+    let layered = cdg::PathVls::Layered {
+        sl: sl.clone(),
+        sl2vl: Arc::new(EngineSl2Vl::identity()),
+    };
+    let rep = cdg::check(&input, &lfts, &layered);
+    assert!(rep.acyclic(), "{rep:?}");
+    assert_eq!(rep.vls_used, vec![0, 1]);
+    assert!(rep.per_vl.iter().all(|v| v.dependencies > 0), "{rep:?}");
+    // Tables that put SL 1 on VL 0 everywhere bring the loop back.
+    let mut squash = EngineSl2Vl::identity();
+    squash.default[1] = 0;
+    let rep = cdg::check(
+        &input,
+        &lfts,
+        &cdg::PathVls::Layered {
+            sl,
+            sl2vl: Arc::new(squash),
+        },
+    );
+    assert_eq!(rep.vls_used, vec![0]);
+    assert!(!rep.acyclic());
+    assert!(rep.per_vl[0].cycle[0].ends_with("@VL0"), "{rep:?}");
+}
