@@ -81,6 +81,7 @@ impl Engine for MinHop {
             name: "minhop",
             dirs: None,
             ftree: None,
+            custom: None,
         })
     }
 }
@@ -96,6 +97,7 @@ impl Engine for UpDown {
             name: "updn",
             dirs: Some(dirs),
             ftree: None,
+            custom: None,
         })
     }
 }
@@ -110,6 +112,7 @@ impl Engine for FatTree {
             name: "ftree",
             dirs: Some(dirs),
             ftree: Some(ft),
+            custom: None,
         })
     }
 }
@@ -121,6 +124,27 @@ pub struct Plan {
     /// None: any shortest path (min-hop); Some: up*down* paths only.
     pub(crate) dirs: Option<Directions>,
     pub(crate) ftree: Option<FtreePlan>,
+    /// Engines with their own algorithm instead of the hop-table / selection phases.
+    pub(crate) custom: Option<Custom>,
+}
+
+/// The plans of engines that compute their tables with their own algorithm rather than the
+/// shared hop-table and port-selection phases. Each variant routes through
+/// [`Custom::route`], must give the same result for any executor and shard count, and
+/// returns its hop table as plain shortest switch hops when its paths are shortest.
+#[derive(Clone, Debug)]
+pub(crate) enum Custom {}
+
+impl Custom {
+    fn route<X: Executor>(
+        &self,
+        _input: &RoutingInput,
+        _exec: &X,
+        _shards: usize,
+        _prev: Option<&Lfts>,
+    ) -> Result<Routing, RoutingError> {
+        match *self {}
+    }
 }
 
 /// A unit of work: a contiguous range of switch indices (destination switches in phase 1,
@@ -302,6 +326,9 @@ pub fn route_plan<X: Executor>(
     shards: usize,
     prev: Option<&Lfts>,
 ) -> Result<Routing, RoutingError> {
+    if let Some(c) = &plan.custom {
+        return c.route(input, exec, shards, prev);
+    }
     let shards = split(input, shards);
     let hop_shards = exec.map(shards.len(), |i| plan.compute_hops(input, &shards[i]));
     let hops = plan.merge_hops(input, hop_shards)?;
