@@ -90,15 +90,18 @@ fn phases(spec: &str, engine: &str, workers: usize) {
     let hops = plan.merge_hops(&input, hs).expect("hops");
     let t_m1 = t.elapsed();
     let t = Instant::now();
+    let balance = plan.balance(&input, &hops);
+    let t_bal = t.elapsed();
+    let t = Instant::now();
     let rs = exec.map(shards.len(), |i| {
-        plan.compute(&input, &hops, &shards[i], None)
+        plan.compute(&input, &hops, &shards[i], None, balance.as_ref())
     });
     let t_p2 = t.elapsed();
     let t = Instant::now();
     let l = routing::merge(&input, rs);
     let t_m2 = t.elapsed();
     println!(
-        "{spec} {engine} {workers}w: plan {t_plan:?} hops {t_p1:?} merge {t_m1:?} lfts {t_p2:?} merge {t_m2:?} ({} tables)",
+        "{spec} {engine} {workers}w: plan {t_plan:?} hops {t_p1:?} merge {t_m1:?} balance {t_bal:?} lfts {t_p2:?} merge {t_m2:?} ({} tables)",
         l.switches.len()
     );
 }

@@ -11,6 +11,7 @@
 use crate::cdg::{self, CdgReport, PathVls, VlCdg};
 use crate::error::{Refusal, RoutingError};
 use crate::ftree::{self, FtreePlan};
+use crate::ftree_balance::Balance;
 use crate::hops::{self, Directions, HopShard, HopTable};
 use crate::input::RoutingInput;
 use crate::lft::{Lfts, SwitchLft, changed_blocks};
@@ -225,16 +226,25 @@ impl Plan {
         hops::merge_hop_shards(input.num_switches(), shards)
     }
 
+    /// Between the phases, once: the fat-tree engine's balanced choices for destinations
+    /// on degraded leaves ([`crate::ftree_balance`]); None for other engines and complete
+    /// trees.
+    pub fn balance(&self, input: &RoutingInput, hops: &HopTable) -> Option<Balance> {
+        crate::ftree_balance::balance(self, input, hops)
+    }
+
     /// Phase 2 for one shard of source switches. With `hints`, an entry of the previous LFT
     /// is kept whenever its port is still one this engine may choose (valid and minimal).
+    /// `balance` is [`Plan::balance`]'s result.
     pub fn compute(
         &self,
         input: &RoutingInput,
         hops: &HopTable,
         shard: &Shard,
         hints: Option<&Hints<'_>>,
+        balance: Option<&Balance>,
     ) -> ShardResult {
-        select::compute_lfts(self, input, hops, shard.switches.clone(), hints)
+        select::compute_lfts(self, input, hops, shard.switches.clone(), hints, balance)
     }
 }
 
@@ -333,8 +343,9 @@ pub fn route_plan<X: Executor>(
     let hop_shards = exec.map(shards.len(), |i| plan.compute_hops(input, &shards[i]));
     let hops = plan.merge_hops(input, hop_shards)?;
     let hints = prev.map(|p| Hints::new(input, p));
+    let balance = plan.balance(input, &hops);
     let results = exec.map(shards.len(), |i| {
-        plan.compute(input, &hops, &shards[i], hints.as_ref())
+        plan.compute(input, &hops, &shards[i], hints.as_ref(), balance.as_ref())
     });
     Ok(Routing {
         engine: plan.name,

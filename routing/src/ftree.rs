@@ -12,6 +12,14 @@
 //! leaf only by going down does so; every other switch goes up towards the chosen root.
 //! On a complete fat tree this is the D-mod-k assignment: consecutive destinations get
 //! different uplinks at every level, so every shift permutation loads each link at most once.
+//!
+//! Degraded trees (links or switches missing): a leaf that some root cannot reach by going
+//! down has fewer downward paths than destinations to spread over them; with one root per
+//! destination for every source, a root that carries two of the leaf's destinations
+//! carries twice the load on its last link (2x the lower bound on a radix-36 2-level tree
+//! with one spine-leaf link gone). On a degraded tree every source picks its own way to
+//! every destination, balanced over the whole fabric ([`crate::ftree_balance`]); routes
+//! stay shortest up*down*. [`all_to_all_lower_bound`] is the bound it is measured against.
 
 use crate::error::RoutingError;
 use crate::hops::{Directions, UNREACHABLE};
@@ -32,6 +40,11 @@ pub struct FtreePlan {
     pub lid_root: Vec<u32>,
     /// Switch on the chosen path per LID and level: `lid_path[lid * (max_level + 1) + level]`.
     pub lid_path: Vec<u32>,
+    /// Some leaf is not reached by every root going down (a link or switch above it is
+    /// missing): the tree is degraded and [`crate::ftree_balance`] balances it.
+    pub degraded: bool,
+    /// Per switch: its index among the switches of its level, in switch index order.
+    pub level_idx: Vec<u32>,
 }
 
 /// Switch levels, or why the topology is not a fat tree.
@@ -163,6 +176,20 @@ pub fn plan(input: &RoutingInput) -> Result<(FtreePlan, Directions), RoutingErro
             lid_root[lid] = root_pos[cur];
         }
     }
+    // Degraded: some root does not reach a leaf by going down (= up from the leaf).
+    let degraded = input.end_ports.iter().any(|ep| {
+        let leaf = ep.switch as usize;
+        updist[leaf * nr..(leaf + 1) * nr].contains(&UNREACHABLE)
+    });
+    let mut per_level = vec![0u32; max_level as usize + 1];
+    let level_idx = level
+        .iter()
+        .map(|&l| {
+            let i = per_level[l as usize];
+            per_level[l as usize] += 1;
+            i
+        })
+        .collect();
     let dirs = directions(input, &level, max_level);
     Ok((
         FtreePlan {
@@ -172,7 +199,56 @@ pub fn plan(input: &RoutingInput) -> Result<(FtreePlan, Directions), RoutingErro
             updist,
             lid_root,
             lid_path,
+            degraded,
+            level_idx,
         },
         dirs,
     ))
+}
+
+/// The cut lower bound for the busiest switch-to-switch link under all-to-all traffic
+/// (every ordered pair of end ports, one path each) on a fat tree, None when the topology
+/// is not one. For every level below the top, the switches at or below it fall into
+/// connected parts (a leaf, a pod, ...); a part with `h` of the `H` end ports exchanges
+/// `h * (H - h)` pairs in each direction over its `u` links to the level above, so some
+/// link carries at least `ceil(h * (H - h) / u)`. The bound is the largest over all parts;
+/// on a complete fat tree it is reached (every uplink of a leaf carries its share).
+pub fn all_to_all_lower_bound(input: &RoutingInput) -> Option<u64> {
+    let (level, max_level) = levels(input).ok()?;
+    let n = input.num_switches();
+    let hosts = input.end_ports_per_switch();
+    let total: u64 = hosts.iter().map(|&h| h as u64).sum();
+    let mut best = 0u64;
+    for l in 0..max_level {
+        // Parts: components of the switches at levels <= l.
+        let mut part = vec![NONE; n];
+        let mut stack = Vec::new();
+        for start in 0..n {
+            if level[start] > l || part[start] != NONE {
+                continue;
+            }
+            part[start] = start as u32;
+            stack.push(start);
+            let (mut h, mut up) = (0u64, 0u64);
+            while let Some(x) = stack.pop() {
+                h += hosts[x] as u64;
+                for peer in input.ports(x) {
+                    let Peer::Switch { sw, .. } = *peer else {
+                        continue;
+                    };
+                    let y = sw as usize;
+                    if level[y] > l {
+                        up += 1;
+                    } else if part[y] == NONE {
+                        part[y] = start as u32;
+                        stack.push(y);
+                    }
+                }
+            }
+            if up > 0 {
+                best = best.max((h * (total - h)).div_ceil(up));
+            }
+        }
+    }
+    Some(best)
 }

@@ -18,6 +18,7 @@ pub mod cdg;
 pub mod engine;
 pub mod error;
 pub mod ftree;
+pub mod ftree_balance;
 pub mod hops;
 pub mod ibroute;
 pub mod input;

@@ -24,6 +24,9 @@ use std::collections::HashMap;
 pub struct MetricsOptions {
     /// Shift distances to evaluate; None = a default set (1-8, 16-18, 32, 36, 64, N/3, N/2...).
     pub shifts: Option<Vec<usize>>,
+    /// Which VL each path uses, for the deadlock check ([`crate::Routing::path_vls`] of
+    /// the routing measured; default: every path on VL 0).
+    pub vls: PathVls,
 }
 
 /// Link-load figures for one traffic pattern.
@@ -33,6 +36,9 @@ pub struct LoadStats {
     pub max_link_load: u64,
     /// Mean over all switch-to-switch channels.
     pub mean_link_load: f64,
+    /// All-to-all on a fat tree: the cut lower bound for the busiest link
+    /// ([`crate::ftree::all_to_all_lower_bound`]); None elsewhere and for other patterns.
+    pub lower_bound: Option<u64>,
 }
 
 /// Shift-permutation figures.
@@ -315,9 +321,10 @@ pub fn analyze(input: &RoutingInput, lfts: &Lfts, opts: &MetricsOptions) -> Metr
         0.0
     };
     m.all_to_all = load_stats(&a2a, &is_sw_chan, sw_channels);
+    m.all_to_all.lower_bound = crate::ftree::all_to_all_lower_bound(input);
     m.shift = shift_stats(input, &tables, opts, &is_sw_chan, sw_channels);
     m.max_link_load = m.shift.max_link_load;
-    let rep = cdg::check(input, lfts, &PathVls::default());
+    let rep = cdg::check(input, lfts, &opts.vls);
     m.cdg = CdgStats {
         channels: sw_channels,
         dependencies: rep.per_vl.iter().map(|v| v.dependencies).sum(),
@@ -345,6 +352,7 @@ fn load_stats(load: &[u64], is_sw: &[bool], channels: usize) -> LoadStats {
         } else {
             0.0
         },
+        lower_bound: None,
     }
 }
 

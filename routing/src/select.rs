@@ -13,6 +13,7 @@
 //! by the port's other LIDs) is not modelled.
 
 use crate::engine::{Hints, Plan, ShardResult};
+use crate::ftree_balance::Balance;
 use crate::hops::{DOWN_ONLY, HopTable, UNREACHABLE};
 use crate::input::{NONE, Peer, RoutingInput};
 use crate::lft::NO_ROUTE;
@@ -20,7 +21,7 @@ use std::collections::HashMap;
 use std::ops::Range;
 
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum Move {
+pub(crate) enum Move {
     /// Min-hop: any neighbour one hop closer.
     Any,
     /// Up/down: an up move is legal when `s` is not on a down-only route.
@@ -29,42 +30,37 @@ enum Move {
     Down,
 }
 
+/// True when a move of kind `mv` from a switch whose hop-table entry towards some
+/// destination switch is `a` into a neighbour whose entry is `b` is legal and minimal.
+#[inline(always)]
+pub(crate) fn allowed(mv: Move, a: u8, b: u8) -> bool {
+    match mv {
+        Move::Any => a == b.wrapping_add(1),
+        Move::Up => a == (b & !DOWN_ONLY) + 1,
+        Move::Down => b >= DOWN_ONLY && b != UNREACHABLE && (a & !DOWN_ONLY) == b - DOWN_ONLY + 1,
+    }
+}
+
 fn fill_masks(masks: &mut [u64], words: usize, p: usize, mv: Move, row_s: &[u8], row_m: &[u8]) {
     let bit = 1u64 << (p % 64);
     let w = p / 64;
-    let cond = |a: u8, b: u8| -> bool {
-        match mv {
-            Move::Any => a == b.wrapping_add(1),
-            Move::Up => a == (b & !DOWN_ONLY) + 1,
-            Move::Down => {
-                b >= DOWN_ONLY && b != UNREACHABLE && (a & !DOWN_ONLY) == b - DOWN_ONLY + 1
-            }
-        }
-    };
     if words == 1 {
         // Separate loops per move kind keep the inner loop branch-free.
+        macro_rules! fill {
+            ($mv:expr) => {
+                for ((m, &a), &b) in masks.iter_mut().zip(row_s).zip(row_m) {
+                    *m |= (allowed($mv, a, b) as u64) << p;
+                }
+            };
+        }
         match mv {
-            Move::Any => {
-                for ((m, &a), &b) in masks.iter_mut().zip(row_s).zip(row_m) {
-                    *m |= ((a == b.wrapping_add(1)) as u64) << p;
-                }
-            }
-            Move::Up => {
-                for ((m, &a), &b) in masks.iter_mut().zip(row_s).zip(row_m) {
-                    *m |= ((a == (b & !DOWN_ONLY) + 1) as u64) << p;
-                }
-            }
-            Move::Down => {
-                for ((m, &a), &b) in masks.iter_mut().zip(row_s).zip(row_m) {
-                    let ok =
-                        b >= DOWN_ONLY && b != UNREACHABLE && (a & !DOWN_ONLY) == b - DOWN_ONLY + 1;
-                    *m |= (ok as u64) << p;
-                }
-            }
+            Move::Any => fill!(Move::Any),
+            Move::Up => fill!(Move::Up),
+            Move::Down => fill!(Move::Down),
         }
     } else {
         for (t, (&a, &b)) in row_s.iter().zip(row_m).enumerate() {
-            if cond(a, b) {
+            if allowed(mv, a, b) {
                 masks[t * words + w] |= bit;
             }
         }
@@ -192,6 +188,7 @@ pub(crate) fn compute_lfts(
     hops: &HopTable,
     range: Range<usize>,
     hints: Option<&Hints<'_>>,
+    balance: Option<&Balance>,
 ) -> ShardResult {
     let n = input.num_switches();
     let nports = input.max_ports() as usize + 1;
@@ -338,6 +335,15 @@ pub(crate) fn compute_lfts(
             if kept != NO_ROUTE && has_port(mask, kept) {
                 lft[lid] = kept;
                 counters[kept as usize] += count;
+                continue;
+            }
+            // Fat-tree, degraded leaf: the globally balanced choice.
+            if let Some(p) = balance
+                .and_then(|b| b.port(s, lid))
+                .filter(|&p| has_port(mask, p))
+            {
+                lft[lid] = p;
+                counters[p as usize] += count;
                 continue;
             }
             // Engine preferences narrow the set; the least-loaded port of it wins.

@@ -148,6 +148,7 @@ fn opensm_metrics(
         let n = inp.end_ports.len();
         let opts = MetricsOptions {
             shifts: Some((1..n).collect()),
+            ..MetricsOptions::default()
         };
         let theirs = metrics::analyze(&inp, &lfts, &opts);
         let ours_in = input(&topo, 0);

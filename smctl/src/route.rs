@@ -219,7 +219,11 @@ pub fn run(args: RouteArgs) -> anyhow::Result<ExitCode> {
         (None, 0.0)
     } else {
         let t0 = Instant::now();
-        let m = metrics::analyze(&input, &routed.lfts, &MetricsOptions::default());
+        let mopts = MetricsOptions {
+            vls: routed.path_vls(),
+            ..MetricsOptions::default()
+        };
+        let m = metrics::analyze(&input, &routed.lfts, &mopts);
         (Some(m), ms(t0))
     };
 
@@ -333,6 +337,7 @@ fn drop_link(
         &inc.routing.lfts,
         &MetricsOptions {
             shifts: Some(vec![]),
+            vls: inc.routing.path_vls(),
         },
     );
     Ok(json!({
@@ -420,7 +425,11 @@ fn analyze(a: AnalyzeArgs) -> anyhow::Result<ExitCode> {
                 std::fs::write(path, text)
                     .with_context(|| format!("E_ROUTE_IO: cannot write {}", path.display()))?;
             }
-            let om = metrics::analyze(&input, &ours.routing.lfts, &MetricsOptions::default());
+            let mopts = MetricsOptions {
+                vls: ours.routing.path_vls(),
+                ..MetricsOptions::default()
+            };
+            let om = metrics::analyze(&input, &ours.routing.lfts, &mopts);
             Some((
                 ours.routing.engine,
                 entries,
@@ -494,9 +503,16 @@ fn print_metrics(o: &mut String, m: &Metrics) {
         m.max_switch_hops,
         m.diameter
     );
+    let bound = match m.all_to_all.lower_bound {
+        Some(b) if b > 0 => format!(
+            " (fat-tree cut lower bound {b}: {:.3}x)",
+            m.all_to_all.max_link_load as f64 / b as f64
+        ),
+        _ => String::new(),
+    };
     outln!(
         o,
-        "link load all-to-all: max {}, mean {:.1}",
+        "link load all-to-all: max {}, mean {:.1}{bound}",
         m.all_to_all.max_link_load,
         m.all_to_all.mean_link_load
     );

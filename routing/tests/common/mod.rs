@@ -23,7 +23,14 @@ pub fn input(t: &Topology, lmc: u8) -> RoutingInput {
 pub fn metrics_of(input: &RoutingInput, lfts: &Lfts) -> metrics::Metrics {
     let n = input.end_ports.len();
     let shifts = (n <= 400).then(|| (1..n).collect());
-    metrics::analyze(input, lfts, &metrics::MetricsOptions { shifts })
+    metrics::analyze(
+        input,
+        lfts,
+        &metrics::MetricsOptions {
+            shifts,
+            ..Default::default()
+        },
+    )
 }
 
 /// Asserts every (switch, LID) walk delivers and every end-port pair is routed.
