@@ -103,7 +103,13 @@ impl Shape {
         let p = self.at.len();
         (0..self.broken.len())
             .filter(|&i| self.broken[i] != u16::MAX)
-            .map(|i| (i / p, self.coords(self.at[i % p] as usize).to_vec(), self.broken[i]))
+            .map(|i| {
+                (
+                    i / p,
+                    self.coords(self.at[i % p] as usize).to_vec(),
+                    self.broken[i],
+                )
+            })
             .collect()
     }
 
@@ -336,19 +342,56 @@ fn try_seed(input: &RoutingInput, seed: usize) -> Result<Shape, RoutingError> {
         f.set(seed, 2 * d, p[0])?;
         f.set(seed, 2 * d + 1, p[1])?;
     }
-    let mut queue = VecDeque::from([seed]);
-    let mut queued = vec![false; n];
-    queued[seed] = true;
-    while let Some(u) = queue.pop_front() {
-        queued[u] = false;
-        for slot in 0..slots {
-            if let Some(w) = f.transport(u, slot)? {
-                if !queued[w] {
-                    queued[w] = true;
-                    queue.push_back(w);
+    propagate(&mut f, &[seed])?;
+    // A link in no intact square (failed links on both sides of it) cannot be placed by
+    // transport; place it by provisional coordinates (sizes from the closed lines), then
+    // propagate again.
+    for _ in 0..=slots {
+        let loose: Vec<(usize, usize)> = (0..n)
+            .flat_map(|w| input.neighbours(w).iter().map(move |&z| (w, z as usize)))
+            .filter(|&(w, z)| !f.frame[w * slots..(w + 1) * slots].contains(&(z as u32)))
+            .collect();
+        if loose.is_empty() {
+            break;
+        }
+        let mut sizes = Vec::with_capacity(dims);
+        for d in 0..dims {
+            let (_, closed) = lines(&f, d, n)?;
+            sizes.push(closed.first().map_or(0, |&k| k as u16));
+        }
+        let wrapped: Vec<bool> = sizes.iter().map(|&k| k > 0).collect();
+        let coord = coordinates(&f, seed, &sizes, &wrapped)?;
+        let mut grown = Vec::new();
+        for (w, z) in loose {
+            let (cw, cz) = (
+                &coord[w * dims..(w + 1) * dims],
+                &coord[z * dims..(z + 1) * dims],
+            );
+            if cw[0] == i32::MIN || cz[0] == i32::MIN {
+                continue;
+            }
+            let diff: Vec<usize> = (0..dims).filter(|&d| cw[d] != cz[d]).collect();
+            let [d] = diff[..] else { continue };
+            let mut delta = cz[d] - cw[d];
+            if wrapped[d] {
+                delta = delta.rem_euclid(i32::from(sizes[d]));
+                if delta == i32::from(sizes[d]) - 1 {
+                    delta = -1;
                 }
             }
+            let slot = match delta {
+                1 => 2 * d,
+                -1 => 2 * d + 1,
+                _ => continue,
+            };
+            f.set(w, slot, z)?;
+            f.set(z, slot ^ 1, w)?;
+            grown.extend([w, z]);
         }
+        if grown.is_empty() {
+            break;
+        }
+        propagate(&mut f, &grown)?;
     }
     for s in 0..n {
         let row = &f.frame[s * slots..(s + 1) * slots];
@@ -366,10 +409,13 @@ fn try_seed(input: &RoutingInput, seed: usize) -> Result<Shape, RoutingError> {
         let (open, closed) = lines(&f, d, n)?;
         let k = match (closed.first(), open.first()) {
             (Some(&k), _) => {
-                if closed.iter().chain(&open).any(|&l| l != k) {
+                if let Some(l) = open.iter().find(|&&l| l != k) {
                     return Err(faults(format!(
-                        "dimension {d}: rings of {k} switches next to broken ones"
+                        "dimension {d}: a line of {l} switch(es) where rings have {k} (a ring lost two links, or a switch is missing)"
                     )));
+                }
+                if closed.iter().any(|&l| l != k) {
+                    return Err(not_torus(format!("dimension {d}: rings of unequal sizes")));
                 }
                 wrapped.push(true);
                 k
@@ -400,11 +446,64 @@ fn try_seed(input: &RoutingInput, seed: usize) -> Result<Shape, RoutingError> {
         )));
     }
     // Coordinates by breadth-first search (mesh dimensions offset afterwards).
+    let mut coord = coordinates(&f, seed, &sizes, &wrapped)?;
+    if coord.contains(&i32::MIN) {
+        return Err(not_torus("the switch graph is disconnected"));
+    }
+    for d in 0..dims {
+        let lo = (0..n).map(|s| coord[s * dims + d]).min().unwrap_or(0);
+        for s in 0..n {
+            coord[s * dims + d] -= lo;
+        }
+    }
+    let coords: Vec<u16> = coord
+        .iter()
+        .map(|&c| u16::try_from(c).unwrap_or(u16::MAX))
+        .collect();
+    let shape = canonical(input, sizes, wrapped, coords)?;
+    finish(input, shape)
+}
+
+/// Transports frames from `start` until nothing changes.
+fn propagate(f: &mut Frames<'_>, start: &[usize]) -> Result<(), RoutingError> {
+    let n = f.input.num_switches();
+    let mut queued = vec![false; n];
+    let mut queue = VecDeque::new();
+    for &s in start {
+        if !queued[s] {
+            queued[s] = true;
+            queue.push_back(s);
+        }
+    }
+    while let Some(u) = queue.pop_front() {
+        queued[u] = false;
+        for slot in 0..f.slots {
+            if let Some(w) = f.transport(u, slot)?
+                && !queued[w]
+            {
+                queued[w] = true;
+                queue.push_back(w);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Coordinates (`coord[s * dims + d]`) by a breadth-first search over the frames from
+/// `seed` (at 0), modulo the size in wrapped dimensions; `i32::MIN` where not reached.
+fn coordinates(
+    f: &Frames<'_>,
+    seed: usize,
+    sizes: &[u16],
+    wrapped: &[bool],
+) -> Result<Vec<i32>, RoutingError> {
+    let n = f.input.num_switches();
+    let dims = sizes.len();
     let mut coord = vec![i32::MIN; n * dims];
     coord[seed * dims..(seed + 1) * dims].fill(0);
     let mut queue = VecDeque::from([seed]);
     while let Some(u) = queue.pop_front() {
-        for slot in 0..slots {
+        for slot in 0..f.slots {
             let Some(w) = f.get(u, slot) else { continue };
             let d = slot / 2;
             let mut c: Vec<i32> = coord[u * dims..(u + 1) * dims].to_vec();
@@ -421,21 +520,7 @@ fn try_seed(input: &RoutingInput, seed: usize) -> Result<Shape, RoutingError> {
             }
         }
     }
-    if coord.contains(&i32::MIN) {
-        return Err(not_torus("the switch graph is disconnected"));
-    }
-    for d in 0..dims {
-        let lo = (0..n).map(|s| coord[s * dims + d]).min().unwrap_or(0);
-        for s in 0..n {
-            coord[s * dims + d] -= lo;
-        }
-    }
-    let coords: Vec<u16> = coord
-        .iter()
-        .map(|&c| u16::try_from(c).unwrap_or(u16::MAX))
-        .collect();
-    let shape = canonical(input, sizes, wrapped, coords)?;
-    finish(input, shape)
+    Ok(coord)
 }
 
 /// Builds the position index, checking every position holds exactly one switch.
@@ -479,6 +564,7 @@ fn canonical(
             .fold(0, |acc, (&x, &k)| acc * k as usize + x as usize)
     };
     let origin = (0..n).min_by_key(|&s| input.switches[s].guid).unwrap_or(0);
+    repair_fours(input, &sizes, &wrapped, &mut coords, &at, origin);
     let o: Vec<u16> = coords[origin * dims..(origin + 1) * dims].to_vec();
     let mut key = Vec::with_capacity(dims);
     for d in 0..dims {
@@ -524,6 +610,68 @@ fn canonical(
         ports: Vec::new(),
         broken: Vec::new(),
     })
+}
+
+/// Canonical pairing of rings of 4. A ring of 4 is a square: its coordinate `c` is two
+/// hypercube bits (Gray code: 0 = 00, 1 = 01, 2 = 11, 3 = 10; `+1` from 0 flips bit 0,
+/// `-1` flips bit 1), and with several rings of 4 any pairing of those bits into rings is
+/// a valid torus structure of the same graph; which one the seed found depends on the
+/// seed. Here the bits are re-paired from the origin: the generators (the switches next to
+/// the origin in those dimensions) sorted by GUID, consecutive ones form a ring, `+` on
+/// the first. A failed link elsewhere then cannot change the pairing.
+fn repair_fours(
+    input: &RoutingInput,
+    sizes: &[u16],
+    wrapped: &[bool],
+    coords: &mut [u16],
+    at: &[u32],
+    origin: usize,
+) {
+    let dims = sizes.len();
+    let fours: Vec<usize> = (0..dims).filter(|&d| wrapped[d] && sizes[d] == 4).collect();
+    if fours.len() < 2 {
+        return;
+    }
+    let n = input.num_switches();
+    let pos = |c: &[u16]| {
+        c.iter()
+            .zip(sizes)
+            .rev()
+            .fold(0, |acc, (&x, &k)| acc * k as usize + x as usize)
+    };
+    // Generators (dimension, bit): bit 0 is the `+1` neighbour, bit 1 the `-1` one.
+    let o: Vec<u16> = coords[origin * dims..(origin + 1) * dims].to_vec();
+    let mut gens: Vec<(fabric::Guid, usize, usize)> = Vec::new();
+    for &d in &fours {
+        for (bit, step) in [(0, 1), (1, 3)] {
+            let mut p = o.clone();
+            p[d] = (o[d] + step) % 4;
+            gens.push((input.switches[at[pos(&p)] as usize].guid, d, bit));
+        }
+    }
+    for &d in &fours {
+        for s in 0..n {
+            coords[s * dims + d] = (coords[s * dims + d] + 4 - o[d]) % 4;
+        }
+    }
+    gens.sort();
+    let bit_of = |c: u16, bit: usize| if bit == 0 { c == 1 || c == 2 } else { c >= 2 };
+    for s in 0..n {
+        let old: Vec<u16> = fours.iter().map(|&d| coords[s * dims + d]).collect();
+        let get = |g: &(fabric::Guid, usize, usize)| {
+            let i = fours.iter().position(|&d| d == g.1).unwrap_or(0);
+            bit_of(old[i], g.2)
+        };
+        for (j, &d) in fours.iter().enumerate() {
+            let (b0, b1) = (get(&gens[2 * j]), get(&gens[2 * j + 1]));
+            coords[s * dims + d] = match (b0, b1) {
+                (false, false) => 0,
+                (true, false) => 1,
+                (true, true) => 2,
+                (false, true) => 3,
+            };
+        }
+    }
 }
 
 /// Sorts every link into its dimension and direction, verifying the coordinates, and

@@ -86,10 +86,10 @@ pub fn lfts(input: &RoutingInput, shape: &Shape, range: Range<usize>) -> Vec<Vec
                     .min_by_key(|&p| (load.get(p as usize).copied().unwrap_or(0), p));
                 if let Some(p) = best {
                     table[lid as usize] = p;
-                    if d.end != NONE {
-                        if let Some(l) = load.get_mut(p as usize) {
-                            *l += 1;
-                        }
+                    if d.end != NONE
+                        && let Some(l) = load.get_mut(p as usize)
+                    {
+                        *l += 1;
                     }
                 }
             }
