@@ -45,6 +45,7 @@
 //! The routing is plain arithmetic on coordinates; LFTs are computed per source switch
 //! through the [`Executor`], so the result is identical for any shard count.
 
+mod frames;
 pub mod recognise;
 pub mod route;
 
