@@ -1,6 +1,6 @@
 //! Dimension-order routes, datelines and SL-to-VL tables on a recognised [`Shape`].
 
-use super::recognise::Shape;
+use super::recognise::{MAX_DIMS, Shape};
 use crate::input::{NONE, RoutingInput};
 use crate::lft::NO_ROUTE;
 use crate::sl::{EngineSl2Vl, PathSl, SlVlTable};
@@ -41,7 +41,9 @@ pub fn step(shape: &Shape, x: usize, t: usize) -> Option<(usize, bool)> {
 /// The SL of the pair (`s`, `t`): bit `d` set iff the path's dimension-`d` segment crosses
 /// the dateline (the link `k-1 -> 0`, either way).
 pub fn pair_sl(shape: &Shape, s: usize, t: usize) -> u8 {
-    let mut c = shape.coords(s).to_vec();
+    let mut buf = [0u16; MAX_DIMS];
+    let c = &mut buf[..shape.dims()];
+    c.copy_from_slice(shape.coords(s));
     let ct = shape.coords(t);
     let mut sl = 0u8;
     for d in 0..shape.dims() {
@@ -49,7 +51,7 @@ pub fn pair_sl(shape: &Shape, s: usize, t: usize) -> u8 {
         if a == b {
             continue;
         }
-        let plus = direction(shape, d, &c, a, b);
+        let plus = direction(shape, d, c, a, b);
         let crosses = if plus { b < a } else { b > a };
         if shape.wrapped[d] && crosses {
             sl |= 1 << d;
@@ -67,13 +69,17 @@ pub fn lfts(input: &RoutingInput, shape: &Shape, range: Range<usize>) -> Vec<Vec
     range
         .map(|x| {
             let mut table = vec![NO_ROUTE; dests.len()];
+            // The next hop depends on the destination switch only.
+            let next: Vec<Option<(usize, bool)>> = (0..input.num_switches())
+                .map(|t| step(shape, x, t))
+                .collect();
             let mut load = vec![0u32; input.switches[x].num_ports as usize + 1];
             for &lid in input.routing_order() {
                 let d = input.dest(lid);
                 if !d.is_used() {
                     continue;
                 }
-                let Some((dim, plus)) = step(shape, x, d.switch as usize) else {
+                let Some((dim, plus)) = next[d.switch as usize] else {
                     table[lid as usize] = d.port;
                     continue;
                 };
