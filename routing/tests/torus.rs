@@ -210,6 +210,7 @@ fn users(input: &RoutingInput, lfts: &Lfts, a: usize, b: usize) -> Vec<(usize, u
 #[test]
 fn a_failed_link_moves_only_the_pairs_that_used_it() {
     for (base, spec) in [
+        ("torus:6x6x6:hosts=4", "torus:6x6x6:hosts=4:remove=1:seed=3"),
         ("torus:5x5x5", "torus:5x5x5:remove=1:seed=3"),
         ("torus:6x6:hosts=2", "torus:6x6:hosts=2:remove=1:seed=1"),
         ("torus:4x4x4", "torus:4x4x4:remove=1:seed=2"),
@@ -273,6 +274,17 @@ fn a_failed_link_moves_only_the_pairs_that_used_it() {
             }
         }
         assert!(changed > 0, "{spec}");
+        let entries = full.num_switches() * full.dests().iter().filter(|d| d.is_used()).count();
+        let sl_changed = (0..full.num_switches())
+            .flat_map(|s| (0..full.num_switches()).map(move |t| (s, t)))
+            .filter(|&(s, t)| {
+                let g = (full.switches[s].guid, full.switches[t].guid);
+                sl0.get(g.0, g.1) != sl1.get(g.0, g.1)
+            })
+            .count();
+        println!(
+            "{spec}: {changed} of {entries} (switch, LID) walks used the failed link; {sl_changed} switch pairs changed SL"
+        );
     }
 }
 
@@ -405,4 +417,19 @@ fn a_switch_without_links_is_refused_as_a_fault() {
     }
     let err = recognise(&input_of(&t)).unwrap_err();
     assert_eq!(err.code(), "ROUTE-E-TORUS-FAULTS", "{err}");
+}
+
+#[test]
+fn every_lid_of_an_lmc_port_is_routed() {
+    let t = topo("torus:4x4:hosts=2");
+    let input = common::input(&t, 2);
+    let r = torus_route(&input, 3);
+    assert_complete(&input, &r.lfts, "torus:4x4 lmc 2");
+    for (lid, d) in input.dests().iter().enumerate() {
+        if lid > 0 && d.is_used() {
+            for s in 0..input.num_switches() {
+                assert!(walk(&input, &r.lfts, s, lid as u16).is_some(), "{s} {lid}");
+            }
+        }
+    }
 }
