@@ -3,7 +3,7 @@
 //!
 //! **Shape.** The coordinate system (dimensions, ring sizes, every switch's coordinates,
 //! which ports go `+`/`-` in which dimension) is recognised from the switch graph alone
-//! ([`recognise`]): 1-D rings, 2-D and 3-D (up to 4-D) tori and meshes, ring sizes >= 3.
+//! ([`recognise()`]): 1-D rings, 2-D and 3-D (up to 4-D) tori and meshes, ring sizes >= 3.
 //! Rings of 4 are squares themselves (a 4x4x4 torus is the hypercube Q6), so the pairing
 //! of their directions into dimensions is one of several equivalent ones; rings of 2 (one
 //! link) are refused. A topology that is not a torus or mesh is refused with
@@ -35,7 +35,8 @@
 //! **A failed link.** A ring that lost one link is routed the other way round for exactly
 //! the pairs whose segment used that link; their SL bit follows whether the new segment
 //! crosses the dateline. Every other pair keeps its route and SL. On a ring missing a link
-//! no dependency chain can go all the way round, whatever the segment lengths. The
+//! no dependency chain can go all the way round, whatever the segment lengths. Rings are
+//! independent: several failed links are fine as long as no ring lost two. The
 //! coordinate system is canonical (origin at the lowest GUID, orientation and dimension
 //! order by GUIDs), so it does not move when a link fails. Two failed links in one ring, a
 //! failed link in a mesh line, or a failed switch are refused with

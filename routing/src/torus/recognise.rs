@@ -17,7 +17,9 @@
 //!    any ring size >= 3); and when a switch has exactly one unknown direction and one
 //!    neighbour not yet placed, that neighbour is there (the straight continuation).
 //!    Frames are merged from every neighbour until nothing changes, so a missing link (a
-//!    lost square corner) is filled in from another side.
+//!    lost square corner) is filled in from another side. A link left in no intact square
+//!    (failed links on both sides of it) is placed by provisional coordinates (ring sizes
+//!    from the closed lines), and transport resumes.
 //! 3. **Sizes and coordinates.** Each dimension's lines are followed through the frames:
 //!    closed lines give the ring size (wrapped dimension), a dimension whose lines are all
 //!    open is a mesh dimension. Coordinates follow by a breadth-first search from the seed.
@@ -186,7 +188,9 @@ fn try_seed(input: &RoutingInput, seed: usize) -> Result<Shape, RoutingError> {
         }
         sizes.push(k as u16);
     }
-    let positions: usize = sizes.iter().map(|&k| k as usize).product();
+    let positions = sizes
+        .iter()
+        .fold(1usize, |acc, &k| acc.saturating_mul(k as usize));
     if positions != n {
         return Err(faults(format!(
             "{n} switches for a {} grid (a missing switch?)",
