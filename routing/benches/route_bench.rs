@@ -1,7 +1,8 @@
 //! Routing benchmark: time and peak memory per fabric, engine and worker count, plus the
 //! incremental-vs-full comparison after one link loss on ft3 radix 36.
 //!
-//! Run: `cargo bench -p routing --bench route_bench` (optionally a filter such as `ft3:36`).
+//! Run: `cargo bench -p routing --bench route_bench` (optionally a filter such as `ft3:36`
+//! or `torus`).
 //! Each configuration runs in a child process of this binary so that its peak RSS
 //! (VmHWM) is its own. Times are the best of three runs.
 
@@ -73,6 +74,36 @@ fn child(spec: &str, engine: &str, workers: usize) {
         ),
         Err(e) => println!("| {spec} | {engine} | {workers} | refused: {e} |"),
     }
+}
+
+/// Route quality: busiest all-to-all link and the deadlock check (per VL, with the
+/// routing's own SLs and SL-to-VL tables).
+fn quality(spec: &str, engine: &str) {
+    let (_topo, input) = build(spec);
+    let e = engine_by_name(engine, &Default::default()).expect("known engine");
+    let r = match route_on(&input, e.as_ref(), &Threads(2), 8, None) {
+        Ok(r) => r,
+        Err(err) => {
+            println!("| {spec} | {engine} | refused: {err} |");
+            return;
+        }
+    };
+    let m = routing::metrics::analyze(
+        &input,
+        &r.lfts,
+        &routing::metrics::MetricsOptions {
+            shifts: Some(vec![1]),
+        },
+    );
+    let cdg = routing::cdg::check(&input, &r.lfts, &r.path_vls());
+    println!(
+        "| {spec} | {engine} | {} | {:.0} | {} | {:?} | {} |",
+        m.all_to_all.max_link_load,
+        m.all_to_all.mean_link_load,
+        m.max_hops,
+        cdg.vls_used,
+        if cdg.acyclic() { "acyclic" } else { "CYCLE" },
+    );
 }
 
 fn phases(spec: &str, engine: &str, workers: usize) {
@@ -155,6 +186,7 @@ fn main() {
         match parts.as_slice() {
             ["route", spec, engine, w] => child(spec, engine, w.parse().expect("workers")),
             ["incr", spec, engine] => incremental(spec, engine),
+            ["quality", spec, engine] => quality(spec, engine),
             ["phases", spec, engine, w] => phases(spec, engine, w.parse().expect("workers")),
             _ => panic!("bad ROUTE_BENCH_CHILD {job}"),
         }
@@ -187,6 +219,22 @@ fn main() {
             for workers in [1, 2] {
                 run(format!("route,{spec},{engine},{workers}"));
             }
+        }
+    }
+    let torus = "torus:6x6x6:hosts=4";
+    if torus.contains(filter.as_str()) {
+        for engine in ["torus-2QoS", "minhop", "updn"] {
+            for workers in [1, 2] {
+                run(format!("route,{torus},{engine},{workers}"));
+            }
+        }
+        println!();
+        println!(
+            "| fabric | engine | busiest all-to-all link | mean | max hops | VLs | channel dependencies |"
+        );
+        println!("|---|---|---|---|---|---|---|");
+        for engine in ["torus-2QoS", "minhop", "updn"] {
+            run(format!("quality,{torus},{engine}"));
         }
     }
     if "ft3:36 incremental".contains(filter.as_str()) {

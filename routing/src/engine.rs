@@ -69,6 +69,7 @@ pub fn engine_by_name(name: &str, opts: &EngineOptions) -> Result<Box<dyn Engine
             roots: opts.updn_roots.clone(),
         })),
         "ftree" => Ok(Box::new(FatTree)),
+        crate::torus::NAME => Ok(Box::new(crate::torus::Torus2Qos)),
         other => Err(RoutingError::UnknownEngine(other.to_string())),
     }
 }
@@ -134,17 +135,22 @@ pub struct Plan {
 /// [`Custom::route`], must give the same result for any executor and shard count, and
 /// returns its hop table as plain shortest switch hops when its paths are shortest.
 #[derive(Clone, Debug)]
-pub(crate) enum Custom {}
+pub(crate) enum Custom {
+    /// Dimension-order routing with datelines ([`crate::torus`]).
+    Torus(Box<crate::torus::TorusPlan>),
+}
 
 impl Custom {
     fn route<X: Executor>(
         &self,
-        _input: &RoutingInput,
-        _exec: &X,
-        _shards: usize,
+        input: &RoutingInput,
+        exec: &X,
+        shards: usize,
         _prev: Option<&Lfts>,
     ) -> Result<Routing, RoutingError> {
-        match *self {}
+        match self {
+            Custom::Torus(t) => t.route(input, exec, shards),
+        }
     }
 }
 

@@ -6,13 +6,26 @@ use thiserror::Error;
 /// Why routing could not be done, or why an engine refused a topology.
 #[derive(Debug, Error, Clone, PartialEq, Eq)]
 pub enum RoutingError {
-    /// No engine of that name (known: minhop, updn, ftree).
-    #[error("unknown routing engine {0:?} (known: minhop, updn, ftree)")]
+    /// No engine of that name (known: minhop, updn, ftree, torus-2QoS).
+    #[error("unknown routing engine {0:?} (known: minhop, updn, ftree, torus-2QoS)")]
     UnknownEngine(String),
     /// The fat-tree engine refuses a topology that is not a fat tree.
     #[error("not a fat tree: {why}")]
     NotAFatTree {
         /// What breaks the fat-tree shape.
+        why: String,
+    },
+    /// The torus engine refuses a topology it cannot recognise as a torus or mesh.
+    #[error("ROUTE-E-NOT-TORUS: not a torus or mesh: {why}")]
+    NotATorus {
+        /// What breaks the torus shape.
+        why: String,
+    },
+    /// A torus or mesh with failures the torus engine cannot route around (two failed
+    /// links in one ring, a failed link in a mesh line, a failed switch).
+    #[error("ROUTE-E-TORUS-FAULTS: torus with unroutable failures: {why}")]
+    TorusFaults {
+        /// Which failures.
         why: String,
     },
     /// Up/down found no root switch (no switch, or roots given that are not switches).
@@ -95,6 +108,8 @@ impl RoutingError {
         match self {
             RoutingError::UnknownEngine(_) => "ROUTE-E-ENGINE",
             RoutingError::NotAFatTree { .. } => "ROUTE-E-NOT-FTREE",
+            RoutingError::NotATorus { .. } => "ROUTE-E-NOT-TORUS",
+            RoutingError::TorusFaults { .. } => "ROUTE-E-TORUS-FAULTS",
             RoutingError::NoRoots => "ROUTE-E-NO-ROOTS",
             RoutingError::RootNotFound(_) => "ROUTE-E-ROOT",
             RoutingError::Disconnected { .. } => "ROUTE-E-DISCONNECTED",

@@ -2,8 +2,9 @@
 //! (switches with numbered ports, links, end ports with LIDs and LMC, the SM's port) to one
 //! linear forwarding table per switch ([`Lfts`]) plus the hop counts used.
 //!
-//! Engines ([`Engine`]): `minhop` ([`MinHop`]), `updn` ([`UpDown`]) and `ftree`
-//! ([`FatTree`]), chosen by name with an OpenSM-style fallback chain
+//! Engines ([`Engine`]): `minhop` ([`MinHop`]), `updn` ([`UpDown`]), `ftree`
+//! ([`FatTree`]) and `torus-2QoS` ([`Torus2Qos`]: dimension-order routing with datelines on
+//! tori and meshes, see [`torus`]), chosen by name with an OpenSM-style fallback chain
 //! ([`route_with_chain`]). The work is sharded ([`split`], [`Plan::compute_hops`],
 //! [`Plan::compute`], [`merge`]) so workers compute parts independently with a bit-identical
 //! result for any worker count; [`route`] is the sequential reference driver and
@@ -27,6 +28,7 @@ pub mod mcast;
 pub mod metrics;
 mod select;
 pub mod sl;
+pub mod torus;
 pub mod updn;
 
 pub use cdg::{CdgReport, PathVls, VlCdg};
@@ -42,3 +44,4 @@ pub use input::{
 };
 pub use lft::{BLOCK_LIDS, Lfts, NO_ROUTE, SwitchLft, changed_blocks};
 pub use sl::{EngineSl2Vl, PathSl, SlVlTable};
+pub use torus::Torus2Qos;
