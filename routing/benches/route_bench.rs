@@ -93,16 +93,17 @@ fn quality(spec: &str, engine: &str) {
         &r.lfts,
         &routing::metrics::MetricsOptions {
             shifts: Some(vec![1]),
+            vls: r.path_vls(),
         },
     );
-    let cdg = routing::cdg::check(&input, &r.lfts, &r.path_vls());
+    let cdg = &m.cdg;
     println!(
         "| {spec} | {engine} | {} | {:.0} | {} | {:?} | {} |",
         m.all_to_all.max_link_load,
         m.all_to_all.mean_link_load,
         m.max_hops,
         cdg.vls_used,
-        if cdg.acyclic() { "acyclic" } else { "CYCLE" },
+        if cdg.has_cycle { "CYCLE" } else { "acyclic" },
     );
 }
 
