@@ -38,6 +38,8 @@ pub struct RoutingOutcome {
     /// The SL each switch pair must use, when the engine requires one (the SA answers
     /// PathRecords with it).
     pub path_sl: Option<std::sync::Arc<routing::PathSl>>,
+    /// The SL-to-VL tables `path_sl` relies on (programmed on the switch ports).
+    pub sl2vl: Option<std::sync::Arc<routing::EngineSl2Vl>>,
     /// Warnings about the accepted routing (ROUTE-W-CDG: credit loops kept on request).
     pub warnings: Vec<String>,
 }
@@ -70,6 +72,7 @@ impl RoutingJob {
                 .map(|r| format!("{}: {}", r.engine, r.reason))
                 .collect(),
             path_sl: out.routing.path_sl,
+            sl2vl: out.routing.sl2vl,
             warnings: out.warnings,
         })
     }

@@ -114,6 +114,8 @@ pub(crate) struct Programming {
     during_routing: DuringRouting,
     /// The SL per switch pair the routing in force requires (None: free).
     path_sl: Option<Arc<routing::PathSl>>,
+    /// The SL-to-VL tables that routing relies on (None: the QoS ones, if any).
+    sl2vl: Option<Arc<routing::EngineSl2Vl>>,
 }
 
 impl Programming {
@@ -136,12 +138,18 @@ impl Programming {
             failed_ports: Vec::new(),
             during_routing: DuringRouting::default(),
             path_sl: None,
+            sl2vl: None,
         }
     }
 
     /// The SL per switch pair the routing in force requires (None: free).
     pub fn path_sl(&self) -> Option<Arc<routing::PathSl>> {
         self.path_sl.clone()
+    }
+
+    /// The SL-to-VL tables the routing in force relies on (None: free).
+    pub fn engine_sl2vl(&self) -> Option<&routing::EngineSl2Vl> {
+        self.sl2vl.as_deref()
     }
 
     /// The partition policy text in force.
@@ -327,6 +335,7 @@ impl Programming {
         }
         self.max_lid = max_lid;
         self.path_sl = r.path_sl;
+        self.sl2vl = r.sl2vl;
         let done = Event::RoutingDone {
             engine: r.engine,
             lft_blocks: self.lft_todo.len(),

@@ -35,14 +35,25 @@ impl Sweeper {
         self.prog.path_sl()
     }
 
+    /// The SL-to-VL tables the routing in force relies on (None: it needs none).
+    pub fn routing_sl2vl(&self) -> Option<&routing::EngineSl2Vl> {
+        self.prog.engine_sl2vl()
+    }
+
     /// The QoS policy in force (None: none), for the SA's path SLs.
     pub fn qos_policy(&self) -> Option<std::sync::Arc<qos::Policy>> {
         self.lanes.policy_shared()
     }
 
-    /// Plans this sweep's VL table writes (nothing while QoS is off).
+    /// Plans this sweep's VL table writes (nothing while QoS is off and the routing needs
+    /// no VLs of its own).
     pub(super) fn plan_vl_tables(&mut self) {
-        let wanted = want::tables(&self.disc, &self.cfg, self.lanes.policy());
+        let wanted = want::tables(
+            &self.disc,
+            &self.cfg,
+            self.lanes.policy(),
+            self.prog.engine_sl2vl(),
+        );
         // Nodes whose tables are back to their reset content: a switch whose LFT is not
         // known valid (rebooted, or never programmed), a CA never configured since reset.
         let mut lost: Vec<Guid> = self

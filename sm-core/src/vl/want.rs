@@ -10,6 +10,11 @@
 //!   (`qos_rtr_*`) tables, masked by the port's OperationalVLs.
 //! * No VLArb on a port whose VLCap is one data VL; VLArb blocks only as far as the port's
 //!   VLArbLowCap / VLArbHighCap reach.
+//! * A routing engine that layers paths over VLs (dfsssp, torus-2QoS) brings its own
+//!   SLtoVL tables ([`routing::EngineSl2Vl`]): they replace the QoS ones on every port
+//!   (and a qos-setup scope's), and are programmed with QoS off too, VLArb then taking
+//!   OpenSM's default QoS tables so that every data VL is served (OpenSM programs an
+//!   engine's tables only with QoS on).
 //! * The OperationalVLs a table is masked by are those the port holds after this sweep:
 //!   a port still in INIT gets [`op_vls`] with its ARMED Set (stage 3); a port already up
 //!   keeps what it has (it is not renegotiated under traffic).
@@ -61,15 +66,27 @@ pub(crate) fn vl_high_limit(
     Some(table_for(q, policy, disc, node, port, kind).vl_high_limit)
 }
 
-/// Every VL table block the ports of this sweep should hold (empty while QoS is off).
+/// Every VL table block the ports of this sweep should hold (empty while QoS is off and
+/// the routing brings no SLtoVL tables of its own).
 pub(crate) fn tables(
     disc: &Discovery,
     cfg: &SweeperConfig,
     policy: Option<&qos::Policy>,
+    engine: Option<&routing::EngineSl2Vl>,
 ) -> VlTables {
     let mut out = VlTables::new();
-    let Some(q) = cfg.qos.as_deref() else {
-        return out;
+    let defaults;
+    let q = match (cfg.qos.as_deref(), engine) {
+        (Some(q), _) => q,
+        (None, Some(_)) => match qos::QosOptions::default().build() {
+            Ok(t) => {
+                defaults = t;
+                &defaults
+            }
+            // OpenSM's defaults always build (tested in the qos crate).
+            Err(_) => return out,
+        },
+        (None, None) => return out,
     };
     for i in 0..disc.nodes().len() as u32 {
         if !disc.seen(i) {
@@ -77,7 +94,7 @@ pub(crate) fn tables(
         }
         let n = disc.node(i);
         if n.is_switch {
-            switch_tables(disc, cfg, q, policy, i, &mut out);
+            switch_tables(disc, cfg, q, policy, engine, i, &mut out);
         } else {
             let kind = if n.info.node_type == fabric::NodeType::Router.to_wire() {
                 PortKind::Router
@@ -89,7 +106,10 @@ pub(crate) fn tables(
                 if port.info_sweep != disc.sweep() || port.info.port_state <= DOWN {
                     continue;
                 }
-                let t = table_for(q, policy, disc, i, p, kind);
+                let mut t = table_for(q, policy, disc, i, p, kind);
+                if let Some(e) = engine {
+                    t.sl2vl = e.default;
+                }
                 let op = op_vls(disc, cfg, i, p);
                 vlarb_blocks(&mut out, disc, i, p, &t, op);
                 if port.info.capability_mask & PortInfo::CAP_IS_SL_MAPPING_SUPPORTED != 0 {
@@ -109,6 +129,7 @@ fn switch_tables(
     cfg: &SweeperConfig,
     q: &QosTables,
     policy: Option<&qos::Policy>,
+    engine: Option<&routing::EngineSl2Vl>,
     i: u32,
     out: &mut VlTables,
 ) {
@@ -127,7 +148,24 @@ fn switch_tables(
             vlarb_blocks(out, disc, i, p, &t, op_vls(disc, cfg, i, p));
         }
     }
-    if sl_map {
+    if let (true, Some(e)) = (sl_map, engine) {
+        // The routing's tables: one per output port, the same for every input port.
+        let first = if enhanced { 0 } else { 1 };
+        for o in first..=n.nports {
+            if o != 0 && !up(o) {
+                continue;
+            }
+            let mut t = table_for(q, policy, disc, i, o, PortKind::SwitchExternal);
+            t.sl2vl = *e.table(n.guid, o);
+            let data = sl2vl_data(t.sl2vl_masked(op_vls(disc, cfg, i, o)));
+            for inp in 0..=n.nports {
+                out.insert(
+                    (n.guid, VlAttr::SlToVl, u32::from(inp) << 8 | u32::from(o)),
+                    data.clone(),
+                );
+            }
+        }
+    } else if sl_map {
         let first = if enhanced { 0 } else { 1 };
         for o in first..=n.nports {
             if o != 0 && !up(o) {
@@ -162,7 +200,10 @@ fn switch_tables(
     if enhanced {
         // Port 0 as an end port (osm_qos.c qos_endport_setup with the sw0 tables): its
         // VLArb, and its own pair (0, 0), which the sw0 table wins.
-        let t = table_for(q, policy, disc, i, 0, PortKind::SwitchPort0);
+        let mut t = table_for(q, policy, disc, i, 0, PortKind::SwitchPort0);
+        if let Some(e) = engine {
+            t.sl2vl = *e.table(n.guid, 0);
+        }
         let op = op_vls(disc, cfg, i, 0);
         vlarb_blocks(out, disc, i, 0, &t, op);
         if sl_map {

@@ -1,0 +1,154 @@
+//! Routing engines that need virtual lanes (torus-2QoS's datelines, dfsssp's layers) on
+//! fabric-sim: their SLtoVL tables are programmed with QoS off, every data packet rides the
+//! VLs those tables give hop by hop, the dependency graph of the VLs the simulator actually
+//! applies is acyclic, and a quiet heavy sweep writes no VL table again.
+
+mod common;
+
+use common::{Harness, topo};
+use fabric_sim::SetRecord;
+use sm_core::{Event, Phase, SweeperConfig, VTime};
+use std::collections::{HashMap, HashSet};
+
+const SL2VL: u16 = 0x17;
+const VLARB: u16 = 0x18;
+const MS: VTime = 1_000_000;
+
+fn cfg(engine: &str) -> SweeperConfig {
+    SweeperConfig {
+        sweep_interval: 60_000 * MS,
+        engines: vec![engine.into()],
+        ..SweeperConfig::default()
+    }
+}
+
+fn count(log: &[SetRecord], attr: u16) -> usize {
+    log.iter().filter(|r| r.attr == attr).count()
+}
+
+fn settle(h: &mut Harness) {
+    let end = h.now + 5_000 * MS;
+    while h.now < end {
+        if h.sw.phase() == Phase::Idle && h.fab.next_event_time().is_none() {
+            break;
+        }
+        if !h.step() {
+            break;
+        }
+    }
+}
+
+/// True when the graph (vertex -> successors) has a cycle.
+fn has_cycle<V: Copy + Eq + std::hash::Hash>(g: &HashMap<V, HashSet<V>>) -> bool {
+    let mut state: HashMap<V, u8> = HashMap::new();
+    for &start in g.keys() {
+        if state.contains_key(&start) {
+            continue;
+        }
+        let mut stack = vec![(start, g[&start].iter().copied().collect::<Vec<_>>())];
+        state.insert(start, 1);
+        while let Some((v, rest)) = stack.last_mut() {
+            match rest.pop() {
+                None => {
+                    state.insert(*v, 2);
+                    stack.pop();
+                }
+                Some(w) => match state.get(&w) {
+                    Some(1) => return true,
+                    Some(_) => {}
+                    None => {
+                        state.insert(w, 1);
+                        let next = g
+                            .get(&w)
+                            .map(|s| s.iter().copied().collect())
+                            .unwrap_or_default();
+                        stack.push((w, next));
+                    }
+                },
+            }
+        }
+    }
+    false
+}
+
+#[test]
+fn torus_2qos_datelines_are_programmed_and_followed() {
+    let t = topo("torus:4x4x4");
+    let mut h = Harness::new(&t, cfg("torus-2QoS"), 11);
+    h.subnet_up();
+    settle(&mut h);
+    let log = h.fab.take_set_log();
+    assert!(
+        count(&log, SL2VL) > 0,
+        "the engine's SLtoVL tables are written with QoS off"
+    );
+    assert!(count(&log, VLARB) > 0, "VLArb serves the engine's VLs");
+    let sl2vl =
+        h.sw.routing_sl2vl()
+            .expect("torus-2QoS brings SLtoVL tables")
+            .clone();
+    let path_sl = h.sw.path_sl().expect("and an SL per switch pair");
+    let cas = common::ca_ports(&t);
+    // (node GUID, output port, VL) -> the next ones, over switch-to-switch hops.
+    let mut deps: HashMap<(fabric::Guid, u8, u8), HashSet<(fabric::Guid, u8, u8)>> = HashMap::new();
+    let mut one_vl: HashMap<(fabric::Guid, u8), HashSet<(fabric::Guid, u8)>> = HashMap::new();
+    let mut vl1 = 0;
+    for a in &cas {
+        for b in &cas {
+            if a == b {
+                continue;
+            }
+            let (la, lb) = (h.lid_of(a.0, a.1), h.lid_of(b.0, b.1));
+            // The SL the SA gives this pair: its switches' (first and last sender after the CA).
+            let probe = h.fab.vl_path(la, lb, 0).expect("a path");
+            let (src_sw, dst_sw) = (probe[1].node_guid, probe[probe.len() - 1].node_guid);
+            let sl = path_sl.get(src_sw, dst_sw).expect("both switches known");
+            let hops = h.fab.vl_path(la, lb, sl).expect("delivered on its SL");
+            assert_eq!(hops.len(), probe.len(), "the SL does not change the route");
+            let sw_hops: Vec<_> = hops[1..hops.len() - 1].to_vec();
+            for x in &sw_hops {
+                assert_eq!(
+                    x.vl,
+                    sl2vl.table(x.node_guid, x.port)[sl as usize],
+                    "hop {x:?} on SL {sl} rides the engine's VL"
+                );
+                vl1 += usize::from(x.vl == 1);
+            }
+            for w in sw_hops.windows(2) {
+                one_vl
+                    .entry((w[0].node_guid, w[0].port))
+                    .or_default()
+                    .insert((w[1].node_guid, w[1].port));
+                deps.entry((w[0].node_guid, w[0].port, w[0].vl))
+                    .or_default()
+                    .insert((w[1].node_guid, w[1].port, w[1].vl));
+            }
+        }
+    }
+    assert!(vl1 > 0, "paths across a dateline ride VL 1");
+    assert!(!deps.is_empty());
+    assert!(
+        !has_cycle(&deps),
+        "the VLs the simulator applies leave no credit loop"
+    );
+    // A quiet heavy sweep writes no VL table.
+    h.sw.request_sweep(h.now, true);
+    assert!(h.run_until(60_000 * MS, |e| matches!(
+        e,
+        Event::HeavySweepComplete { .. }
+    )));
+    settle(&mut h);
+    let log = h.fab.take_set_log();
+    assert_eq!(count(&log, SL2VL) + count(&log, VLARB), 0);
+}
+
+#[test]
+fn one_vl_routings_program_no_vl_table_with_qos_off() {
+    let t = topo("torus:3x3");
+    let mut h = Harness::new(&t, cfg("updn"), 3);
+    h.subnet_up();
+    settle(&mut h);
+    let log = h.fab.take_set_log();
+    assert_eq!(count(&log, SL2VL) + count(&log, VLARB), 0);
+    assert!(h.sw.routing_sl2vl().is_none() && h.sw.path_sl().is_none());
+}
