@@ -38,8 +38,13 @@ fn settle(h: &mut Harness) {
     }
 }
 
+/// A channel on a VL: (sending node GUID, output port, VL).
+type VlChannel = (fabric::Guid, u8, u8);
+/// Channel dependencies: a channel -> the channels used right after it.
+type Deps<V> = HashMap<V, HashSet<V>>;
+
 /// True when the graph (vertex -> successors) has a cycle.
-fn has_cycle<V: Copy + Eq + std::hash::Hash>(g: &HashMap<V, HashSet<V>>) -> bool {
+fn has_cycle<V: Copy + Eq + std::hash::Hash>(g: &Deps<V>) -> bool {
     let mut state: HashMap<V, u8> = HashMap::new();
     for &start in g.keys() {
         if state.contains_key(&start) {
@@ -90,8 +95,8 @@ fn torus_2qos_datelines_are_programmed_and_followed() {
     let path_sl = h.sw.path_sl().expect("and an SL per switch pair");
     let cas = common::ca_ports(&t);
     // (node GUID, output port, VL) -> the next ones, over switch-to-switch hops.
-    let mut deps: HashMap<(fabric::Guid, u8, u8), HashSet<(fabric::Guid, u8, u8)>> = HashMap::new();
-    let mut one_vl: HashMap<(fabric::Guid, u8), HashSet<(fabric::Guid, u8)>> = HashMap::new();
+    let mut deps: Deps<VlChannel> = HashMap::new();
+    let mut one_vl: Deps<(fabric::Guid, u8)> = HashMap::new();
     let mut vl1 = 0;
     for a in &cas {
         for b in &cas {
