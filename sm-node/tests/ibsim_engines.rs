@@ -34,10 +34,10 @@ fn expected(
             } else {
                 port.guid
             };
-            if (n.is_switch() && p == 0) || (!n.is_switch() && p > 0 && port.remote.is_some()) {
-                if let Some(&l) = lids.get(&guid) {
-                    la.set(PortRef::new(id, p), Lid(l), 0).unwrap();
-                }
+            let addressed =
+                (n.is_switch() && p == 0) || (!n.is_switch() && p > 0 && port.remote.is_some());
+            if addressed && let Some(&l) = lids.get(&guid) {
+                la.set(PortRef::new(id, p), Lid(l), 0).unwrap();
             }
         }
     }
