@@ -252,7 +252,9 @@ pub(crate) fn balance(plan: &Plan, input: &RoutingInput, hops: &HopTable) -> Opt
                         for (j, &cand) in c.iter().enumerate() {
                             let l = load[cand.2 as usize];
                             let lb = w.memo[cand.1 as usize].1;
-                            let key = (then(l, lb), l, (j + c.len() - rot) % c.len());
+                            // (j - rot) mod len, without a division per candidate.
+                            let r = if j >= rot { j - rot } else { j + c.len() - rot };
+                            let key = (then(l, lb), l, r);
                             if pick.is_none_or(|(b, _)| key < b) {
                                 pick = Some((key, cand));
                             }
