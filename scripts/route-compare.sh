@@ -17,18 +17,27 @@
 # i.e. the engine's run, fallbacks included, plus queueing the LFT blocks; OpenSM is
 # single-threaded), busiest link of all-to-all (pairs on the most loaded switch-to-switch
 # channel), worst shift permutation (most pairs on one channel over the shifts), pairs
-# without a route, VLs, and the channel dependency graph per VL. Ours: the engine's own
-# deadlock check (its VLs). OpenSM: the LFTs only, all on one VL; engines that spread
-# paths over VLs by SL (dfsssp, torus-2QoS) report their VL count in the log, which the row
-# quotes, but the per-path SLs are not read back, so their one-VL graph may have cycles
-# that the layering breaks.
+# without a route, VLs, and the channel dependency graph (CDG) twice: per VL with every
+# switch LID a destination and every switch a source (our deadlock check: the engine's
+# `deadlock_check` for ours, the LFTs on one VL for OpenSM), and host traffic only
+# (`metrics.cdg.hosts_only`: from switches with hosts to end-port LIDs, one VL), the graph
+# OpenSM's dfsssp and nue keep acyclic. OpenSM's VLs: dfsssp's "Virtual Lanes needed" from
+# its log; torus-2QoS reports none ("n/r"). Their per-path SLs are not read back, so the
+# one-VL graphs of an engine that spreads paths over VLs may have cycles its layering
+# breaks.
 #
 # OpenSM options per engine: ftree/minhop/updn: `-R E`; dfsssp: `-R dfsssp -Q` (its man
-# page); nue: `-R nue` (nue_max_num_vls 1: deadlock-free on one VL, so the LFT-only graph is
-# the whole story); torus-2QoS: `-R torus-2QoS -Q --torus_config FILE`, FILE generated from
-# the switch coordinates our generator writes into the net file (tori only). Every run:
-# `-e -s 0 -o -D 0x07` (error, info, verbose) and force_log_flush. OpenSM falls back to
-# minhop when the engine fails: the "ran" column says which engine programmed the tables.
+# page); nue: `-R nue` (nue_max_num_vls 1: host paths deadlock-free on one VL, so the
+# hosts-only graph is its whole claim); torus-2QoS: `-R torus-2QoS -Q --torus_config FILE`,
+# FILE generated from the switch coordinates our generator writes into the net file (tori
+# only). Every run: `-e -s 0 -o -D 0x07` (error, info, verbose) and force_log_flush.
+# OpenSM falls back to minhop when the engine fails: the "ran" column says which engine
+# programmed the tables.
+#
+# Runtime: about 12 minutes for the six default fabrics on 2 busy cores (ft2:36 about 30 s
+# each, the 256-switch random fabric 5 min: OpenSM's dfsssp and nue take 30-90 s there,
+# ft3:36:pods=6 4 min); reading back the LFTs costs 10-60 s per OpenSM run. Use --fabrics,
+# --engines, --ours, --opensm for a subset.
 #
 # usage: scripts/route-compare.sh [options] [FABRIC...]
 #   FABRIC: a generator spec (ft2:36:remove=3:seed=1, torus:6x6x6:hosts=4, ...) or an
@@ -41,6 +50,7 @@
 #   --workers N        worker threads of our engines (default 2)
 #   --json FILE        also write the rows as JSON
 #   --keep             keep the scratch directory (logs, dumps, net files) and print it
+#   --render FILE      measure nothing: print the tables of an earlier --json FILE
 #   env: SMCTL (default target/release/smctl), OSM_TIMEOUT seconds per OpenSM run
 #        (default 900), OSM_ARGS extra opensm flags for every run
 set -euo pipefail
@@ -57,7 +67,7 @@ OSM_DEFAULT=ftree,minhop,updn,dfsssp,nue,torus-2QoS
 usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; }
 die() { echo "route-compare: $*" >&2; exit 2; }
 
-fabrics=() ours_list=$OURS_DEFAULT osm_list=$OSM_DEFAULT workers=2 json_out= keep=
+fabrics=() ours_list=$OURS_DEFAULT osm_list=$OSM_DEFAULT workers=2 json_out= keep= render=
 while [ $# -gt 0 ]; do
     case $1 in
         -h|--help) usage; exit 0 ;;
@@ -68,20 +78,23 @@ while [ $# -gt 0 ]; do
         --workers) [ $# -ge 2 ] || die "--workers needs a number"; workers=$2; shift 2 ;;
         --json) [ $# -ge 2 ] || die "--json needs a file"; json_out=$2; shift 2 ;;
         --keep) keep=1; shift ;;
+        --render) [ $# -ge 2 ] || die "--render needs a file"; render=$2; shift 2 ;;
         -*) usage >&2; die "unknown option $1" ;;
         *) fabrics+=("$1"); shift ;;
     esac
 done
+fabrics_given=${#fabrics[@]}
 # shellcheck disable=SC2206
 [ ${#fabrics[@]} -gt 0 ] || fabrics=($DEFAULT_FABRICS)
 [ "$ours_list" = none ] && ours_list=
 [ "$osm_list" = none ] && osm_list=
+[ -z "$render" ] || { [ -f "$render" ] || die "$render: no such file"; ours_list= osm_list=; }
 IFS=, read -r -a OURS <<<"$ours_list"
 IFS=, read -r -a OSM_ENGINES <<<"$osm_list"
 
 . "$ROOT/scripts/tools.sh" # the tests' tool lookup: PATH, then /usr/sbin and /sbin
-[ -x "$SMCTL" ] || die "$SMCTL missing: build first: cargo build --release -p smctl"
 JQ=$(qsm_find_tool jq) || die "jq is not installed (Debian package jq)"
+[ -n "$render" ] || [ -x "$SMCTL" ] || die "$SMCTL missing: build first: cargo build --release -p smctl"
 if [ ${#OSM_ENGINES[@]} -gt 0 ]; then
     IBSIM=$(qsm_require_tool ibsim)
     OPENSM=$(qsm_require_tool opensm)
@@ -332,12 +345,20 @@ run_opensm() {
     echo "   OpenSM $engine: ran ${ran:-nothing} (tried $tried), routing ${routing_ms:-?} ms, SUBNET UP ${subnet_up_s:-no} s, process ${wall} s${note:+; $note}" >&2
 }
 
+if [ -n "$render" ]; then
+    "$JQ" -c '.rows[]' "$render" >"$ROWS" || die "$render: not a route-compare JSON file"
+    # The fabrics of the file, in its order, unless some are named.
+    [ "$fabrics_given" -gt 0 ] || mapfile -t fabrics < <("$JQ" -r '.fabric' "$ROWS" | awk '!s[$0]++')
+fi
+
 if [ ${#OSM_ENGINES[@]} -gt 0 ]; then
     OSM_CONF=$WORK/opensm.conf.default
     "$OPENSM" -c "$OSM_CONF" >/dev/null 2>&1 || die "opensm -c failed (cannot write OpenSM's default config)"
 fi
 
-for fabric in "${fabrics[@]}"; do
+measure=("${fabrics[@]}")
+[ -z "$render" ] || measure=()
+for fabric in ${measure[@]+"${measure[@]}"}; do
     ft0=$(date +%s.%N)
     fd=$WORK/$(echo "$fabric" | tr ':=/%' '____')
     mkdir -p "$fd"
@@ -366,6 +387,13 @@ commit=$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)
 dirty=$(git -C "$ROOT" status --porcelain --untracked-files=no 2>/dev/null | grep -q . && echo "+dirty" || true)
 osm_version=
 [ ${#OSM_ENGINES[@]} -gt 0 ] && osm_version=$("$OPENSM" --version 2>/dev/null </dev/null | sed -n 's/^OpenSM //p' | head -1)
+if [ -n "$render" ]; then
+    commit=$("$JQ" -r '.commit' "$render") dirty=
+    osm_version=$("$JQ" -r '.opensm_version // ""' "$render")
+    load_at_start=$("$JQ" -r '.load_average_at_start' "$render")
+    total_s=$("$JQ" -r '.total_s' "$render")
+    workers=$("$JQ" -r '.workers' "$render")
+fi
 
 # One markdown table per fabric.
 for fabric in "${fabrics[@]}"; do
@@ -396,7 +424,7 @@ for fabric in "${fabrics[@]}"; do
                   (if (.note // "") != "" then .note else empty end),
                   "SUBNET UP \(n(.subnet_up_s)) s" ]
               end | join("; ") | gsub("\\|"; "/")) as $notes |
-            "| \(sm) | \(.label) | \(.ran) | \(n(.routing_ms)) | \(n(.busiest_a2a)) | \(n(.worst_shift)) | \(n(.unreachable_pairs)) | \(n(.vls_used | if . == null then null else length end)) | \(.cdg) | \(if .cdg_hosts_only_acyclic == null then "-" elif .cdg_hosts_only_acyclic then "acyclic" else "CYCLE (\(.cdg_hosts_only_cycle | length) channels)" end) | \($notes) |"
+            "| \(sm) | \(.label) | \(.ran) | \(n(.routing_ms)) | \(n(.busiest_a2a)) | \(n(.worst_shift)) | \(n(.unreachable_pairs)) | \(if .sm == "opensm" and .ran == "dfsssp" and .opensm_vls_needed != null then .opensm_vls_needed elif .layered_by_sl then "n/r" else n(.vls_used | if . == null then null else length end) end) | \(.cdg) | \(if .cdg_hosts_only_acyclic == null then "-" elif .cdg_hosts_only_acyclic then "acyclic" else "CYCLE (\(.cdg_hosts_only_cycle | length) channels)" end) | \($notes) |"
         end' "$ROWS"
 done
 echo
