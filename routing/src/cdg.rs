@@ -151,6 +151,39 @@ pub fn check(input: &RoutingInput, lfts: &Lfts, vls: &PathVls) -> CdgReport {
     }
 }
 
+/// The VL-0 graph of host traffic only: the routes from every switch that has end ports
+/// towards every end-port LID, the switches they pass through included, and nothing towards
+/// or from a switch LID. That is the graph OpenSM's dfsssp and nue keep acyclic (their
+/// paths run between terminals), so a routing that [`check`] finds cyclic only through
+/// switch LIDs (management traffic) is acyclic here. Every path on one VL: for comparison
+/// with such engines' own claims, not a replacement for [`check`].
+pub fn check_hosts_only(input: &RoutingInput, lfts: &Lfts) -> VlCdg {
+    let by_guid: HashMap<_, _> = lfts
+        .switches
+        .iter()
+        .map(|s| (s.guid, s.ports.as_slice()))
+        .collect();
+    let empty: &[u8] = &[];
+    let tables: Vec<&[u8]> = input
+        .switches
+        .iter()
+        .map(|s| by_guid.get(&s.guid).copied().unwrap_or(empty))
+        .collect();
+    let g = Graph::build_filtered(input, &tables, true);
+    let cycle = g.find_cycle();
+    VlCdg {
+        vl: 0,
+        channels: g.channels,
+        dependencies: g.dependencies,
+        acyclic: cycle.is_none(),
+        cycle: cycle
+            .unwrap_or_default()
+            .into_iter()
+            .map(|c| g.name(input, c))
+            .collect(),
+    }
+}
+
 /// Dependencies between switch-to-switch channels, as adjacency lists.
 struct Graph {
     /// Vertices: channels, or (channel, VL) pairs as `channel * nvl + vl` when layered.
@@ -166,7 +199,19 @@ struct Graph {
 
 impl Graph {
     fn build(input: &RoutingInput, tables: &[&[u8]]) -> Graph {
+        Graph::build_filtered(input, tables, false)
+    }
+
+    /// `hosts_only`: end-port LIDs only, and at each switch only when a route from a switch
+    /// with end ports passes through it (see [`check_hosts_only`]).
+    fn build_filtered(input: &RoutingInput, tables: &[&[u8]], hosts_only: bool) -> Graph {
         let n = input.num_switches();
+        let mut has_hosts = vec![false; n];
+        for ep in &input.end_ports {
+            has_hosts[ep.switch as usize] = true;
+        }
+        // reached[x] == lid: a host route towards lid passes through switch x.
+        let mut reached = vec![u32::MAX; n];
         // Channel ids for switch-to-switch output ports: id_of[channel(s, p)].
         let mut id_of = vec![u32::MAX; input.num_channels()];
         let mut chan = Vec::new();
@@ -187,7 +232,26 @@ impl Graph {
             if lid == 0 || !d.is_used() {
                 continue;
             }
+            if hosts_only {
+                if d.end == crate::input::NONE {
+                    continue;
+                }
+                for s in (0..n).filter(|&s| has_hosts[s]) {
+                    let mut cur = s;
+                    while reached[cur] != lid as u32 {
+                        reached[cur] = lid as u32;
+                        let p = tables[cur].get(lid).copied().unwrap_or(NO_ROUTE);
+                        match input.ports(cur).get(p as usize) {
+                            Some(Peer::Switch { sw, .. }) => cur = *sw as usize,
+                            _ => break,
+                        }
+                    }
+                }
+            }
             for (x, t) in tables.iter().enumerate() {
+                if hosts_only && reached[x] != lid as u32 {
+                    continue;
+                }
                 let p = t.get(lid).copied().unwrap_or(NO_ROUTE);
                 let Some(Peer::Switch { sw, .. }) = input.ports(x).get(p as usize) else {
                     continue;

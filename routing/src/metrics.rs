@@ -71,6 +71,9 @@ pub struct CdgStats {
     pub per_vl: Vec<VlCdg>,
     /// Routes to switch LIDs are in the graphs.
     pub switch_lids_included: bool,
+    /// Host traffic only, every path on one VL ([`cdg::check_hosts_only`]): the graph
+    /// OpenSM's dfsssp and nue keep acyclic, for comparing with their claims.
+    pub hosts_only: VlCdg,
 }
 
 /// Everything [`analyze`] measures.
@@ -332,6 +335,7 @@ pub fn analyze(input: &RoutingInput, lfts: &Lfts, opts: &MetricsOptions) -> Metr
         vls_used: rep.vls_used,
         per_vl: rep.per_vl,
         switch_lids_included: rep.switch_lids_included,
+        hosts_only: cdg::check_hosts_only(input, lfts),
     };
     m.diameter = diameter(input);
     m

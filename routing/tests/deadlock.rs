@@ -296,4 +296,28 @@ fn ftree_on_degraded_ft2_36_stays_near_the_lower_bound() {
         );
         assert!(!m.cdg.has_cycle && m.unreachable_pairs == 0, "{spec}");
     }
+
+/// The host-traffic graph (`cdg::check_hosts_only`, OpenSM's dfsssp/nue model): min-hop on
+/// a degraded fat tree is cyclic only through switch LIDs (spine to spine through a leaf),
+/// so the host graph is acyclic; on a torus host traffic alone closes the rings.
+#[test]
+fn hosts_only_graph_leaves_switch_lids_out() {
+    let opts = EngineOptions {
+        accept_credit_loops: true,
+        ..EngineOptions::default()
+    };
+    let input = degraded("ft2:36:remove=3:seed=1");
+    let out = route_with_chain(&input, &["minhop"], &opts, &Sequential, 1, None).unwrap();
+    assert!(!out.cdg.acyclic(), "{:?}", out.cdg);
+    let h = cdg::check_hosts_only(&input, &out.routing.lfts);
+    assert!(h.acyclic, "{h:?}");
+    assert!(h.dependencies > 0 && h.dependencies < out.cdg.per_vl[0].dependencies);
+    assert_eq!(h.channels, out.cdg.per_vl[0].channels);
+    let input = degraded("torus:4x4");
+    let out = route_with_chain(&input, &["minhop"], &opts, &Sequential, 1, None).unwrap();
+    let h = cdg::check_hosts_only(&input, &out.routing.lfts);
+    assert!(!h.acyclic && h.cycle.len() >= 2, "{h:?}");
+    // The metrics carry it next to the full check.
+    let m = routing::metrics::analyze(&input, &out.routing.lfts, &Default::default());
+    assert_eq!(m.cdg.hosts_only, h);
 }

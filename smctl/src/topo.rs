@@ -8,7 +8,7 @@
 use anyhow::{Context, anyhow};
 use clap::{Args, Subcommand};
 use fabric::generate::{FatTreeSpec, RandomSpec, TorusSpec};
-use fabric::{GenSpec, NodeType, Topology, netfile};
+use fabric::{DegradedSpec, GenSpec, NodeType, Topology, netfile};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -28,7 +28,8 @@ enum TopoCmd {
     /// Print node and link counts of a topology file or a generator spec (e.g. ft3:36).
     Info {
         /// A topology file, or a spec: ft2:K, ft3:K[:hosts=H][:pods=P], torus:AxBxC[:hosts=H],
-        /// random:N[:seed=S][:radix=R][:links=L][:hosts=H].
+        /// random:N[:seed=S][:radix=R][:links=L][:hosts=H], any of them degraded with
+        /// :remove=N or :remove=P% (switch-to-switch links) and :seed=S.
         source: String,
     },
 }
@@ -90,7 +91,8 @@ enum GenCmd {
         #[command(flatten)]
         out: Output,
     },
-    /// Any fabric named by a spec string such as ft3:36, torus:6x6x6, random:256:seed=7.
+    /// Any fabric named by a spec string such as ft3:36, torus:6x6x6, random:256:seed=7,
+    /// also degraded (switch-to-switch links removed): ft2:36:remove=3:seed=1, ft3:36:remove=1%.
     Spec {
         /// The spec.
         spec: String,
@@ -110,8 +112,8 @@ pub fn run(args: TopoArgs) -> anyhow::Result<ExitCode> {
     }
 }
 
-/// Turns `smctl topo gen ...` arguments into a validated spec.
-fn gen_spec(cmd: GenCmd) -> anyhow::Result<(GenSpec, Output)> {
+/// Turns `smctl topo gen ...` arguments into a validated spec (degraded only with `spec`).
+fn gen_spec(cmd: GenCmd) -> anyhow::Result<(DegradedSpec, Output)> {
     let (spec, out) = match cmd {
         GenCmd::FatTree {
             levels,
@@ -169,17 +171,26 @@ fn gen_spec(cmd: GenCmd) -> anyhow::Result<(GenSpec, Output)> {
             };
             (GenSpec::Random(spec), out)
         }
-        GenCmd::Spec { spec, out } => (
-            spec.parse::<GenSpec>()
-                .map_err(|e| anyhow!("E_TOPO_ARGS: {e}"))?,
-            out,
-        ),
+        GenCmd::Spec { spec, out } => {
+            let d = spec
+                .parse::<DegradedSpec>()
+                .map_err(|e| anyhow!("E_TOPO_ARGS: {e}"))?;
+            d.base.validate().map_err(|e| anyhow!("E_TOPO_ARGS: {e}"))?;
+            return Ok((d, out));
+        }
     };
     spec.validate().map_err(|e| anyhow!("E_TOPO_ARGS: {e}"))?;
-    Ok((spec, out))
+    Ok((
+        DegradedSpec {
+            base: spec,
+            remove: None,
+            seed: 0,
+        },
+        out,
+    ))
 }
 
-fn generate(spec: &GenSpec, output: Option<&Path>) -> anyhow::Result<ExitCode> {
+fn generate(spec: &DegradedSpec, output: Option<&Path>) -> anyhow::Result<ExitCode> {
     let topo = spec.generate().map_err(|e| anyhow!("E_TOPO_ARGS: {e}"))?;
     let text = netfile::write(&topo).map_err(|e| anyhow!("E_TOPO_WRITE: {e}"))?;
     match output {
@@ -231,7 +242,7 @@ fn info(source: &str) -> anyhow::Result<ExitCode> {
         })?;
         (topo, format!("file {}", path.display()))
     } else {
-        match source.parse::<GenSpec>() {
+        match source.parse::<DegradedSpec>() {
             Ok(spec) => (
                 spec.generate().map_err(|e| anyhow!("E_TOPO_ARGS: {e}"))?,
                 format!("generated {spec}"),
@@ -327,7 +338,7 @@ mod tests {
         cmd: TopoCmd,
     }
 
-    fn spec_of(args: &[&str]) -> anyhow::Result<GenSpec> {
+    fn spec_of(args: &[&str]) -> anyhow::Result<DegradedSpec> {
         let cli = Cli::try_parse_from(std::iter::once("topo").chain(args.iter().copied()))?;
         match cli.cmd {
             TopoCmd::Gen(cmd) => gen_spec(cmd).map(|(s, _)| s),
@@ -359,6 +370,16 @@ mod tests {
         assert_eq!(s.to_string(), "random:256:seed=7");
         let s = spec_of(&["gen", "spec", "ft2:36"]).unwrap();
         assert_eq!(s.to_string(), "ft2:36");
+        // Degraded specs (as `smctl route --topology` takes them) name the same fabric.
+        let s = spec_of(&["gen", "spec", "ft2:36:remove=3:seed=1"]).unwrap();
+        assert_eq!(s.to_string(), "ft2:36:remove=3:seed=1");
+        let full = "ft2:36".parse::<GenSpec>().unwrap().generate().unwrap();
+        let c = Counts::of(&s.generate().unwrap());
+        assert_eq!(c.switch_links, Counts::of(&full).switch_links - 3);
+        assert_eq!(c.cas, Counts::of(&full).cas);
+        let s = spec_of(&["gen", "spec", "ft3:36:pods=6:remove=1%:seed=1"]).unwrap();
+        assert_eq!(s.to_string(), "ft3:36:pods=6:remove=1%:seed=1");
+        assert!(spec_of(&["gen", "spec", "ft2:35:remove=3"]).is_err());
     }
 
     #[test]
