@@ -296,6 +296,7 @@ fn ftree_on_degraded_ft2_36_stays_near_the_lower_bound() {
         );
         assert!(!m.cdg.has_cycle && m.unreachable_pairs == 0, "{spec}");
     }
+}
 
 /// The host-traffic graph (`cdg::check_hosts_only`, OpenSM's dfsssp/nue model): min-hop on
 /// a degraded fat tree is cyclic only through switch LIDs (spine to spine through a leaf),
