@@ -103,6 +103,46 @@ fn phases(spec: &str, engine: &str, workers: usize) {
     );
 }
 
+/// Route quality and the deadlock check: routing time (`route_on`), then the check of
+/// `route_with_chain` (`cdg::check` with the routing's VLs) timed on its own, the busiest
+/// all-to-all link and the VLs used. Credit loops are reported, not refused (min-hop).
+fn quality(spec: &str, engine: &str, workers: usize) {
+    let (_topo, input) = build(spec);
+    let e = engine_by_name(engine, &Default::default()).expect("known engine");
+    let mut best = f64::INFINITY;
+    let mut last = None;
+    for _ in 0..3 {
+        drop(last.take());
+        let t0 = Instant::now();
+        last = Some(route_on(
+            &input,
+            e.as_ref(),
+            &Threads(workers),
+            workers * 4,
+            None,
+        ));
+        best = best.min(t0.elapsed().as_secs_f64() * 1e3);
+    }
+    let r = match last.expect("three runs") {
+        Ok(r) => r,
+        Err(err) => {
+            println!("| {spec} | {engine} | {workers} | refused: {err} |");
+            return;
+        }
+    };
+    let t0 = Instant::now();
+    let rep = routing::cdg::check(&input, &r.lfts, &r.path_vls());
+    let check_ms = t0.elapsed().as_secs_f64() * 1e3;
+    let m = routing::metrics::analyze(&input, &r.lfts, &Default::default());
+    println!(
+        "| {spec} | {engine} | {workers} | {best:.1} | {check_ms:.1} | {} | {:?} | {} | {} |",
+        m.all_to_all.max_link_load,
+        rep.vls_used,
+        if rep.acyclic() { "acyclic" } else { "CYCLE" },
+        m.max_switch_hops,
+    );
+}
+
 fn incremental(spec: &str, engine: &str) {
     let (mut topo, input) = build(spec);
     let e = engine_by_name(engine, &Default::default()).expect("known engine");
@@ -153,6 +193,7 @@ fn main() {
             ["route", spec, engine, w] => child(spec, engine, w.parse().expect("workers")),
             ["incr", spec, engine] => incremental(spec, engine),
             ["phases", spec, engine, w] => phases(spec, engine, w.parse().expect("workers")),
+            ["quality", spec, engine, w] => quality(spec, engine, w.parse().expect("workers")),
             _ => panic!("bad ROUTE_BENCH_CHILD {job}"),
         }
         return;
@@ -180,9 +221,44 @@ fn main() {
         if !spec.contains(filter.as_str()) {
             continue;
         }
-        for engine in ["ftree", "minhop", "updn"] {
+        for engine in ["ftree", "minhop", "updn", "dfsssp"] {
             for workers in [1, 2] {
                 run(format!("route,{spec},{engine},{workers}"));
+            }
+        }
+    }
+    // dfsssp on the fabrics it exists for (layers needed), against minhop and updn.
+    let layered = [
+        "random:256:radix=36:links=24:hosts=12",
+        "torus:6x6x6:hosts=4",
+        "ft3:36",
+    ];
+    for spec in layered {
+        if !format!("{spec} layered").contains(filter.as_str()) {
+            continue;
+        }
+        for engine in ["dfsssp", "minhop", "updn"] {
+            for workers in [1, 2] {
+                run(format!("route,{spec},{engine},{workers}"));
+            }
+        }
+    }
+    if "quality".contains(filter.as_str()) || filter.starts_with("quality") {
+        let only = filter
+            .strip_prefix("quality")
+            .unwrap_or("")
+            .trim_start_matches(':');
+        println!();
+        println!(
+            "| fabric | engine | workers | routing ms | deadlock check ms | busiest all-to-all link | VLs used | CDG | max switch hops |"
+        );
+        println!("|---|---|---|---|---|---|---|---|---|");
+        for spec in layered {
+            if !spec.contains(only) {
+                continue;
+            }
+            for engine in ["dfsssp", "minhop", "updn"] {
+                run(format!("quality,{spec},{engine},2"));
             }
         }
     }

@@ -2,8 +2,10 @@
 //! (switches with numbered ports, links, end ports with LIDs and LMC, the SM's port) to one
 //! linear forwarding table per switch ([`Lfts`]) plus the hop counts used.
 //!
-//! Engines ([`Engine`]): `minhop` ([`MinHop`]), `updn` ([`UpDown`]) and `ftree`
-//! ([`FatTree`]), chosen by name with an OpenSM-style fallback chain
+//! Engines ([`Engine`]): `minhop` ([`MinHop`]), `updn` ([`UpDown`]), `ftree`
+//! ([`FatTree`]) and `dfsssp` ([`Dfsssp`]: balanced shortest paths on any topology, credit
+//! loops broken by layering the paths onto VLs, each switch pair's SL in
+//! [`Routing::path_sl`] for the SA), chosen by name with an OpenSM-style fallback chain
 //! ([`route_with_chain`]). The work is sharded ([`split`], [`Plan::compute_hops`],
 //! [`Plan::compute`], [`merge`]) so workers compute parts independently with a bit-identical
 //! result for any worker count; [`route`] is the sequential reference driver and
@@ -15,6 +17,7 @@
 //! randomness. Parallelism belongs to the caller, through [`Executor`].
 
 pub mod cdg;
+pub mod dfsssp;
 pub mod engine;
 pub mod error;
 pub mod ftree;
@@ -29,6 +32,7 @@ pub mod sl;
 pub mod updn;
 
 pub use cdg::{CdgReport, PathVls, VlCdg};
+pub use dfsssp::Dfsssp;
 pub use engine::{
     ChainOutcome, Engine, EngineOptions, Executor, FatTree, Hints, MinHop, Plan, Routing,
     Sequential, Shard, ShardResult, UpDown, engine_by_name, merge, route, route_incremental,
