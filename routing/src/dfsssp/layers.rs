@@ -33,6 +33,13 @@ pub(crate) struct Layering {
     pub sl: Vec<u8>,
 }
 
+/// Vertices a forward search may visit before the insertion is refused as if it closed a
+/// cycle (bounds the cost of one insertion on huge layers; see [`Layer::insert`]).
+const SEARCH_BUDGET: usize = 100000000;
+/// The same on layer 0, which holds most dependencies (every up*down* one): a pair that
+/// needs a long search there is more cheaply placed on a sparser layer.
+const LAYER0_BUDGET: usize = 100000000;
+
 /// Destination switches whose pairs' dependencies are gathered per parallel round.
 const GATHER: usize = 16;
 
@@ -44,10 +51,12 @@ struct Channels {
     port: Vec<u8>,
     /// Bits per channel in an edge bitset (ports + 1).
     stride: usize,
+    /// The order every layer starts from: a topological order of every up*down* route.
+    initial_order: Vec<u32>,
 }
 
 impl Channels {
-    fn new(input: &RoutingInput) -> Channels {
+    fn new(input: &RoutingInput, key: &[u32]) -> Channels {
         let mut id_of = vec![u32::MAX; input.num_channels()];
         let mut port = Vec::new();
         for s in 0..input.num_switches() {
@@ -58,10 +67,12 @@ impl Channels {
                 }
             }
         }
+        let initial_order = up_down_order(input, key, &id_of, port.len());
         Channels {
             id_of,
             port,
             stride: input.max_ports() as usize + 1,
+            initial_order,
         }
     }
 
@@ -73,6 +84,34 @@ impl Channels {
     fn key(&self, u: u32, v: u32) -> usize {
         u as usize * self.stride + self.port[v as usize] as usize
     }
+}
+
+/// A position per channel such that every up*down* route is in increasing order, for the
+/// switch order `key` of the up/down orientation ("up" towards a smaller key): up channels
+/// first, by decreasing key of their tail, then down channels by increasing key of their
+/// tail. On fat trees every route is up*down* (dfsssp routes switch-only destinations
+/// up*down*); elsewhere many shortest routes are, and their dependencies agree with the
+/// order from the start and cost nothing.
+fn up_down_order(input: &RoutingInput, key: &[u32], id_of: &[u32], nch: usize) -> Vec<u32> {
+    let n = input.num_switches();
+    // (down, tail key transformed so one ascending sort gives the order, port, id).
+    let mut chans: Vec<(bool, u32, u32, u32)> = Vec::with_capacity(nch);
+    for s in 0..n {
+        for (p, peer) in input.ports(s).iter().enumerate() {
+            if let Peer::Switch { sw, .. } = peer {
+                let id = id_of[input.channel(s, p as u8)];
+                let down = key[*sw as usize] > key[s];
+                let k = if down { key[s] } else { !key[s] };
+                chans.push((down, k, p as u32, id));
+            }
+        }
+    }
+    chans.sort_unstable();
+    let mut ord = vec![0u32; nch];
+    for (pos, c) in chans.iter().enumerate() {
+        ord[c.3 as usize] = pos as u32;
+    }
+    ord
 }
 
 /// Follows the route from `x` to `lid` and calls `f(u, v)` for each dependency.
@@ -104,6 +143,13 @@ fn walk(
 /// One layer's graph with a topological order kept by Pearce-Kelly.
 struct Layer {
     present: Vec<u64>,
+    /// Dependencies known to close a cycle with the layer's committed edges alone: the
+    /// layer only grows, so they stay rejected.
+    rejected: Vec<u64>,
+    /// The last refused insertion was refused for the search budget, not a cycle found.
+    budget_hit: bool,
+    /// Vertices a forward search may visit.
+    budget: usize,
     succ: Vec<Vec<u32>>,
     pred: Vec<Vec<u32>>,
     /// Position of each vertex in the topological order.
@@ -121,9 +167,12 @@ impl Layer {
         let n = ch.len();
         Layer {
             present: vec![0; (n * ch.stride).div_ceil(64)],
+            rejected: vec![0; (n * ch.stride).div_ceil(64)],
+            budget_hit: false,
+            budget: SEARCH_BUDGET,
             succ: vec![Vec::new(); n],
             pred: vec![Vec::new(); n],
-            ord: (0..n as u32).collect(),
+            ord: ch.initial_order.clone(),
             mark: vec![0; n],
             epoch: 0,
             stack: Vec::new(),
@@ -131,14 +180,6 @@ impl Layer {
             back: Vec::new(),
             pool: Vec::new(),
         }
-    }
-
-    fn has(&self, k: usize) -> bool {
-        self.present[k / 64] >> (k % 64) & 1 == 1
-    }
-
-    fn flip(&mut self, k: usize) {
-        self.present[k / 64] ^= 1 << (k % 64);
     }
 
     fn next_epoch(&mut self) -> u32 {
@@ -169,8 +210,15 @@ impl Layer {
         self.mark[v as usize] = e;
         while let Some(w) = self.stack.pop() {
             self.fwd.push(w);
+            if self.fwd.len() > self.budget {
+                // Too far to tell cheaply: treat as a cycle (never wrong, maybe one layer
+                // more). Not cached: a later attempt may succeed.
+                self.budget_hit = true;
+                return false;
+            }
             for &z in &self.succ[w as usize] {
                 if z == u {
+                    self.budget_hit = false;
                     return false;
                 }
                 if self.mark[z as usize] != e && self.ord[z as usize] < ub {
@@ -217,37 +265,67 @@ impl Layer {
         debug_assert_eq!((s, p), (Some(v), Some(u)));
     }
 
-    /// Adds every dependency of a pair, or none when one would close a cycle.
+    /// Adds dependencies that all agree with the layer's order (no search needed).
+    fn add_in_order(&mut self, ch: &Channels, deps: &[(u32, u32)]) {
+        for &(u, v) in deps {
+            let k = ch.key(u, v);
+            if self.present[k / 64] >> (k % 64) & 1 == 0 {
+                debug_assert!(self.ord[u as usize] < self.ord[v as usize]);
+                self.present[k / 64] |= 1 << (k % 64);
+                self.succ[u as usize].push(v);
+                self.pred[v as usize].push(u);
+            }
+        }
+    }
+
+    /// Adds every dependency of a pair, or none when one would close a cycle. `fresh` is
+    /// scratch space.
     fn try_pair(
         &mut self,
         ch: &Channels,
         deps: &[(u32, u32)],
+        fresh: &mut Vec<(u32, u32)>,
         added: &mut Vec<(u32, u32)>,
     ) -> bool {
-        added.clear();
+        fresh.clear();
         for &(u, v) in deps {
             let k = ch.key(u, v);
-            if self.has(k) {
+            if self.present[k / 64] >> (k % 64) & 1 == 1 {
                 continue;
             }
+            if self.rejected[k / 64] >> (k % 64) & 1 == 1 {
+                return false;
+            }
+            fresh.push((u, v));
+        }
+        // Dependencies against the current order first: a rejection while nothing of the
+        // pair is in yet is final for this layer.
+        let ord = &self.ord;
+        fresh.sort_by_key(|&(u, v)| ord[u as usize] < ord[v as usize]);
+        added.clear();
+        for &(u, v) in fresh.iter() {
+            let k = ch.key(u, v);
             if !self.insert(u, v) {
+                if added.is_empty() && !self.budget_hit {
+                    self.rejected[k / 64] |= 1 << (k % 64);
+                }
                 for &(u, v) in added.iter().rev() {
                     self.pop(u, v);
-                    self.flip(ch.key(u, v));
+                    let k = ch.key(u, v);
+                    self.present[k / 64] &= !(1 << (k % 64));
                 }
                 return false;
             }
-            self.flip(k);
+            self.present[k / 64] |= 1 << (k % 64);
             added.push((u, v));
         }
         true
     }
 }
 
-/// True when the graph of every dependency of every route on one layer is acyclic.
-fn single_layer_acyclic(input: &RoutingInput, ch: &Channels, tables: &[Vec<u8>]) -> bool {
-    let nch = ch.len();
-    let mut bits = vec![0u64; (nch * ch.stride).div_ceil(64)];
+/// True when every dependency of every route agrees with the up*down* order (no route
+/// turns from a down channel to an up channel): one layer suffices, no pair to place.
+fn all_up_down(input: &RoutingInput, ch: &Channels, tables: &[Vec<u8>]) -> bool {
     let dests = input.dests();
     for (lid, d) in dests.iter().enumerate() {
         if lid == 0 || !d.is_used() {
@@ -263,44 +341,13 @@ fn single_layer_acyclic(input: &RoutingInput, ch: &Channels, tables: &[Vec<u8>])
             if !matches!(input.ports(y).get(q as usize), Some(Peer::Switch { .. })) {
                 continue;
             }
-            let k = ch.id_of[input.channel(x, p)] as usize * ch.stride + q as usize;
-            bits[k / 64] |= 1 << (k % 64);
-        }
-    }
-    // Kahn's algorithm on the bitset graph: successors of channel u = (head of u, port q).
-    let mut head = vec![0u32; nch];
-    for s in 0..input.num_switches() {
-        for (p, peer) in input.ports(s).iter().enumerate() {
-            if let Peer::Switch { sw, .. } = peer {
-                head[ch.id_of[input.channel(s, p as u8)] as usize] = *sw;
+            let (u, v) = (ch.id_of[input.channel(x, p)], ch.id_of[input.channel(y, q)]);
+            if ch.initial_order[u as usize] > ch.initial_order[v as usize] {
+                return false;
             }
         }
     }
-    let succ = |u: usize, f: &mut dyn FnMut(usize)| {
-        for q in 0..ch.stride {
-            let k = u * ch.stride + q;
-            if bits[k / 64] >> (k % 64) & 1 == 1 {
-                f(ch.id_of[input.channel(head[u] as usize, q as u8)] as usize);
-            }
-        }
-    };
-    let mut indeg = vec![0u32; nch];
-    for u in 0..nch {
-        succ(u, &mut |v| indeg[v] += 1);
-    }
-    let mut queue: Vec<usize> = (0..nch).filter(|&u| indeg[u] == 0).collect();
-    let mut head_q = 0;
-    while head_q < queue.len() {
-        let u = queue[head_q];
-        head_q += 1;
-        succ(u, &mut |v| {
-            indeg[v] -= 1;
-            if indeg[v] == 0 {
-                queue.push(v);
-            }
-        });
-    }
-    queue.len() == nch
+    true
 }
 
 /// The dependencies of the pairs (x, t) for every x, t in `ts`: per t, per x, sorted and
@@ -339,17 +386,21 @@ fn gather(
 
 /// Places every (source switch, destination switch) pair on a layer; refuses with
 /// `ROUTE-E-LAYERS` when more than `max_layers` are needed.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn assign<X: Executor>(
     input: &RoutingInput,
     tables: &[Vec<u8>],
+    hops: &crate::hops::HopTable,
+    key: &[u32],
     exec: &X,
     shards: usize,
     max_layers: u8,
+    count_needed: bool,
 ) -> Result<Layering, RoutingError> {
     let n = input.num_switches();
-    let ch = Channels::new(input);
+    let ch = Channels::new(input, key);
     let mut sl = vec![0u8; n * n];
-    if single_layer_acyclic(input, &ch, tables) {
+    if all_up_down(input, &ch, tables) {
         return Ok(Layering { sl });
     }
     let mut lids_of: Vec<Vec<u32>> = vec![Vec::new(); n];
@@ -358,10 +409,13 @@ pub(crate) fn assign<X: Executor>(
             lids_of[d.switch as usize].push(lid as u32);
         }
     }
-    let mut layers: Vec<Layer> = Vec::new();
-    let mut added = Vec::new();
-    let cap = usize::from(super::MAX_SLS);
-    let mut overflow = false;
+    // Pass 1: pairs whose every dependency agrees with the up*down* order go on layer 0
+    // without any search (that order stays a topological order of layer 0 meanwhile).
+    // The others wait for pass 2, in the same (destination, source) order.
+    let mut layers: Vec<Layer> = vec![Layer::new(&ch)];
+    let mut pending: Vec<(u32, u32)> = Vec::new();
+    let mut pending_deps: Vec<(u32, u32)> = Vec::new();
+    let mut pending_start: Vec<u32> = vec![0];
     let mut t0 = 0;
     while t0 < n {
         let t1 = (t0 + GATHER).min(n);
@@ -376,28 +430,75 @@ pub(crate) fn assign<X: Executor>(
             for ti in 0..starts.len() - 1 {
                 let (x, tt) = (ti % n, t + ti / n);
                 let d = &deps[starts[ti] as usize..starts[ti + 1] as usize];
-                if d.is_empty() {
-                    continue;
+                let agrees = d
+                    .iter()
+                    .all(|&(u, v)| ch.initial_order[u as usize] < ch.initial_order[v as usize]);
+                if agrees {
+                    layers[0].add_in_order(&ch, d);
+                } else {
+                    pending.push((x as u32, tt as u32));
+                    pending_deps.extend_from_slice(d);
+                    pending_start.push(pending_deps.len() as u32);
                 }
-                let mut l = 0;
-                loop {
-                    if l == layers.len() {
-                        if l == cap {
-                            return Err(too_many(cap + 1, max_layers));
-                        }
-                        layers.push(Layer::new(&ch));
-                    }
-                    if layers[l].try_pair(&ch, d, &mut added) {
-                        break;
-                    }
-                    l += 1;
-                }
-                overflow |= l >= usize::from(max_layers);
-                sl[x * n + tt] = l as u8;
             }
             t += (starts.len() - 1) / n;
         }
         t0 = t1;
+    }
+    // Pass 2: first fit, with incremental cycle detection.
+    layers[0].budget = LAYER0_BUDGET;
+    let mut added = Vec::new();
+    let mut fresh = Vec::new();
+    let cap = usize::from(super::MAX_SLS);
+    let mut overflow = false;
+    // Sources nearest to their destination first: the route of a pair's next switch (its
+    // suffix) is then placed already, and its layer is tried first: only the first hop's
+    // dependencies are new there.
+    let mut idx: Vec<usize> = (0..pending.len()).collect();
+    idx.sort_by_key(|&k| {
+        let (x, t) = pending[k];
+        (t, hops.row(t as usize)[x as usize], x)
+    });
+    for k in idx {
+        let (x, t) = pending[k];
+        let d = &pending_deps[pending_start[k] as usize..pending_start[k + 1] as usize];
+        let pref = lids_of[t as usize].first().and_then(|&lid| {
+            let p = tables[x as usize][lid as usize];
+            match input.ports(x as usize).get(p as usize) {
+                Some(Peer::Switch { sw, .. }) => Some(sl[*sw as usize * n + t as usize] as usize),
+                _ => None,
+            }
+        });
+        if let Some(p) = pref
+            && layers[p].try_pair(&ch, d, &mut fresh, &mut added)
+        {
+            sl[x as usize * n + t as usize] = p as u8;
+            continue;
+        }
+        let mut l = 0;
+        loop {
+            if Some(l) == pref {
+                l += 1;
+                continue;
+            }
+            if l == layers.len() {
+                if l == cap {
+                    return Err(too_many(cap + 1, max_layers));
+                }
+                layers.push(Layer::new(&ch));
+            }
+            if layers[l].try_pair(&ch, d, &mut fresh, &mut added) {
+                break;
+            }
+            l += 1;
+        }
+        if l >= usize::from(max_layers) {
+            overflow = true;
+            if !count_needed {
+                return Err(too_many(l + 1, max_layers));
+            }
+        }
+        sl[x as usize * n + t as usize] = l as u8;
     }
     if overflow {
         return Err(too_many(layers.len(), max_layers));

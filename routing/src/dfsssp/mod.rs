@@ -11,9 +11,9 @@
 //!    minimal in hops; weights only choose among shortest paths. After a destination, every
 //!    channel's weight grows by the number of end ports whose route to it crosses the
 //!    channel, so later destinations avoid busy channels. Destinations go in fixed batches
-//!    ([`paths::BATCH`]) that all see the weights of the batch's start: the trees of a batch
-//!    are computed in parallel, then the weights are updated, so the result is the same for
-//!    any worker or shard count.
+//!    of [`paths::LANES`] lanes that see the weights of the batch's start plus their own
+//!    increments: the lanes run in parallel, then the weights are updated, so the result is
+//!    the same for any worker or shard count.
 //! 2. **Layers** ([`layers`]): each (source switch, destination switch) pair gets one SL,
 //!    its layer. A pair's path is the union of the routes from the source switch to every
 //!    LID of the destination switch, on the pair's SL at every hop (SL n on VL n on every
@@ -100,8 +100,15 @@ impl Engine for Dfsssp {
     }
 }
 
+/// LID groups per destination switch tried in turn (see [`paths`]): 4 groups balance
+/// best; fewer groups make the routes of a switch pair coincide, so fewer layers are
+/// needed (a 6x6x6 torus fits 8 layers only with one group).
+pub const GROUP_STEPS: [usize; 3] = [4, 2, 1];
+
 /// Routes: plain shortest hop counts (sharded), balanced shortest-path trees per
-/// destination (batched), then the layering of switch pairs onto SLs.
+/// destination (batched), then the layering of switch pairs onto SLs. When the layers do
+/// not suffice, the routes are recomputed with fewer LID groups per destination switch
+/// ([`GROUP_STEPS`]); the last attempt's refusal is the engine's.
 pub(crate) fn route<X: Executor>(
     plan: &DfssspPlan,
     input: &RoutingInput,
@@ -109,8 +116,42 @@ pub(crate) fn route<X: Executor>(
     shards: usize,
 ) -> Result<Routing, RoutingError> {
     let hops = hop_table(input, exec, shards)?;
-    let tables = paths::route_paths(input, &hops, exec, shards);
-    let layering = layers::assign(input, &tables, exec, shards, plan.max_layers)?;
+    // The up/down orientation: the layering's starting order, and the up*down* routes of
+    // switch-only destinations. A fabric up/down cannot orient (disconnected) gets plain
+    // shortest routes everywhere and an index order.
+    let dirs = crate::updn::find_roots(input, &[])
+        .and_then(|roots| crate::updn::directions(input, &roots))
+        .ok();
+    let key: Vec<u32> = match &dirs {
+        Some(d) => d.key.clone(),
+        None => (0..input.num_switches() as u32).collect(),
+    };
+    let mut attempt = None;
+    for (i, &groups) in GROUP_STEPS.iter().enumerate() {
+        let last = i + 1 == GROUP_STEPS.len();
+        let tables = paths::route_paths(input, &hops, dirs.as_ref(), groups, exec);
+        match layers::assign(
+            input,
+            &tables,
+            &hops,
+            &key,
+            exec,
+            shards,
+            plan.max_layers,
+            last,
+        ) {
+            Ok(l) => {
+                attempt = Some(Ok((tables, l)));
+                break;
+            }
+            Err(e) => attempt = Some(Err(e)),
+        }
+    }
+    let (tables, layering) = match attempt {
+        Some(r) => r?,
+        // GROUP_STEPS is not empty.
+        None => return Err(RoutingError::NoRoots),
+    };
     let guids: Vec<_> = input.switches.iter().map(|s| s.guid).collect();
     let n = guids.len();
     let mut path_sl = PathSl::new(&guids);
