@@ -65,7 +65,10 @@ fn checked(inp: &RoutingInput, what: &str) -> (ChainOutcome, metrics::Metrics) {
             if hosts[t] > 0 {
                 assert_eq!(h, shortest, "{what}: switch {x} to LID {lid}");
             } else {
-                assert!(h.is_some() && h >= shortest, "{what}: switch {x} to LID {lid}");
+                assert!(
+                    h.is_some() && h >= shortest,
+                    "{what}: switch {x} to LID {lid}"
+                );
             }
         }
     }
