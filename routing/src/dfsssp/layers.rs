@@ -7,20 +7,26 @@
 //! path injected at `x` (each switch injects, so a switch in the middle of another pair's
 //! path contributes its own pair, on its own layer).
 //!
-//! Fast path: when the dependency graph of every route on a single layer is already acyclic
-//! (fat trees, up*down*-like routes), every pair goes on layer 0.
+//! Every layer starts from one order of the channels, the up/down order
+//! ([`up_down_order`]): any route that never turns from a down channel to an up channel
+//! ascends it. Fast path: when every route does, every pair goes on layer 0 (fat trees).
 //!
-//! Otherwise pairs are placed one by one, destination switches in index order and for each
-//! its source switches in index order, on the lowest layer where its dependencies keep the
-//! layer acyclic. Each layer keeps a topological order of its graph, updated edge by edge
-//! with Pearce and Kelly's algorithm ("A dynamic topological sort algorithm for directed
-//! acyclic graphs", JEA 2006): an edge `u -> v` with `u` already before `v` costs nothing;
-//! otherwise a forward search from `v` bounded by `u`'s position finds a cycle, or the two
-//! affected regions are reordered. A pair that would close a cycle has its edges on that
-//! layer removed again (removing edges keeps an order valid) and tries the next layer. The
-//! pairs' dependencies are gathered in parallel, per batch of destination switches; the
-//! placement itself is sequential and follows the fixed order, so the result does not
-//! depend on the worker count.
+//! Otherwise, pass 1 puts every pair whose dependencies all ascend the order on layer 0,
+//! no search needed. Pass 2 places the others one by one, destination switch by
+//! destination switch, sources nearest to it first: first on the layer of the pair's next
+//! switch's own pair (its suffix is there already, so only the first hop's dependencies
+//! are new), else on the lowest layer where its dependencies keep the layer acyclic. Each
+//! layer keeps a topological order of its graph, updated edge by edge with Pearce and
+//! Kelly's algorithm ("A dynamic topological sort algorithm for directed acyclic graphs",
+//! JEA 2006): an edge `u -> v` with `u` already before `v` costs nothing; otherwise a
+//! forward search from `v` bounded by `u`'s position finds a cycle, or the two affected
+//! regions are reordered. The forward search has a budget ([`SEARCH_BUDGET`]): past it the
+//! edge is refused as if it closed a cycle, which is never unsafe (the pair moves up a
+//! layer). A pair refused by a layer has its edges there removed again (removing edges
+//! keeps an order valid); a dependency refused before any edge of its pair went in closes a
+//! cycle with committed edges only and is remembered as refused. The pairs' dependencies are
+//! gathered in parallel, per batch of destination switches; the placement is sequential in
+//! a fixed order, so the result does not depend on the worker count.
 
 use crate::engine::Executor;
 use crate::error::RoutingError;

@@ -4,24 +4,31 @@
 //!
 //! Two stages:
 //! 1. **Balanced shortest paths** ([`paths`]): destinations in OpenSM's order
-//!    ([`RoutingInput::routing_order`]), every used LID (end ports and switch LIDs). For
-//!    each one, a shortest-path tree towards its switch under per-channel weights: every
-//!    switch forwards to a neighbour one hop closer, the one with the least accumulated
-//!    weight from there (a seeded hash of (LID, switch, port) on a tie). Paths stay
-//!    minimal in hops; weights only choose among shortest paths. After a destination, every
-//!    channel's weight grows by the number of end ports whose route to it crosses the
-//!    channel, so later destinations avoid busy channels. Destinations go in fixed batches
-//!    of [`paths::LANES`] lanes that see the weights of the batch's start plus their own
-//!    increments: the lanes run in parallel, then the weights are updated, so the result is
-//!    the same for any worker or shard count.
+//!    ([`RoutingInput::routing_order`]), every used LID (end ports and switch LIDs), in
+//!    units (a few LIDs of one destination switch share a tree). For each unit a
+//!    shortest-path tree towards its switch under per-channel weights: every switch
+//!    forwards to a neighbour one hop closer, the one with the least accumulated weight
+//!    from there (a fixed hash of (LID, switch, port) on a tie). Paths stay minimal in
+//!    hops; weights only choose among shortest paths. After a unit, every channel's weight
+//!    grows by the number of end ports whose route crosses it, so later units avoid busy
+//!    channels. Units go in fixed batches of [`paths::LANES`] lanes that see the weights
+//!    of the batch's start plus their own increments: the lanes run in parallel, then the
+//!    weights are updated, so the result is the same for any worker or shard count.
+//!    Exception: switches without end ports (management traffic only) are routed on the
+//!    shortest up*down* paths of the up/down orientation, which keeps fat trees (and any
+//!    fabric whose host routes are up*down*) on one layer.
 //! 2. **Layers** ([`layers`]): each (source switch, destination switch) pair gets one SL,
 //!    its layer. A pair's path is the union of the routes from the source switch to every
 //!    LID of the destination switch, on the pair's SL at every hop (SL n on VL n on every
 //!    port, [`EngineSl2Vl::identity`]). Pairs are placed one by one, in a fixed order, on
-//!    the lowest layer whose channel dependency graph stays acyclic with the pair's
-//!    dependencies added (incremental cycle detection with a dynamic topological order);
-//!    a pair that fits no layer below [`EngineOptions::max_layers`] makes the engine refuse
-//!    with [`RoutingError::TooManyLayers`] (`ROUTE-E-LAYERS`).
+//!    a layer whose channel dependency graph stays acyclic with the pair's dependencies
+//!    added (incremental cycle detection with a dynamic topological order): first the
+//!    layer of the pair's next switch towards the destination, where only the first hop's
+//!    dependencies are new, else the lowest that fits. When more than
+//!    [`EngineOptions::max_layers`] layers are needed the routes are recomputed with fewer
+//!    LID groups per destination switch ([`GROUP_STEPS`]: fewer distinct routes per pair);
+//!    after the last step the engine refuses with [`RoutingError::TooManyLayers`]
+//!    (`ROUTE-E-LAYERS`).
 //!
 //! **Why it cannot deadlock.** A packet keeps its SL from source to destination and the
 //! SL-to-VL tables map SL n to VL n on every port, so a packet of layer n only ever holds
@@ -37,6 +44,11 @@
 //!
 //! The SA answers a PathRecord between two end ports with the SL of their switches' pair
 //! ([`Routing::path_sl`]); when one layer suffices (fat trees) every pair is on SL 0.
+//!
+//! The hop table of the [`Routing`] holds plain shortest switch hops: every route to a
+//! switch with end ports has exactly that length; routes to switches without end ports
+//! (up*down*) may be longer. Incremental routing is not offered: every run is complete,
+//! since the weights depend on every earlier destination.
 
 pub mod layers;
 pub mod paths;

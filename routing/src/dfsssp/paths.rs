@@ -1,32 +1,46 @@
 //! Stage 1 of dfsssp: balanced shortest paths.
 //!
-//! For every destination LID (OpenSM's order) a shortest-path tree towards its switch `t`:
-//! each switch `x` forwards to a neighbour one hop closer to `t`, the one through which the
-//! weight accumulated to `t` is least. Since only neighbours one hop closer are candidates,
-//! every route is a minimal-hop route and the tree is a single-source shortest-path tree
-//! (towards `t`) under the lexicographic cost (hops, weight): Dijkstra without a heap, by
-//! hop levels. The levels are the destination switch's row of the hop table (links are
-//! bidirectional, so distances to `t` equal distances from `t`), shared by every LID on
-//! `t`; only the weights differ between LIDs.
+//! Destinations are routed in units: the LIDs of one destination switch `t` (its end ports'
+//! LIDs and its own) are dealt round robin, in OpenSM's order
+//! ([`RoutingInput::routing_order`]), into `groups` groups, and each group shares one tree;
+//! units go in the order of their first LID. Per-LID trees balance links best, but the
+//! layering gives one SL per (source switch, destination switch) pair, so the more
+//! different routes a pair has, the more dependencies its layer must hold: 4 groups balance
+//! better than one tree per LID on random fabrics (4,572 vs 4,932 busiest all-to-all link
+//! on random:256, min-hop 5,232) in 5 layers instead of 7; a torus needs one group
+//! ([`super::GROUP_STEPS`]).
 //!
-//! Weights: one per switch-to-switch channel, starting at 0. After a destination, each
-//! channel gains the number of end ports (sources) whose route to it crosses the channel;
-//! end ports on the destination's own switch cross none, and switches are not counted as
-//! sources (their management traffic is light).
+//! A unit's tree: each switch `x` forwards to a neighbour one hop closer to `t`, the one
+//! through which the weight accumulated to `t` is least. Since only neighbours one hop
+//! closer are candidates, every route is a minimal-hop route and the tree is a
+//! single-source shortest-path tree (towards `t`) under the lexicographic cost (hops,
+//! weight): Dijkstra without a heap, by hop levels. The levels are the destination switch's
+//! row of the hop table (links are bidirectional, so distances to `t` equal distances from
+//! `t`) and are kept, with each switch's candidate next hops, for the next unit on `t`.
 //!
-//! Parallel yet the same for any worker count: destinations go in batches of [`LANES`] x
-//! [`CHUNK`] consecutive destinations; lane `i` of a batch routes the batch's `i`-th chunk,
-//! one destination after the other, each seeing the weights as of the batch's start plus
-//! the increments of the lane's earlier destinations. The lanes are the jobs of
-//! [`Executor::map`]; after a batch every increment is added to the weights (integer sums
-//! do not depend on the order). Lanes and chunks are constants, so the tables do not
-//! depend on the worker or shard count. Consecutive destinations in OpenSM's order are
-//! mostly the end ports of one switch: a lane keeps them sequential, which is where
-//! balancing matters most.
+//! Switches without end ports receive management traffic only (their own LID): their
+//! trees are up*down* under the up/down orientation ([`crate::updn`]) instead, the shortest
+//! such (two-state hop levels of [`crate::hops`]: a switch entered from above only goes
+//! down), balanced by the same weights. Their routes then agree with the layering's
+//! starting order, so on fat trees, where shortest routes between spines and cores must
+//! turn down then up, every pair still fits one layer.
+//!
+//! Weights: one per switch-to-switch channel, starting at 0. After a unit, each channel
+//! gains the number of end ports (sources) times the unit's LIDs whose route crosses the
+//! channel; end ports on the destination's own switch cross none, and switches are not
+//! counted as sources (their management traffic is light).
+//!
+//! Parallel yet the same for any worker count: units go in batches of [`LANES`] x
+//! [`CHUNK`] consecutive units; lane `i` of a batch routes the batch's `i`-th chunk, one
+//! unit after the other, each seeing the weights as of the batch's start plus the
+//! increments of the lane's earlier units. The lanes are the jobs of [`Executor::map`];
+//! after a batch every increment is added to the weights (integer sums do not depend on
+//! the order). Lanes and chunks are constants, so the tables do not depend on the worker
+//! or shard count.
 //!
 //! Ties (equal weight through two neighbours) go to the smaller value of a fixed hash of
-//! (LID, switch, port): a batch's destinations see the same weights, and a hash spreads
-//! their tied choices instead of sending them all through the lowest port.
+//! (unit's first LID, switch, port): a batch's units see the same weights, and a hash
+//! spreads their tied choices instead of sending them all through the lowest port.
 
 use crate::engine::Executor;
 use crate::hops::{self, DOWN_ONLY, Directions, HopTable, UNREACHABLE};
