@@ -329,31 +329,64 @@ impl Layer {
     }
 }
 
-/// True when every dependency of every route agrees with the up*down* order (no route
-/// turns from a down channel to an up channel): one layer suffices, no pair to place.
-fn all_up_down(input: &RoutingInput, ch: &Channels, tables: &[Vec<u8>]) -> bool {
+/// True when every dependency of every route to the LIDs `lids` agrees with the up*down*
+/// order (no route turns from a down channel to an up channel). LIDs in blocks: each
+/// switch's entries for a block are read once (one cache line per table).
+fn up_down_lids(
+    input: &RoutingInput,
+    ch: &Channels,
+    tables: &[Vec<u8>],
+    lids: std::ops::Range<usize>,
+) -> bool {
+    const B: usize = 64;
+    let n = input.num_switches();
     let dests = input.dests();
-    for (lid, d) in dests.iter().enumerate() {
-        if lid == 0 || !d.is_used() {
-            continue;
+    let mut col = vec![NO_ROUTE; n * B];
+    for block in lids.clone().step_by(B) {
+        let width = B.min(lids.end - block);
+        for (x, t) in tables.iter().enumerate() {
+            col[x * B..x * B + width].copy_from_slice(&t[block..block + width]);
         }
-        for x in 0..input.num_switches() {
-            let p = tables[x][lid];
-            let Some(Peer::Switch { sw, .. }) = input.ports(x).get(p as usize) else {
-                continue;
-            };
-            let y = *sw as usize;
-            let q = tables[y][lid];
-            if !matches!(input.ports(y).get(q as usize), Some(Peer::Switch { .. })) {
+        for k in 0..width {
+            let lid = block + k;
+            if lid == 0 || !dests[lid].is_used() {
                 continue;
             }
-            let (u, v) = (ch.id_of[input.channel(x, p)], ch.id_of[input.channel(y, q)]);
-            if ch.initial_order[u as usize] > ch.initial_order[v as usize] {
-                return false;
+            for x in 0..n {
+                let p = col[x * B + k];
+                let Some(Peer::Switch { sw, .. }) = input.ports(x).get(p as usize) else {
+                    continue;
+                };
+                let y = *sw as usize;
+                let q = col[y * B + k];
+                if !matches!(input.ports(y).get(q as usize), Some(Peer::Switch { .. })) {
+                    continue;
+                }
+                let (u, v) = (ch.id_of[input.channel(x, p)], ch.id_of[input.channel(y, q)]);
+                if ch.initial_order[u as usize] > ch.initial_order[v as usize] {
+                    return false;
+                }
             }
         }
     }
     true
+}
+
+/// [`up_down_lids`] over every LID, in `shards` jobs on `exec`.
+fn all_up_down<X: Executor>(
+    input: &RoutingInput,
+    ch: &Channels,
+    tables: &[Vec<u8>],
+    exec: &X,
+    shards: usize,
+) -> bool {
+    let nlids = input.dests().len();
+    let jobs = shards.clamp(1, nlids.max(1));
+    exec.map(jobs, |j| {
+        up_down_lids(input, ch, tables, j * nlids / jobs..(j + 1) * nlids / jobs)
+    })
+    .into_iter()
+    .all(|ok| ok)
 }
 
 /// The dependencies of the pairs (x, t) for every x, t in `ts`: per t, per x, sorted and
@@ -406,7 +439,7 @@ pub(crate) fn assign<X: Executor>(
     let n = input.num_switches();
     let ch = Channels::new(input, key);
     let mut sl = vec![0u8; n * n];
-    if all_up_down(input, &ch, tables) {
+    if all_up_down(input, &ch, tables, exec, shards) {
         return Ok(Layering { sl });
     }
     let mut lids_of: Vec<Vec<u32>> = vec![Vec::new(); n];
