@@ -26,7 +26,8 @@
 //!    layer of the pair's next switch towards the destination, where only the first hop's
 //!    dependencies are new, else the lowest that fits. When more than
 //!    [`EngineOptions::max_layers`] layers are needed the routes are recomputed with fewer
-//!    LID groups per destination switch ([`GROUP_STEPS`]: fewer distinct routes per pair);
+//!    LID groups per destination switch and ties to the lowest port ([`GROUP_STEPS`]:
+//!    fewer distinct routes per pair, turning alike);
 //!    after the last step the engine refuses with [`RoutingError::TooManyLayers`]
 //!    (`ROUTE-E-LAYERS`).
 //!
@@ -112,10 +113,11 @@ impl Engine for Dfsssp {
     }
 }
 
-/// LID groups per destination switch tried in turn (see [`paths`]): 4 groups balance
-/// best; fewer groups make the routes of a switch pair coincide, so fewer layers are
-/// needed (a 6x6x6 torus fits 8 layers only with one group).
-pub const GROUP_STEPS: [usize; 3] = [4, 2, 1];
+/// Routes tried in turn (see [`paths`]): (LID groups per destination switch, ties spread
+/// by a hash). 4 groups with spread ties balance best; one group with ties to the lowest
+/// port makes the routes of a switch pair one path that turns alike with its neighbours,
+/// so fewer layers are needed (a 6x6x6 torus fits 8 layers only so).
+pub const GROUP_STEPS: [(usize, bool); 2] = [(4, true), (1, false)];
 
 /// Routes: plain shortest hop counts (sharded), balanced shortest-path trees per
 /// destination (batched), then the layering of switch pairs onto SLs. When the layers do
@@ -139,9 +141,9 @@ pub(crate) fn route<X: Executor>(
         None => (0..input.num_switches() as u32).collect(),
     };
     let mut attempt = None;
-    for (i, &groups) in GROUP_STEPS.iter().enumerate() {
+    for (i, &(groups, spread)) in GROUP_STEPS.iter().enumerate() {
         let last = i + 1 == GROUP_STEPS.len();
-        let tables = paths::route_paths(input, &hops, dirs.as_ref(), groups, exec);
+        let tables = paths::route_paths(input, &hops, dirs.as_ref(), groups, spread, exec);
         match layers::assign(
             input,
             &tables,

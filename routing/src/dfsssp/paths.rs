@@ -7,8 +7,8 @@
 //! layering gives one SL per (source switch, destination switch) pair, so the more
 //! different routes a pair has, the more dependencies its layer must hold: 4 groups balance
 //! better than one tree per LID on random fabrics (4,572 vs 4,932 busiest all-to-all link
-//! on random:256, min-hop 5,232) in 5 layers instead of 7; a torus needs one group
-//! ([`super::GROUP_STEPS`]).
+//! on random:256, min-hop 5,232) in 5 layers instead of 7; a torus needs one group and
+//! ties to the lowest port ([`super::GROUP_STEPS`]).
 //!
 //! A unit's tree: each switch `x` forwards to a neighbour one hop closer to `t`, the one
 //! through which the weight accumulated to `t` is least. Since only neighbours one hop
@@ -38,9 +38,13 @@
 //! the order). Lanes and chunks are constants, so the tables do not depend on the worker
 //! or shard count.
 //!
-//! Ties (equal weight through two neighbours) go to the smaller value of a fixed hash of
-//! (unit's first LID, switch, port): a batch's units see the same weights, and a hash
-//! spreads their tied choices instead of sending them all through the lowest port.
+//! Ties (equal weight through two neighbours) go, with `spread`, to the smaller value of a
+//! fixed hash of (unit's first LID, switch, port): a batch's units see the same weights,
+//! and a hash spreads their tied choices instead of sending them all through the lowest
+//! port. Without `spread` they go to the lowest port: on tori and meshes, whose ports
+//! follow the dimensions, tied routes then turn alike (close to dimension order), which
+//! closes fewer cycles and saves layers (a 6x6x6 torus with 2 hosts per switch fits 8
+//! layers only so).
 
 use crate::engine::Executor;
 use crate::hops::{self, DOWN_ONLY, Directions, HopTable, UNREACHABLE};
@@ -183,6 +187,19 @@ impl Lane {
     }
 }
 
+/// What every tree of a run reads.
+#[derive(Clone, Copy)]
+struct Ctx<'a> {
+    input: &'a RoutingInput,
+    hops: &'a HopTable,
+    /// End ports per switch.
+    sources: &'a [u32],
+    /// The up/down orientation for switch-only destinations.
+    dirs: Option<&'a Directions>,
+    /// Ties by a hash (true) or to the lowest port.
+    spread: bool,
+}
+
 /// A fixed 64-bit mix (SplitMix64's finaliser): the deterministic tie-break.
 fn mix(mut z: u64) -> u64 {
     z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
@@ -192,15 +209,14 @@ fn mix(mut z: u64) -> u64 {
 
 /// The tree of destination `lid` under `weights` plus the lane's increments, which it then
 /// extends by its own.
-fn tree(
-    input: &RoutingInput,
-    hops: &HopTable,
-    weights: &[u64],
-    sources: &[u32],
-    unit: &[u16],
-    dirs: Option<&Directions>,
-    ln: &mut Lane,
-) -> Tree {
+fn tree(cx: &Ctx<'_>, weights: &[u64], unit: &[u16], ln: &mut Lane) -> Tree {
+    let Ctx {
+        input,
+        hops,
+        sources,
+        dirs,
+        spread,
+    } = *cx;
     let n = input.num_switches();
     let mut ports = vec![NO_ROUTE; n];
     let mut deltas = Vec::new();
@@ -247,7 +263,13 @@ fn tree(
                 continue;
             }
             if c == best_cost {
-                let key = |p: u8| mix(u64::from(lid) << 40 | (x as u64) << 8 | u64::from(p));
+                let key = |p: u8| {
+                    if spread {
+                        mix(u64::from(lid) << 40 | (x as u64) << 8 | u64::from(p))
+                    } else {
+                        u64::from(p)
+                    }
+                };
                 let bt = *best_tie.get_or_insert_with(|| key(best.port));
                 let tie = key(h.port);
                 if tie >= bt {
@@ -324,6 +346,7 @@ pub(crate) fn route_paths<X: Executor>(
     hops: &HopTable,
     dirs: Option<&Directions>,
     groups: usize,
+    spread: bool,
     exec: &X,
 ) -> Vec<Vec<u8>> {
     let n = input.num_switches();
@@ -336,6 +359,13 @@ pub(crate) fn route_paths<X: Executor>(
         .map(|_| Mutex::new(Lane::new(n, input.num_channels())))
         .collect();
     let units = units(input, groups);
+    let cx = Ctx {
+        input,
+        hops,
+        sources: &sources,
+        dirs,
+        spread,
+    };
     for batch in units.chunks(LANES * CHUNK) {
         let w = &weights;
         let chunks: Vec<&[Vec<u16>]> = batch.chunks(CHUNK).collect();
@@ -346,7 +376,7 @@ pub(crate) fn route_paths<X: Executor>(
             ln.reset();
             chunks[j]
                 .iter()
-                .map(|unit| tree(input, hops, w, &sources, unit, dirs, &mut ln))
+                .map(|unit| tree(&cx, w, unit, &mut ln))
                 .collect::<Vec<_>>()
         });
         for (unit, tr) in batch.iter().zip(parts.into_iter().flatten()) {
