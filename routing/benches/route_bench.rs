@@ -5,7 +5,7 @@
 //! Each configuration runs in a child process of this binary so that its peak RSS
 //! (VmHWM) is its own. Times are the best of three runs.
 
-use fabric::{GenSpec, PortRef, Topology};
+use fabric::{PortRef, Topology};
 use routing::{
     Executor, RoutingInput, assign_lids_sequential, changed_blocks, engine_by_name, route_on,
 };
@@ -32,8 +32,9 @@ fn cpu_ms() -> f64 {
 }
 
 fn build(spec: &str) -> (Topology, RoutingInput) {
+    // Degraded specs (`...:remove=3:seed=1`) too.
     let topo = spec
-        .parse::<GenSpec>()
+        .parse::<fabric::DegradedSpec>()
         .expect("valid spec")
         .generate()
         .expect("generates");

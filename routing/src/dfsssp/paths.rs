@@ -379,12 +379,18 @@ pub(crate) fn route_paths<X: Executor>(
                 .map(|unit| tree(&cx, w, unit, &mut ln))
                 .collect::<Vec<_>>()
         });
-        for (unit, tr) in batch.iter().zip(parts.into_iter().flatten()) {
+        let trees: Vec<Tree> = parts.into_iter().flatten().collect();
+        // Switch by switch, so each table is written in one place per batch.
+        for (x, table) in tables.iter_mut().enumerate() {
+            for (unit, tr) in batch.iter().zip(&trees) {
+                for &lid in unit {
+                    table[lid as usize] = tr.ports[x];
+                }
+            }
+        }
+        for (unit, tr) in batch.iter().zip(trees) {
             for &lid in unit {
                 let d = input.dest(lid);
-                for (table, &p) in tables.iter_mut().zip(&tr.ports) {
-                    table[lid as usize] = p;
-                }
                 if d.is_used() {
                     tables[d.switch as usize][lid as usize] = d.port;
                 }
