@@ -140,11 +140,9 @@ pub(crate) fn route<X: Executor>(
         Some(d) => d.key.clone(),
         None => (0..input.num_switches() as u32).collect(),
     };
-    let mut attempt = None;
-    for (i, &(groups, spread)) in GROUP_STEPS.iter().enumerate() {
-        let last = i + 1 == GROUP_STEPS.len();
+    let attempt = |&(groups, spread): &(usize, bool), last: bool| {
         let tables = paths::route_paths(input, &hops, dirs.as_ref(), groups, spread, exec);
-        match layers::assign(
+        let l = layers::assign(
             input,
             &tables,
             &hops,
@@ -153,18 +151,19 @@ pub(crate) fn route<X: Executor>(
             shards,
             plan.max_layers,
             last,
-        ) {
-            Ok(l) => {
-                attempt = Some(Ok((tables, l)));
-                break;
-            }
-            Err(e) => attempt = Some(Err(e)),
-        }
-    }
-    let (tables, layering) = match attempt {
-        Some(r) => r?,
-        // GROUP_STEPS is not empty.
-        None => return Err(RoutingError::NoRoots),
+        )?;
+        Ok::<_, RoutingError>((tables, l))
+    };
+    let (&final_step, earlier) = GROUP_STEPS
+        .split_last()
+        .ok_or(RoutingError::TooManyLayers {
+            engine: "dfsssp".to_string(),
+            needed: 0,
+            allowed: plan.max_layers,
+        })?;
+    let (tables, layering) = match earlier.iter().find_map(|step| attempt(step, false).ok()) {
+        Some(done) => done,
+        None => attempt(&final_step, true)?,
     };
     let guids: Vec<_> = input.switches.iter().map(|s| s.guid).collect();
     let n = guids.len();
