@@ -41,10 +41,10 @@ pub(crate) struct Layering {
 
 /// Vertices a forward search may visit before the insertion is refused as if it closed a
 /// cycle (bounds the cost of one insertion on huge layers; see [`Layer::insert`]).
-const SEARCH_BUDGET: usize = 100000000;
+const SEARCH_BUDGET: usize = 4096;
 /// The same on layer 0, which holds most dependencies (every up*down* one): a pair that
 /// needs a long search there is more cheaply placed on a sparser layer.
-const LAYER0_BUDGET: usize = 100000000;
+const LAYER0_BUDGET: usize = 128;
 
 /// Destination switches whose pairs' dependencies are gathered per parallel round.
 const GATHER: usize = 16;
