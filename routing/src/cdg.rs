@@ -99,6 +99,32 @@ pub fn check(input: &RoutingInput, lfts: &Lfts, vls: &PathVls) -> CdgReport {
         .iter()
         .map(|s| by_guid.get(&s.guid).copied().unwrap_or(empty))
         .collect();
+    // Every pair on one SL that every port maps to the same VL: the layered graph is the
+    // single-VL graph of that VL (built per LID one step ahead, without following paths).
+    let uniform = match vls {
+        PathVls::Single(_) => None,
+        PathVls::Layered { sl, sl2vl } => {
+            let guids: Vec<_> = input.switches.iter().map(|s| s.guid).collect();
+            let dense = sl.dense(&guids);
+            let s0 = dense.first().copied().unwrap_or(0);
+            let vl = sl2vl.default[s0 as usize & 0xF];
+            (dense.iter().all(|&s| s == s0)
+                && sl2vl
+                    .per_out_port
+                    .values()
+                    .all(|t| t[s0 as usize & 0xF] == vl))
+            .then_some(vl)
+        }
+    };
+    if let Some(vl) = uniform {
+        let mut rep = check(input, lfts, &PathVls::Single(vl));
+        for v in &mut rep.per_vl {
+            for c in &mut v.cycle {
+                c.push_str(&format!("@VL{vl}"));
+            }
+        }
+        return rep;
+    }
     match vls {
         PathVls::Single(vl) => {
             let g = Graph::build(input, &tables);
