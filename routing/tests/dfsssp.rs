@@ -199,3 +199,16 @@ fn dfsssp_is_known_by_name() {
     let text = err.map(|e| e.to_string()).unwrap_or_default();
     assert!(text.contains("dfsssp"), "{text}");
 }
+
+#[test]
+fn lmc_and_switch_only_destinations_are_routed_and_acyclic() {
+    // Two LIDs per end port; a fat tree's spines and cores have no end ports (up*down*).
+    for spec in [
+        "random:24:seed=1:radix=12:links=6",
+        "torus:4x4:hosts=2",
+        "ft3:8",
+    ] {
+        let inp = input(&fabric_of(spec), 1);
+        checked(&inp, &format!("{spec} lmc=1"));
+    }
+}
