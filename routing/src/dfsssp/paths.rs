@@ -317,8 +317,16 @@ fn tree(cx: &Ctx<'_>, weights: &[u64], unit: &[u16], ln: &mut Lane) -> Tree {
 /// OpenSM's order), each group one tree; units in the order of their first LID.
 fn units(input: &RoutingInput, groups: usize) -> Vec<Vec<u16>> {
     let n = input.num_switches();
-    let groups = groups.max(1);
     let mut seen = vec![0usize; n];
+    for &lid in input.routing_order() {
+        let d = input.dest(lid);
+        if d.is_used() {
+            seen[d.switch as usize] += 1;
+        }
+    }
+    // More groups than LIDs on any switch: one unit per LID.
+    let groups = groups.clamp(1, seen.iter().copied().max().unwrap_or(1).max(1));
+    seen.iter_mut().for_each(|c| *c = 0);
     let mut unit_of: Vec<usize> = vec![usize::MAX; n * groups];
     let mut units: Vec<Vec<u16>> = Vec::new();
     for &lid in input.routing_order() {
