@@ -99,6 +99,32 @@ pub fn check(input: &RoutingInput, lfts: &Lfts, vls: &PathVls) -> CdgReport {
         .iter()
         .map(|s| by_guid.get(&s.guid).copied().unwrap_or(empty))
         .collect();
+    // Every pair on one SL that every port maps to the same VL: the layered graph is the
+    // single-VL graph of that VL (built per LID one step ahead, without following paths).
+    let uniform = match vls {
+        PathVls::Single(_) => None,
+        PathVls::Layered { sl, sl2vl } => {
+            let guids: Vec<_> = input.switches.iter().map(|s| s.guid).collect();
+            let dense = sl.dense(&guids);
+            let s0 = dense.first().copied().unwrap_or(0);
+            let vl = sl2vl.default[s0 as usize & 0xF];
+            (dense.iter().all(|&s| s == s0)
+                && sl2vl
+                    .per_out_port
+                    .values()
+                    .all(|t| t[s0 as usize & 0xF] == vl))
+            .then_some(vl)
+        }
+    };
+    if let Some(vl) = uniform {
+        let mut rep = check(input, lfts, &PathVls::Single(vl));
+        for v in &mut rep.per_vl {
+            for c in &mut v.cycle {
+                c.push_str(&format!("@VL{vl}"));
+            }
+        }
+        return rep;
+    }
     match vls {
         PathVls::Single(vl) => {
             let g = Graph::build(input, &tables);
@@ -338,50 +364,65 @@ impl Graph {
         let nch = chan.len();
         // SL per (source switch, destination switch), dense.
         let guids: Vec<_> = input.switches.iter().map(|s| s.guid).collect();
-        let mut pair_sl = vec![0u8; n * n];
-        for x in 0..n {
-            for t in 0..n {
-                pair_sl[x * n + t] = sl.get(guids[x], guids[t]).unwrap_or(0);
-            }
-        }
+        let pair_sl = sl.dense(&guids);
         let mut edges: Vec<u64> = Vec::new();
+        // Dependencies already recorded, by (first channel, output port after it, SL): the
+        // SL and the two channels' tables fix both VLs, so each is pushed once instead of
+        // once per path through it (millions on large fabrics).
+        let stride = input.max_ports() as usize + 1;
+        let mut recorded = vec![0u64; (nch * stride * 16).div_ceil(64)];
         let mut used = vec![false; nvl];
         let mut seen = vec![u32::MAX; n * 16];
         let dests = input.dests();
-        for (lid, d) in dests.iter().enumerate() {
-            if lid == 0 || !d.is_used() {
-                continue;
-            }
-            let t = d.switch as usize;
-            for x in 0..n {
-                let s_l = pair_sl[x * n + t];
-                let mut cur = x;
-                let mut prev: Option<u32> = None;
-                loop {
-                    let mark = &mut seen[cur * 16 + s_l as usize];
-                    let again = *mark == lid as u32;
-                    *mark = lid as u32;
-                    let p = tables[cur].get(lid).copied().unwrap_or(NO_ROUTE);
-                    let Some(Peer::Switch { sw, .. }) = input.ports(cur).get(p as usize) else {
-                        break;
-                    };
-                    let c = id_of[input.channel(cur, p)] as usize;
-                    let vl = chan_table[c][s_l as usize] as usize;
-                    used[vl] = true;
-                    let v = (c * nvl + vl) as u32;
-                    if let Some(u) = prev {
-                        edges.push(u64::from(u) << 32 | u64::from(v));
-                    }
-                    if again {
-                        break;
-                    }
-                    prev = Some(v);
-                    cur = *sw as usize;
+        // LIDs in blocks: each switch's entries for a block are copied once (one cache line
+        // per table) instead of read table by table for every LID.
+        const B: usize = 64;
+        let mut col = vec![NO_ROUTE; n * B];
+        for block in (0..dests.len()).step_by(B) {
+            let width = B.min(dests.len() - block);
+            for (x, t) in tables.iter().enumerate() {
+                for k in 0..width {
+                    col[x * B + k] = t.get(block + k).copied().unwrap_or(NO_ROUTE);
                 }
             }
-            if edges.len() > 1 << 22 {
-                edges.sort_unstable();
-                edges.dedup();
+            for (k, d) in dests[block..block + width].iter().enumerate() {
+                let lid = block + k;
+                if lid == 0 || !d.is_used() {
+                    continue;
+                }
+                let t = d.switch as usize;
+                for x in 0..n {
+                    let s_l = pair_sl[x * n + t];
+                    let mut cur = x;
+                    let mut prev: Option<u32> = None;
+                    let mut prev_c = usize::MAX;
+                    loop {
+                        let mark = &mut seen[cur * 16 + s_l as usize];
+                        let again = *mark == lid as u32;
+                        *mark = lid as u32;
+                        let p = col[cur * B + k];
+                        let Some(Peer::Switch { sw, .. }) = input.ports(cur).get(p as usize) else {
+                            break;
+                        };
+                        let c = id_of[input.channel(cur, p)] as usize;
+                        let vl = chan_table[c][s_l as usize] as usize;
+                        used[vl] = true;
+                        let v = (c * nvl + vl) as u32;
+                        if let Some(u) = prev {
+                            let key = (prev_c * stride + p as usize) * 16 + s_l as usize;
+                            if recorded[key / 64] >> (key % 64) & 1 == 0 {
+                                recorded[key / 64] |= 1 << (key % 64);
+                                edges.push(u64::from(u) << 32 | u64::from(v));
+                            }
+                        }
+                        prev_c = c;
+                        if again {
+                            break;
+                        }
+                        prev = Some(v);
+                        cur = *sw as usize;
+                    }
+                }
             }
         }
         edges.sort_unstable();

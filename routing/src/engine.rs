@@ -9,6 +9,7 @@
 //!    result ([`merge`]) is the same bit for bit whatever the number of shards or workers.
 
 use crate::cdg::{self, CdgReport, PathVls, VlCdg};
+use crate::dfsssp::{Dfsssp, DfssspPlan};
 use crate::error::{Refusal, RoutingError};
 use crate::ftree::{self, FtreePlan};
 use crate::ftree_balance::Balance;
@@ -22,7 +23,7 @@ use std::ops::Range;
 
 /// A routing engine: checks that a topology fits and builds the plan the shared pipeline runs.
 pub trait Engine: Send + Sync {
-    /// The OpenSM-style name ("minhop", "updn", "ftree").
+    /// The OpenSM-style name ("minhop", "updn", "ftree", "dfsssp").
     fn name(&self) -> &'static str;
     /// Builds the plan, or refuses the topology with a typed reason.
     fn plan(&self, input: &RoutingInput) -> Result<Plan, RoutingError>;
@@ -51,7 +52,7 @@ pub struct UpDown {
 pub struct FatTree;
 
 /// Options for engines chosen by name.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct EngineOptions {
     /// Root GUIDs for up/down (empty = automatic).
     pub updn_roots: Vec<Guid>,
@@ -59,6 +60,20 @@ pub struct EngineOptions {
     /// instead of refusing it and trying the next engine of the chain; the outcome then
     /// carries a warning. Off by default.
     pub accept_credit_loops: bool,
+    /// Layers (SLs, mapped one to one onto VLs) a layered engine (dfsssp) may use to break
+    /// credit loops; more needed is a refusal (`ROUTE-E-LAYERS`). Default 8: data VLs 0-7,
+    /// what most HCAs and switches operate. At most 16 (SLs are 4 bits).
+    pub max_layers: u8,
+}
+
+impl Default for EngineOptions {
+    fn default() -> EngineOptions {
+        EngineOptions {
+            updn_roots: Vec::new(),
+            accept_credit_loops: false,
+            max_layers: crate::dfsssp::DEFAULT_MAX_LAYERS,
+        }
+    }
 }
 
 /// The engine with an OpenSM name.
@@ -70,6 +85,9 @@ pub fn engine_by_name(name: &str, opts: &EngineOptions) -> Result<Box<dyn Engine
         })),
         "ftree" => Ok(Box::new(FatTree)),
         crate::torus::NAME => Ok(Box::new(crate::torus::Torus2Qos)),
+        "dfsssp" => Ok(Box::new(Dfsssp {
+            max_layers: opts.max_layers,
+        })),
         other => Err(RoutingError::UnknownEngine(other.to_string())),
     }
 }
@@ -138,6 +156,8 @@ pub struct Plan {
 pub(crate) enum Custom {
     /// Dimension-order routing with datelines ([`crate::torus`]).
     Torus(Box<crate::torus::TorusPlan>),
+    /// Balanced shortest paths layered onto VLs ([`crate::dfsssp`]).
+    Dfsssp(DfssspPlan),
 }
 
 impl Custom {
@@ -150,6 +170,9 @@ impl Custom {
     ) -> Result<Routing, RoutingError> {
         match self {
             Custom::Torus(t) => t.route(input, exec, shards),
+            // Always a full computation: weights depend on every earlier destination, so
+            // keeping old entries would change the balance and the layering.
+            Custom::Dfsssp(p) => crate::dfsssp::route(p, input, exec, shards),
         }
     }
 }

@@ -6,8 +6,8 @@ use thiserror::Error;
 /// Why routing could not be done, or why an engine refused a topology.
 #[derive(Debug, Error, Clone, PartialEq, Eq)]
 pub enum RoutingError {
-    /// No engine of that name (known: minhop, updn, ftree, torus-2QoS).
-    #[error("unknown routing engine {0:?} (known: minhop, updn, ftree, torus-2QoS)")]
+    /// No engine of that name (known: minhop, updn, ftree, torus-2QoS, dfsssp).
+    #[error("unknown routing engine {0:?} (known: minhop, updn, ftree, torus-2QoS, dfsssp)")]
     UnknownEngine(String),
     /// The fat-tree engine refuses a topology that is not a fat tree.
     #[error("not a fat tree: {why}")]
@@ -97,6 +97,20 @@ pub enum RoutingError {
         /// The cycle, `SWITCH_GUID:PORT` channels joined by `->` (at most 8 shown).
         cycle: String,
     },
+    /// A layered engine (dfsssp) needs more VL layers than allowed to keep every layer's
+    /// channel dependency graph acyclic; see [`crate::EngineOptions::max_layers`].
+    #[error(
+        "ROUTE-E-LAYERS: {engine} needs {} VL layers to break every credit loop, {allowed} allowed",
+        if *.needed > 16 { "more than 16".to_string() } else { .needed.to_string() }
+    )]
+    TooManyLayers {
+        /// The engine.
+        engine: String,
+        /// Layers its (greedy) layering needed; 17 stands for "more than 16" (SLs are 4 bits).
+        needed: usize,
+        /// Layers allowed.
+        allowed: u8,
+    },
     /// Every engine of a chain refused; the reasons in chain order.
     #[error("every routing engine refused: {}", .0.iter().map(|r| format!("{}: {}", r.engine, r.reason)).collect::<Vec<_>>().join("; "))]
     AllRefused(Vec<Refusal>),
@@ -121,6 +135,7 @@ impl RoutingError {
             RoutingError::Parse { .. } => "ROUTE-E-PARSE",
             RoutingError::UnknownSwitch(_) => "ROUTE-E-UNKNOWN-SWITCH",
             RoutingError::CreditLoop { .. } => "ROUTE-E-CDG",
+            RoutingError::TooManyLayers { .. } => "ROUTE-E-LAYERS",
             RoutingError::AllRefused(_) => "ROUTE-E-ALL-REFUSED",
         }
     }

@@ -184,6 +184,14 @@ pub struct HopShard {
     too_deep: bool,
 }
 
+impl HopShard {
+    /// The column of the `i`-th destination switch of the range: entry x is (x, t).
+    pub(crate) fn col(&self, i: usize) -> &[u8] {
+        let n = self.cols.len() / self.range.len().max(1);
+        &self.cols[i * n..(i + 1) * n]
+    }
+}
+
 /// The merged hop table, row-major by source switch: `data[x * S + t]`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct HopTable {

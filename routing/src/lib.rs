@@ -3,8 +3,10 @@
 //! linear forwarding table per switch ([`Lfts`]) plus the hop counts used.
 //!
 //! Engines ([`Engine`]): `minhop` ([`MinHop`]), `updn` ([`UpDown`]), `ftree`
-//! ([`FatTree`]) and `torus-2QoS` ([`Torus2Qos`]: dimension-order routing with datelines on
-//! tori and meshes, see [`torus`]), chosen by name with an OpenSM-style fallback chain
+//! ([`FatTree`]), `torus-2QoS` ([`Torus2Qos`]: dimension-order routing with datelines on
+//! tori and meshes, see [`torus`]) and `dfsssp` ([`Dfsssp`]: balanced shortest paths on any
+//! topology, credit loops broken by layering the paths onto VLs, each switch pair's SL in
+//! [`Routing::path_sl`] for the SA), chosen by name with an OpenSM-style fallback chain
 //! ([`route_with_chain`]). The work is sharded ([`split`], [`Plan::compute_hops`],
 //! [`Plan::compute`], [`merge`]) so workers compute parts independently with a bit-identical
 //! result for any worker count; [`route`] is the sequential reference driver and
@@ -16,6 +18,7 @@
 //! randomness. Parallelism belongs to the caller, through [`Executor`].
 
 pub mod cdg;
+pub mod dfsssp;
 pub mod engine;
 pub mod error;
 pub mod ftree;
@@ -32,6 +35,7 @@ pub mod torus;
 pub mod updn;
 
 pub use cdg::{CdgReport, PathVls, VlCdg};
+pub use dfsssp::Dfsssp;
 pub use engine::{
     ChainOutcome, Engine, EngineOptions, Executor, FatTree, Hints, MinHop, Plan, Routing,
     Sequential, Shard, ShardResult, UpDown, engine_by_name, merge, route, route_incremental,

@@ -97,6 +97,27 @@ impl PathSl {
         self.at(src, dst).map(|k| self.sl[k])
     }
 
+    /// Every pair's SL as a dense `n x n` matrix over `switches` (row: source), 0 for a
+    /// switch it does not know: one lookup per switch instead of one per pair.
+    pub(crate) fn dense(&self, switches: &[Guid]) -> Vec<u8> {
+        let n = switches.len();
+        let idx: Vec<Option<usize>> = switches
+            .iter()
+            .map(|g| self.index.get(g).map(|&k| k as usize))
+            .collect();
+        let mut out = vec![0u8; n * n];
+        for (x, ix) in idx.iter().enumerate() {
+            let Some(ix) = ix else { continue };
+            let row = &self.sl[ix * self.n..(ix + 1) * self.n];
+            for (t, it) in idx.iter().enumerate() {
+                if let Some(it) = it {
+                    out[x * n + t] = row[*it];
+                }
+            }
+        }
+        out
+    }
+
     /// The SLs in use.
     pub fn sls(&self) -> BTreeSet<u8> {
         self.sl.iter().copied().collect()

@@ -322,3 +322,47 @@ fn hosts_only_graph_leaves_switch_lids_out() {
     let m = routing::metrics::analyze(&input, &out.routing.lfts, &Default::default());
     assert_eq!(m.cdg.hosts_only, h);
 }
+
+/// Every pair on one SL with one VL for it everywhere: the layered check is the single-VL
+/// check of that VL (same graph, cycles named with their VL).
+#[test]
+fn a_uniform_layering_is_checked_as_its_single_vl() {
+    use routing::{EngineSl2Vl, PathSl};
+    use std::sync::Arc;
+    let input = degraded("torus:4x4");
+    let out = route_with_chain(
+        &input,
+        &["minhop"],
+        &EngineOptions {
+            accept_credit_loops: true,
+            ..EngineOptions::default()
+        },
+        &Sequential,
+        1,
+        None,
+    )
+    .unwrap();
+    let guids: Vec<_> = input.switches.iter().map(|s| s.guid).collect();
+    let mut sl = PathSl::new(&guids);
+    for &x in &guids {
+        for &t in &guids {
+            sl.set(x, t, 2);
+        }
+    }
+    let single = cdg::check(&input, &out.routing.lfts, &cdg::PathVls::Single(2));
+    let layered = cdg::check(
+        &input,
+        &out.routing.lfts,
+        &cdg::PathVls::Layered {
+            sl: Arc::new(sl),
+            sl2vl: Arc::new(EngineSl2Vl::identity()),
+        },
+    );
+    assert_eq!(layered.vls_used, vec![2]);
+    assert!(!layered.acyclic());
+    assert_eq!(
+        layered.per_vl[0].dependencies,
+        single.per_vl[0].dependencies
+    );
+    assert!(layered.per_vl[0].cycle[0].ends_with("@VL2"), "{layered:?}");
+}

@@ -156,6 +156,7 @@ fn chain_falls_back_and_reports_why() {
     let opts = EngineOptions {
         updn_roots: vec![fabric::Guid(0xdead)],
         accept_credit_loops: true,
+        ..EngineOptions::default()
     };
     let out = route_with_chain(
         &inp,

@@ -174,6 +174,7 @@ pub fn run(args: RouteArgs) -> anyhow::Result<ExitCode> {
             .map(|s| parse_guid(s))
             .collect::<anyhow::Result<_>>()?,
         accept_credit_loops: args.accept_credit_loops,
+        ..EngineOptions::default()
     };
     let workers = args.workers.max(1);
     let shards = args.shards.unwrap_or(workers * 4).max(1);

@@ -79,6 +79,7 @@ impl Sweeper {
             options: EngineOptions {
                 updn_roots: self.cfg.updn_roots.clone(),
                 accept_credit_loops: self.cfg.accept_credit_loops,
+                ..EngineOptions::default()
             },
             shards: self.cfg.routing_shards.max(1),
             prev: self.prog.lfts_shared(),
