@@ -91,7 +91,27 @@ pub enum Setting {
 }
 
 /// The routing engines Quorum SM has.
-pub const ENGINES: [&str; 3] = ["minhop", "updn", "ftree"];
+pub const ENGINES: [&str; 5] = ["minhop", "updn", "ftree", "torus-2QoS", "dfsssp"];
+
+/// Quorum SM's engine for an OpenSM engine name, with a note when it is not the same one:
+/// OpenSM's `dor` is dimension order without datelines (credit loops on tori), `sssp` is
+/// dfsssp without its VL layers (credit loops wherever shortest paths close one).
+fn our_engine(name: &str) -> Option<(&'static str, Option<&'static str>)> {
+    match name {
+        "dor" => Some((
+            "torus-2QoS",
+            Some("dor -> torus-2QoS (the same dimension order, with datelines on tori)"),
+        )),
+        "sssp" => Some((
+            "dfsssp",
+            Some("sssp -> dfsssp (the same balanced shortest paths, on deadlock-free VL layers)"),
+        )),
+        _ => ENGINES
+            .iter()
+            .find(|e| e.eq_ignore_ascii_case(name))
+            .map(|e| (*e, None)),
+    }
+}
 
 /// `chain` with `updn` at its end unless it already holds it: OpenSM accepts whatever its
 /// engines compute, Quorum SM refuses a routing whose channel dependency graph has a cycle
@@ -156,11 +176,20 @@ pub fn classify(key: &str, value: &str) -> Result<(Verdict, Option<Setting>), St
             Setting::RoutingEngine(with_loop_free_tail(&["minhop"])),
         ),
         "routing_engine" => {
-            let (ours, missing): (Vec<&str>, Vec<&str>) = value
-                .split(',')
-                .map(str::trim)
-                .filter(|e| !e.is_empty())
-                .partition(|e| ENGINES.contains(e));
+            let mut ours: Vec<&str> = Vec::new();
+            let mut missing: Vec<&str> = Vec::new();
+            let mut notes = Vec::new();
+            for e in value.split(',').map(str::trim).filter(|e| !e.is_empty()) {
+                match our_engine(e) {
+                    Some((mine, note)) => {
+                        if !ours.contains(&mine) {
+                            ours.push(mine);
+                        }
+                        notes.extend(note.map(str::to_string));
+                    }
+                    None => missing.push(e),
+                }
+            }
             if ours.is_empty() {
                 return no(&format!(
                     "engine(s) {} not built (Quorum SM has {}); the default chain ftree,updn,minhop applies",
@@ -168,7 +197,6 @@ pub fn classify(key: &str, value: &str) -> Result<(Verdict, Option<Setting>), St
                     ENGINES.join(", ")
                 ));
             }
-            let mut notes = Vec::new();
             if !missing.is_empty() {
                 notes.push(format!(
                     "{} not built, left out of the chain",
@@ -454,6 +482,11 @@ mod tests {
         assert_eq!(s, Some(Setting::RoutingEngine("minhop,updn".into())));
         assert!(v.describe().contains("updn appended"), "{v:?}");
         let (v, s) = classify("routing_engine", "dor").unwrap();
+        assert_eq!(s, Some(Setting::RoutingEngine("torus-2QoS,updn".into())));
+        assert!(v.describe().contains("with datelines"), "{v:?}");
+        let (_, s) = classify("routing_engine", "sssp,dfsssp,minhop").unwrap();
+        assert_eq!(s, Some(Setting::RoutingEngine("dfsssp,minhop,updn".into())));
+        let (v, s) = classify("routing_engine", "nue,lash").unwrap();
         assert!(matches!(v, Verdict::NotSupported(_)) && s.is_none());
         assert!(matches!(
             classify("sm_key", "0x0000000000000001").unwrap().0,
