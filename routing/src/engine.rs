@@ -84,7 +84,9 @@ pub fn engine_by_name(name: &str, opts: &EngineOptions) -> Result<Box<dyn Engine
             roots: opts.updn_roots.clone(),
         })),
         "ftree" => Ok(Box::new(FatTree)),
-        crate::torus::NAME => Ok(Box::new(crate::torus::Torus2Qos)),
+        crate::torus::NAME => Ok(Box::new(crate::torus::Torus2Qos {
+            max_vls: opts.max_layers,
+        })),
         "dfsssp" => Ok(Box::new(Dfsssp {
             max_layers: opts.max_layers,
         })),

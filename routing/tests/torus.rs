@@ -433,3 +433,22 @@ fn every_lid_of_an_lmc_port_is_routed() {
         }
     }
 }
+
+/// A torus needs two data VLs (the dateline's); with one it is a refusal and the chain
+/// moves on; a mesh (no dateline) routes on one.
+#[test]
+fn a_torus_with_one_vl_is_refused_and_a_mesh_routes() {
+    let one = EngineOptions {
+        max_layers: 1,
+        ..EngineOptions::default()
+    };
+    let input = input_of(&topo("torus:4x4"));
+    let out =
+        route_with_chain(&input, &["torus-2QoS", "updn"], &one, &Sequential, 1, None).unwrap();
+    assert_eq!(out.routing.engine, "updn");
+    assert_eq!(out.refusals[0].reason.code(), "ROUTE-E-LAYERS");
+    let input = input_of(&mesh("torus:4x4"));
+    let out = route_with_chain(&input, &["torus-2QoS"], &one, &Sequential, 1, None).unwrap();
+    assert_eq!(out.cdg.vls_used, vec![0]);
+    assert!(out.cdg.acyclic());
+}

@@ -62,8 +62,21 @@ use std::sync::Arc;
 pub const NAME: &str = "torus-2QoS";
 
 /// Dimension-order routing with datelines for tori and meshes (see the module doc).
-#[derive(Clone, Copy, Debug, Default)]
-pub struct Torus2Qos;
+#[derive(Clone, Copy, Debug)]
+pub struct Torus2Qos {
+    /// Data VLs every switch-to-switch link operates ([`crate::EngineOptions::max_layers`]):
+    /// a torus needs 2 (a dateline moves a path to VL 1); fewer is a refusal
+    /// (`ROUTE-E-LAYERS`), a mesh needs 1.
+    pub max_vls: u8,
+}
+
+impl Default for Torus2Qos {
+    fn default() -> Torus2Qos {
+        Torus2Qos {
+            max_vls: crate::dfsssp::DEFAULT_MAX_LAYERS,
+        }
+    }
+}
 
 /// The plan: the recognised shape.
 #[derive(Clone, Debug)]
@@ -78,6 +91,18 @@ impl Engine for Torus2Qos {
 
     fn plan(&self, input: &RoutingInput) -> Result<Plan, RoutingError> {
         let shape = recognise(input)?;
+        let needed = if shape.wrapped.iter().any(|&w| w) {
+            2
+        } else {
+            1
+        };
+        if usize::from(self.max_vls) < needed {
+            return Err(RoutingError::TooManyLayers {
+                engine: NAME.to_string(),
+                needed,
+                allowed: self.max_vls,
+            });
+        }
         Ok(Plan {
             name: NAME,
             dirs: None,

@@ -42,6 +42,36 @@ pub(crate) fn op_vls(disc: &Discovery, cfg: &SweeperConfig, node: u32, port: u8)
     qos::op_vls(p.info.vl_cap, peer, p.info.operational_vls, cfg.max_op_vls)
 }
 
+/// The data VLs every switch-to-switch link operates once this sweep is done (the fewest
+/// over those links; 8 when there is none): what a routing engine may spread paths over
+/// (`routing::EngineOptions::max_layers`). OperationalVLs codes 1-5 are 1, 2, 4, 8 and 15
+/// data VLs.
+pub(crate) fn switch_link_vls(disc: &Discovery, cfg: &SweeperConfig) -> u8 {
+    let mut fewest: Option<u8> = None;
+    for s in disc.switches() {
+        let n = disc.node(s.node);
+        for p in 1..=n.nports {
+            let port = disc.port_of(s.node, p);
+            if port.info_sweep != disc.sweep()
+                || port.info.port_state <= DOWN
+                || port.remote_sweep != disc.sweep()
+                || !disc.node(port.remote).is_switch
+            {
+                continue;
+            }
+            let vls = match op_vls(disc, cfg, s.node, p) {
+                0 | 1 => 1,
+                2 => 2,
+                3 => 4,
+                4 => 8,
+                _ => 15,
+            };
+            fewest = Some(fewest.map_or(vls, |f| f.min(vls)));
+        }
+    }
+    fewest.unwrap_or(8)
+}
+
 /// The VLHighLimit a port should hold (None while QoS is off): its tables' high limit,
 /// 0 on a port with one data VL (no VL arbitration), as OpenSM.
 pub(crate) fn vl_high_limit(
