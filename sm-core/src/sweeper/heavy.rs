@@ -80,7 +80,6 @@ impl Sweeper {
                 updn_roots: self.cfg.updn_roots.clone(),
                 accept_credit_loops: self.cfg.accept_credit_loops,
                 max_layers: crate::vl::want::switch_link_vls(&self.disc, &self.cfg),
-                ..EngineOptions::default()
             },
             shards: self.cfg.routing_shards.max(1),
             prev: self.prog.lfts_shared(),
