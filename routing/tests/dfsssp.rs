@@ -44,10 +44,18 @@ fn checked(inp: &RoutingInput, what: &str) -> (ChainOutcome, metrics::Metrics) {
         "{what}: {:?}",
         out.cdg.vls_used
     );
-    let sl = out.routing.path_sl.as_ref().expect("dfsssp sets path_sl");
-    assert!(out.routing.sl2vl.is_some());
-    let sls: Vec<u8> = sl.sls().into_iter().collect();
-    assert_eq!(sls, out.cdg.vls_used, "{what}: SL n on VL n");
+    match out.routing.path_sl.as_ref() {
+        Some(sl) => {
+            assert!(out.routing.sl2vl.is_some());
+            let sls: Vec<u8> = sl.sls().into_iter().collect();
+            assert_eq!(sls, out.cdg.vls_used, "{what}: SL n on VL n");
+            assert!(sls.len() > 1, "{what}: SLs only when layers are needed");
+        }
+        None => {
+            assert!(out.routing.sl2vl.is_none());
+            assert_eq!(out.cdg.vls_used, vec![0], "{what}: one layer, SL free");
+        }
+    }
     let m = assert_complete(inp, &out.routing.lfts, what);
     assert_eq!(m.dead_ends_to_switches, 0, "{what}");
     // Every switch reaches every LID of a switch with end ports in exactly its shortest hop
@@ -131,8 +139,10 @@ fn fat_trees_degraded_or_not_use_one_layer_or_more_and_stay_acyclic() {
         vec![0],
         "a complete fat tree needs one layer"
     );
-    let sl = out.routing.path_sl.unwrap();
-    assert_eq!(sl.sls(), [0].into(), "SL 0 for every pair, given to the SA");
+    assert!(
+        out.routing.path_sl.is_none() && out.routing.sl2vl.is_none(),
+        "one layer: no SL or VL table of its own (the SA and the QoS tables stay free)"
+    );
 }
 
 #[test]

@@ -44,7 +44,9 @@
 //! ([`crate::route_with_chain`]) and must agree.
 //!
 //! The SA answers a PathRecord between two end ports with the SL of their switches' pair
-//! ([`Routing::path_sl`]); when one layer suffices (fat trees) every pair is on SL 0.
+//! ([`Routing::path_sl`]). When one layer suffices (fat trees) the routing needs no VL of
+//! its own and carries neither SLs nor SL-to-VL tables: the SA's SL and the QoS tables
+//! stay free, as with min-hop, up/down and fat-tree.
 //!
 //! The hop table of the [`Routing`] holds plain shortest switch hops: every route to a
 //! switch with end ports has exactly that length; routes to switches without end ports
@@ -167,6 +169,7 @@ pub(crate) fn route<X: Executor>(
     };
     let guids: Vec<_> = input.switches.iter().map(|s| s.guid).collect();
     let n = guids.len();
+    let layered = layering.sl.iter().any(|&sl| sl != 0);
     let mut path_sl = PathSl::new(&guids);
     for (k, &sl) in layering.sl.iter().enumerate() {
         if sl != 0 {
@@ -189,8 +192,8 @@ pub(crate) fn route<X: Executor>(
         engine: "dfsssp",
         lfts,
         hops,
-        path_sl: Some(Arc::new(path_sl)),
-        sl2vl: Some(Arc::new(EngineSl2Vl::identity())),
+        path_sl: layered.then(|| Arc::new(path_sl)),
+        sl2vl: layered.then(|| Arc::new(EngineSl2Vl::identity())),
     })
 }
 
