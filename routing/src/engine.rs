@@ -174,7 +174,28 @@ impl Custom {
             Custom::Torus(t) => t.route(input, exec, shards),
             // Always a full computation: weights depend on every earlier destination, so
             // keeping old entries would change the balance and the layering.
-            Custom::Dfsssp(p) => crate::dfsssp::route(p, input, exec, shards),
+            // On the switches in GUID order: the tables and SLs must not depend on the
+            // order of discovery (a new master discovers from its own port and must find
+            // the same routing, writing nothing).
+            Custom::Dfsssp(p) => match input.by_guid() {
+                None => crate::dfsssp::route(p, input, exec, shards),
+                Some(canon) => {
+                    let mut r = crate::dfsssp::route(p, &canon, exec, shards)?;
+                    let mut by_guid: HashMap<Guid, SwitchLft> =
+                        r.lfts.switches.drain(..).map(|s| (s.guid, s)).collect();
+                    r.lfts.switches = input
+                        .switches
+                        .iter()
+                        .filter_map(|s| by_guid.remove(&s.guid))
+                        .collect();
+                    let shards = split(input, shards);
+                    let hop_shards = exec.map(shards.len(), |i| {
+                        hops::compute_hop_shard(input, None, shards[i].switches.clone())
+                    });
+                    r.hops = hops::merge_hop_shards(input.num_switches(), hop_shards)?;
+                    Ok(r)
+                }
+            },
         }
     }
 }

@@ -396,6 +396,85 @@ impl RoutingInput {
         })
     }
 
+    /// The same fabric with its switches in node GUID order (end ports in the matching
+    /// (switch, port) order): what an engine whose result must not depend on the order in
+    /// which the switches were discovered routes on (a new master discovers from its own
+    /// port). `None` when the switches are in GUID order already.
+    pub fn by_guid(&self) -> Option<RoutingInput> {
+        let n = self.switches.len();
+        let mut order: Vec<usize> = (0..n).collect();
+        order.sort_by_key(|&s| (self.switches[s].guid, s));
+        if order.iter().enumerate().all(|(i, &s)| i == s) {
+            return None;
+        }
+        let mut inv = vec![0u32; n];
+        for (new, &old) in order.iter().enumerate() {
+            inv[old] = new as u32;
+        }
+        let switches: Vec<SwitchInfo> = order.iter().map(|&o| self.switches[o].clone()).collect();
+        let mut end_of = vec![NONE; self.end_ports.len()];
+        let mut end_ports = Vec::with_capacity(self.end_ports.len());
+        let mut port_start = Vec::with_capacity(n + 1);
+        let mut peers = Vec::with_capacity(self.peers.len());
+        let mut nbr_start = Vec::with_capacity(n + 1);
+        let mut nbrs = Vec::with_capacity(self.nbrs.len());
+        for (new, &old) in order.iter().enumerate() {
+            port_start.push(peers.len() as u32);
+            nbr_start.push(nbrs.len() as u32);
+            for peer in self.ports(old) {
+                peers.push(match *peer {
+                    Peer::Switch { sw, port } => Peer::Switch {
+                        sw: inv[sw as usize],
+                        port,
+                    },
+                    Peer::End(e) => {
+                        end_of[e as usize] = end_ports.len() as u32;
+                        let mut ep = self.end_ports[e as usize].clone();
+                        ep.switch = new as u32;
+                        end_ports.push(ep);
+                        Peer::End(end_of[e as usize])
+                    }
+                    other => other,
+                });
+            }
+            let first = nbrs.len();
+            nbrs.extend(self.neighbours(old).iter().map(|&m| inv[m as usize]));
+            nbrs[first..].sort_unstable();
+        }
+        port_start.push(peers.len() as u32);
+        nbr_start.push(nbrs.len() as u32);
+        let lid_dest = self
+            .lid_dest
+            .iter()
+            .map(|d| {
+                if !d.is_used() {
+                    return *d;
+                }
+                Dest {
+                    switch: inv[d.switch as usize],
+                    port: d.port,
+                    end: if d.end == NONE {
+                        NONE
+                    } else {
+                        end_of[d.end as usize]
+                    },
+                }
+            })
+            .collect();
+        let dest_order = routing_order(&switches, &end_ports);
+        Some(RoutingInput {
+            switches,
+            end_ports,
+            port_start,
+            peers,
+            nbr_start,
+            nbrs,
+            lid_dest,
+            dest_order,
+            sm_port: self.sm_port,
+        })
+    }
+
     /// Number of switches.
     pub fn num_switches(&self) -> usize {
         self.switches.len()

@@ -222,3 +222,67 @@ fn lmc_and_switch_only_destinations_are_routed_and_acyclic() {
         checked(&inp, &format!("{spec} lmc=1"));
     }
 }
+
+/// The same fabric discovered in another order (a new master discovers from its own port)
+/// gets the same tables and the same SL per switch pair: a takeover writes nothing.
+#[test]
+fn the_same_fabric_in_another_node_order_routes_the_same() {
+    use fabric::{PortRef, Topology};
+    use routing::LidAssignment;
+    let t = fabric_of("random:24:seed=3:radix=12:links=8:hosts=2");
+    // The net file's node blocks in reverse order: every node id changes.
+    let text = fabric::netfile::write(&t).unwrap();
+    let blocks: Vec<&str> = text
+        .split("\n\n")
+        .filter(|b| !b.trim().is_empty())
+        .collect();
+    let reversed: Vec<&str> = blocks.iter().rev().copied().collect();
+    let r = fabric::netfile::parse(&(reversed.join("\n\n") + "\n")).unwrap();
+    // The same LIDs, by port GUID.
+    let lids_a = assign_lids_sequential(&t, 0).unwrap();
+    let guid_of = |t: &Topology, p: PortRef| {
+        let n = t.node(p.node);
+        if n.is_switch() {
+            n.node_guid
+        } else {
+            n.ports[p.port.0 as usize].guid
+        }
+    };
+    let by_guid: std::collections::HashMap<_, _> =
+        lids_a.iter().map(|(p, l)| (guid_of(&t, p), l)).collect();
+    let mut lids_b = LidAssignment::new();
+    for (id, n) in r.nodes() {
+        for p in 0..n.ports.len() as u8 {
+            let pr = PortRef::new(id, p);
+            if let Some(l) = by_guid
+                .get(&guid_of(&r, pr))
+                .filter(|_| n.is_switch() == (p == 0))
+            {
+                lids_b.set(pr, l.base, l.lmc).unwrap();
+            }
+        }
+    }
+    let a = RoutingInput::new(&t, &lids_a, None).unwrap();
+    let b = RoutingInput::new(&r, &lids_b, None).unwrap();
+    assert_ne!(
+        a.switches.iter().map(|s| s.guid).collect::<Vec<_>>(),
+        b.switches.iter().map(|s| s.guid).collect::<Vec<_>>(),
+        "the switches are in another order"
+    );
+    let (oa, ob) = (checked(&a, "a").0, checked(&b, "b").0);
+    let sl_a = oa.routing.path_sl.expect("layers");
+    let sl_b = ob.routing.path_sl.expect("layers");
+    for sa in &oa.routing.lfts.switches {
+        let sb = ob
+            .routing
+            .lfts
+            .switches
+            .iter()
+            .find(|s| s.guid == sa.guid)
+            .unwrap();
+        assert_eq!(sa.ports, sb.ports, "switch {}", sa.guid);
+        for sc in &oa.routing.lfts.switches {
+            assert_eq!(sl_a.get(sa.guid, sc.guid), sl_b.get(sa.guid, sc.guid));
+        }
+    }
+}

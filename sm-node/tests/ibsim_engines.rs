@@ -22,6 +22,7 @@ fn expected(
     disc: &Topology,
     lids: &BTreeMap<Guid, u16>,
     engine: &str,
+    max_layers: u8,
 ) -> (Lfts, PathSl, EngineSl2Vl) {
     let mut la = LidAssignment::new();
     for (id, n) in disc.nodes() {
@@ -42,15 +43,12 @@ fn expected(
         }
     }
     let input = RoutingInput::new(disc, &la, None).unwrap();
-    let out = route_with_chain(
-        &input,
-        &[engine],
-        &EngineOptions::default(),
-        &Sequential,
-        1,
-        None,
-    )
-    .unwrap_or_else(|e| panic!("{engine}: {e}"));
+    let opts = EngineOptions {
+        max_layers,
+        ..EngineOptions::default()
+    };
+    let out = route_with_chain(&input, &[engine], &opts, &Sequential, 1, None)
+        .unwrap_or_else(|e| panic!("{engine}: {e}"));
     assert!(out.cdg.acyclic());
     let r = out.routing;
     (
@@ -103,13 +101,30 @@ fn torus_2qos_on_ibsim_tables_traces_and_path_sls() {
     ) {
         return;
     }
-    let spec = "torus:4x4x3";
-    let (topo, dir, net) = generated_net(spec, "engines");
+    engine_on_ibsim("torus:4x4x3", "torus-2QoS");
+}
+
+#[test]
+fn dfsssp_on_ibsim_tables_traces_and_path_sls() {
+    if !ready(
+        "dfsssp_on_ibsim_tables_traces_and_path_sls",
+        &["saquery", "ibtracert"],
+    ) {
+        return;
+    }
+    engine_on_ibsim("random:24:seed=3:radix=12:links=8:hosts=2", "dfsssp");
+}
+
+/// Our SM on ibsim with `engine` on `spec`: verify's checks, the engine's LFTs, its SLtoVL
+/// tables on every switch-to-switch output port, `ibtracert` along its routes and
+/// `saquery PR` with each pair's SL (some pairs off SL 0).
+fn engine_on_ibsim(spec: &str, engine: &str) {
+    let (topo, dir, net) = generated_net(spec, &format!("engines-{engine}"));
     let sim = Ibsim::start(&net, &[]).expect("ibsim");
     let (host, diag) = (first_ca_host(&topo), last_ca_host(&topo));
-    let sm = start_sm(&sim, &host, &["--routing-engine", "torus-2QoS"]);
+    let sm = start_sm(&sim, &host, &["--routing-engine", engine]);
     println!("{}", sm.subnet_up_line());
-    assert_eq!(sm.engine(), "torus-2QoS", "{}", sm.log);
+    assert_eq!(sm.engine(), engine, "{}", sm.log);
     let v = verify(
         &sim,
         &sm,
@@ -124,7 +139,38 @@ fn torus_2qos_on_ibsim_tables_traces_and_path_sls() {
         },
     );
     let disc = v.discovered;
-    let (lfts, path_sl, sl2vl) = expected(&disc, &sm.tables.lids, "torus-2QoS");
+    // The data VLs the switch links operate (what our SM gave the engine): OperVLs of a
+    // switch-to-switch port, `VL0-7` for instance.
+    let (sw_guid, sw_port) = disc
+        .switches()
+        .find_map(|(_, n)| {
+            (1..=n.num_ports()).find_map(|p| {
+                let r = n.ports[p as usize].remote?;
+                disc.node(r.node).is_switch().then_some((n.node_guid, p))
+            })
+        })
+        .expect("a switch link");
+    let pi = tool(
+        &sim,
+        &diag,
+        "smpquery",
+        &[
+            "portinfo",
+            &sm.tables.lids[&sw_guid].to_string(),
+            &sw_port.to_string(),
+        ],
+    );
+    let oper = portinfo_field(&pi, "OperVLs").unwrap_or_default();
+    let max_layers = match oper.as_str() {
+        "VL0" => 1,
+        "VL0-1" => 2,
+        "VL0-3" => 4,
+        "VL0-7" => 8,
+        "VL0-14" => 15,
+        other => panic!("OperVLs {other:?}:\n{pi}"),
+    };
+    let (lfts, path_sl, sl2vl) = expected(&disc, &sm.tables.lids, engine, max_layers);
+    let vl_mask = max_layers.min(16).next_power_of_two().saturating_sub(1);
     // 1. The LFTs our SM programmed (ibroute = our dump, checked by verify) are the engine's.
     for s in &lfts.switches {
         let ours = &sm.tables.lfts[&s.guid];
@@ -155,7 +201,12 @@ fn torus_2qos_on_ibsim_tables_traces_and_path_sls() {
                 "smpquery",
                 &["sl2vl", &sw_lid(n.node_guid).to_string(), &o.to_string()],
             );
-            let want = sl2vl.table(n.node_guid, o);
+            // Masked by the port's OperationalVLs as programmed (VL 15 kept), as OpenSM does.
+            let want: Vec<u8> = sl2vl
+                .table(n.node_guid, o)
+                .iter()
+                .map(|&v| if v == 15 { 15 } else { v & vl_mask })
+                .collect();
             let got = sl2vl_rows(&text);
             assert_eq!(got.len(), n.num_ports() as usize + 1, "{text}");
             for (_, out, vls) in got {
@@ -168,10 +219,10 @@ fn torus_2qos_on_ibsim_tables_traces_and_path_sls() {
                 );
                 rows += 1;
             }
-            on_vl1 += usize::from(want.contains(&1));
+            on_vl1 += usize::from(want.iter().any(|&v| v > 0));
         }
     }
-    assert!(on_vl1 > 0, "some ports move dateline SLs to VL 1");
+    assert!(on_vl1 > 0, "some ports map SLs to VLs above 0");
     // 3. ibtracert and saquery PR between sampled pairs.
     let cas = ca_ports(&disc);
     let switch_of = |pr: PortRef| -> (NodeId, Guid) {
@@ -231,7 +282,7 @@ fn torus_2qos_on_ibsim_tables_traces_and_path_sls() {
         "{crossing} of {pairs} pairs cross a dateline"
     );
     println!(
-        "{spec}: {} switches' LFTs are torus-2QoS's; {rows} SL2VL rows equal the engine's; {pairs} pairs traced, {crossing} on a dateline SL",
+        "{spec}: {} switches' LFTs are {engine}'s ({oper} on switch links); {rows} SL2VL rows equal the engine's; {pairs} pairs traced, {crossing} off SL 0",
         lfts.switches.len()
     );
     drop(sm);
