@@ -149,7 +149,9 @@ pub fn classify(key: &str, value: &str) -> Result<(Verdict, Option<Setting>), St
     };
     let null = value == "(null)";
     if is_qos(key) {
-        return no("not supported yet: QoS issue in progress");
+        return no(
+            "not imported: copy it into the [qos] table of sm-node.toml under the same name (qos is `enabled`; docs/qos.md)",
+        );
     }
     match key {
         "sm_priority" => {
@@ -503,7 +505,7 @@ mod tests {
         let (v, _) = classify("qos_swe_sl2vl", "(null)").unwrap();
         assert_eq!(
             v,
-            Verdict::NotSupported("not supported yet: QoS issue in progress".into())
+            Verdict::NotSupported("not imported: copy it into the [qos] table of sm-node.toml under the same name (qos is `enabled`; docs/qos.md)".into())
         );
         let (v, _) = classify("no_such_key", "1").unwrap();
         assert!(v.describe().contains("unknown key"), "{v:?}");

@@ -92,7 +92,7 @@ fn phases(spec: &str, engine: &str, workers: usize) {
     let hops = plan.merge_hops(&input, hs).expect("hops");
     let t_m1 = t.elapsed();
     let t = Instant::now();
-    let balance = plan.balance(&input, &hops);
+    let balance = plan.balance(&input, &hops, None);
     let t_bal = t.elapsed();
     let t = Instant::now();
     let rs = exec.map(shards.len(), |i| {

@@ -281,8 +281,13 @@ impl Plan {
     /// Between the phases, once: the fat-tree engine's balanced choices for destinations
     /// on degraded leaves ([`crate::ftree_balance`]); None for other engines and complete
     /// trees.
-    pub fn balance(&self, input: &RoutingInput, hops: &HopTable) -> Option<Balance> {
-        crate::ftree_balance::balance(self, input, hops)
+    pub fn balance(
+        &self,
+        input: &RoutingInput,
+        hops: &HopTable,
+        hints: Option<&Hints<'_>>,
+    ) -> Option<Balance> {
+        crate::ftree_balance::balance(self, input, hops, hints)
     }
 
     /// Phase 2 for one shard of source switches. With `hints`, an entry of the previous LFT
@@ -395,7 +400,7 @@ pub fn route_plan<X: Executor>(
     let hop_shards = exec.map(shards.len(), |i| plan.compute_hops(input, &shards[i]));
     let hops = plan.merge_hops(input, hop_shards)?;
     let hints = prev.map(|p| Hints::new(input, p));
-    let balance = plan.balance(input, &hops);
+    let balance = plan.balance(input, &hops, hints.as_ref());
     let results = exec.map(shards.len(), |i| {
         plan.compute(input, &hops, &shards[i], hints.as_ref(), balance.as_ref())
     });

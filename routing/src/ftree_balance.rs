@@ -19,13 +19,15 @@
 //! - the source's end ports are then added to the load of every channel it walked.
 //!
 //! Routes stay up*down* and shortest, so the routing keeps its deadlock freedom; switches
-//! no source passes keep the LFT phase's own choice. Measured (routing/tests/deadlock.rs,
+//! no source passes keep the LFT phase's own choice. Incremental routing: an entry of the
+//! tables in force that is still legal is kept (as the LFT phase keeps it) and the walks
+//! follow it, so only the entries that must change are balanced, against real loads. Measured (routing/tests/deadlock.rs,
 //! docs/routing.md): within 1.03x of the lower bound on ft2:36 and ft3:36 (6 pods) with
 //! links removed, where one root per destination gave 1.9-2.1x. The work is sequential (a
 //! walk sees the loads of those before it), so the result is the same for any number of
 //! workers; it grows with sources x destinations and is skipped on a complete tree.
 
-use crate::engine::Plan;
+use crate::engine::{Hints, Plan};
 use crate::hops::HopTable;
 use crate::input::{NONE, Peer, RoutingInput};
 use crate::lft::NO_ROUTE;
@@ -183,7 +185,12 @@ impl Walk {
 /// The balanced choices for a fat-tree plan on a degraded tree (every end-port LID is
 /// balanced then, so the loads the choices see are the whole traffic); None on a complete
 /// tree or for other engines.
-pub(crate) fn balance(plan: &Plan, input: &RoutingInput, hops: &HopTable) -> Option<Balance> {
+pub(crate) fn balance(
+    plan: &Plan,
+    input: &RoutingInput,
+    hops: &HopTable,
+    hints: Option<&Hints<'_>>,
+) -> Option<Balance> {
     let f = plan.ftree.as_ref()?;
     if !f.degraded {
         return None;
@@ -224,6 +231,19 @@ pub(crate) fn balance(plan: &Plan, input: &RoutingInput, hops: &HopTable) -> Opt
         if t as u32 != cur {
             cands.fill(plan, input, hops, t);
             cur = t as u32;
+        }
+        // Incremental routing: the entries of the tables in force that stay legal are kept
+        // by the LFT phase, so the walks follow them too (their loads are real).
+        if let Some(h) = hints {
+            for x in 0..n {
+                let Some(&p) = h.table(x).and_then(|tb| tb.get(lid)) else {
+                    continue;
+                };
+                if let Some(&c) = cands.of(x).iter().find(|c| c.0 == p) {
+                    w.fixed[x] = c;
+                    touched.push(x as u32);
+                }
+            }
         }
         let spread = ordinal[t];
         ordinal[t] += 1;
