@@ -186,7 +186,8 @@ pub struct FileConfig {
     /// SM priority 0-15 (default 0).
     #[arg(long)]
     pub priority: Option<u8>,
-    /// Routing engine chain, comma separated (default ftree,updn,minhop).
+    /// Routing engine chain, comma separated: ftree, torus-2QoS, dfsssp, updn, minhop
+    /// (default ftree,updn,minhop).
     #[arg(long)]
     pub routing_engine: Option<String>,
     /// Keep a routing with a credit loop (a cycle in a VL's channel dependency graph,
