@@ -89,6 +89,9 @@ pub fn run(o: &ImportOptions) -> Result<ImportReport, DeployError> {
     let mut rows = Vec::new();
     let mut keys: Vec<(String, String)> = Vec::new(); // (line, comment), last one wins
     let (mut partitions, mut roots) = (o.partitions.clone(), o.root_guid_file.clone());
+    // The [qos] table: (key, value), last one wins; OpenSM's QoS policy file.
+    let mut qos_keys: Vec<(String, String, String)> = Vec::new();
+    let mut qos_policy: Option<PathBuf> = None;
     let mut set = |k: &str, line: String, comment: String| {
         keys.retain(|(l, _)| !l.starts_with(&format!("{k} =")));
         keys.push((line, comment));
@@ -122,6 +125,20 @@ pub fn run(o: &ImportOptions) -> Result<ImportReport, DeployError> {
                 }
             }
             Some(Setting::RootGuidFile(p)) if roots.is_none() => roots = Some(p),
+            Some(Setting::Qos(k, v)) => {
+                qos_keys.retain(|(key, _, _)| *key != k);
+                qos_keys.push((k, v, from));
+            }
+            Some(Setting::QosPolicy(p)) => {
+                if p.exists() {
+                    qos_policy = Some(p);
+                } else {
+                    verdict = opensm::Verdict::Same(format!(
+                        "{} does not exist: no QoS policy, as OpenSM",
+                        p.display()
+                    ));
+                }
+            }
             // The port GUID is reported only (the fabric key names a device); a file given
             // as a flag wins over the opensm.conf key.
             _ => {}
@@ -174,6 +191,53 @@ pub fn run(o: &ImportOptions) -> Result<ImportReport, DeployError> {
         let what = format!("{} ports from {}", map.len(), p.display());
         files.push((o.data_dir.join("guid2lid"), what, map.export()));
     }
+    // The QoS options as the daemon will read them, checked together.
+    let mut qos_lines: Vec<(String, String)> = Vec::new();
+    if !qos_keys.is_empty() || qos_policy.is_some() {
+        let pairs = qos_keys.iter().map(|(k, v, _)| {
+            let k = if k == "enabled" { "qos" } else { k.as_str() };
+            (k, v.as_str())
+        });
+        qos::QosOptions::from_pairs(pairs)
+            .and_then(|q| q.build())
+            .map_err(|e| DeployError::Input {
+                path: o.conf.clone(),
+                why: format!("QoS options: {e}"),
+            })?;
+        if !qos_keys.iter().any(|(k, _, _)| k == "enabled") {
+            qos_lines.push((
+                "enabled = false".into(),
+                "opensm.conf: qos FALSE (OpenSM's default): the options below wait for it".into(),
+            ));
+        }
+        for (k, v, from) in &qos_keys {
+            let line = if k == "enabled" {
+                format!("enabled = {v}")
+            } else {
+                format!("{k} = {}", quote(v))
+            };
+            qos_lines.push((line, from.clone()));
+        }
+    }
+    if let Some(p) = &qos_policy {
+        let t = read(p)?;
+        if let Err(errs) = qos::Policy::parse(&t) {
+            let why = errs.iter().map(|e| {
+                let at = e.pos().unwrap_or_default();
+                format!("{}:{}:{}: {e}", p.display(), at.line, at.col)
+            });
+            return Err(DeployError::Input {
+                path: p.clone(),
+                why: why.collect::<Vec<_>>().join("; "),
+            });
+        }
+        let to = o.out_dir.join("qos-policy.conf");
+        qos_lines.push((
+            format!("qos_policy_file = {}", quote(&to.to_string_lossy())),
+            format!("copy of {}", p.display()),
+        ));
+        files.push((to, format!("copy of {}", p.display()), t));
+    }
     let mut config = format!(
         "# sm-node configuration imported from {} by `sm-node import-opensm`.\n\
          # Every key: /etc/quorum-sm/sm-node.toml as shipped, or `sm-node --help`.\n\n\
@@ -184,6 +248,12 @@ pub fn run(o: &ImportOptions) -> Result<ImportReport, DeployError> {
     );
     for (line, comment) in &keys {
         let _ = writeln!(config, "{line:<40} # {comment}");
+    }
+    if !qos_lines.is_empty() {
+        config.push_str("\n[qos]\n");
+        for (line, comment) in &qos_lines {
+            let _ = writeln!(config, "{line:<40} # {comment}");
+        }
     }
     config.push_str("\n# The OpenSM keys and what each became:\n");
     for l in opensm::table(&rows).lines() {

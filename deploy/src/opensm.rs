@@ -88,6 +88,11 @@ pub enum Setting {
     RootGuidFile(PathBuf),
     /// OpenSM's `guid`: the port to bind (0: the first active port).
     PortGuid(u64),
+    /// A key of the `[qos]` table (OpenSM's QoS option name; `qos` becomes `enabled`) and
+    /// its value, checked.
+    Qos(String, String),
+    /// `[qos] qos_policy_file`: OpenSM's QoS policy, copied by the import when it exists.
+    QosPolicy(PathBuf),
 }
 
 /// The routing engines Quorum SM has.
@@ -110,6 +115,38 @@ fn our_engine(name: &str) -> Option<(&'static str, Option<&'static str>)> {
             .iter()
             .find(|e| e.eq_ignore_ascii_case(name))
             .map(|e| (*e, None)),
+    }
+}
+
+/// A QoS key: OpenSM's "unset" values are the same in Quorum SM (its defaults are
+/// OpenSM's); a set one goes to the `[qos]` table under its own name, checked as the
+/// daemon will read it (a bad value: the import writes nothing).
+fn qos_key(key: &str, value: &str) -> Result<(Verdict, Option<Setting>), String> {
+    let mut o = qos::QosOptions::default();
+    o.set(key, value).map_err(|e| e.to_string())?;
+    let same = |why: &str| Ok((Verdict::Same(why.to_string()), None));
+    let mapped = |to: &'static str, s: Setting| {
+        Ok((
+            Verdict::Mapped {
+                to,
+                note: String::new(),
+            },
+            Some(s),
+        ))
+    };
+    match key {
+        "qos" if o.enabled == Some(false) => same("QoS off (no [qos] table), as OpenSM's default"),
+        "qos" => mapped(
+            "[qos] enabled",
+            Setting::Qos("enabled".into(), "true".into()),
+        ),
+        "qos_policy_file" if value == "(null)" => same("no QoS policy file"),
+        "qos_policy_file" => mapped(
+            "[qos] qos_policy_file",
+            Setting::QosPolicy(PathBuf::from(value)),
+        ),
+        _ if o == qos::QosOptions::default() => same("unset: OpenSM's default table, the same"),
+        _ => mapped("[qos]", Setting::Qos(key.into(), value.trim().into())),
     }
 }
 
@@ -149,9 +186,7 @@ pub fn classify(key: &str, value: &str) -> Result<(Verdict, Option<Setting>), St
     };
     let null = value == "(null)";
     if is_qos(key) {
-        return no(
-            "not imported: copy it into the [qos] table of sm-node.toml under the same name (qos is `enabled`; docs/qos.md)",
-        );
+        return qos_key(key, value);
     }
     match key {
         "sm_priority" => {
@@ -502,11 +537,23 @@ mod tests {
             classify("part_enforce", "BOTH").unwrap().0,
             Verdict::Same(_)
         ));
-        let (v, _) = classify("qos_swe_sl2vl", "(null)").unwrap();
+        let (v, s) = classify("qos_swe_sl2vl", "(null)").unwrap();
+        assert!(matches!(v, Verdict::Same(_)) && s.is_none(), "{v:?}");
+        let (_, s) = classify("qos_swe_sl2vl", "0,1,2,3,0,1,2,3,0,1,2,3,0,1,2,3").unwrap();
         assert_eq!(
-            v,
-            Verdict::NotSupported("not imported: copy it into the [qos] table of sm-node.toml under the same name (qos is `enabled`; docs/qos.md)".into())
+            s,
+            Some(Setting::Qos(
+                "qos_swe_sl2vl".into(),
+                "0,1,2,3,0,1,2,3,0,1,2,3,0,1,2,3".into()
+            ))
         );
+        assert!(
+            classify("qos_swe_sl2vl", "0,1").is_err(),
+            "a bad table refused"
+        );
+        let (_, s) = classify("qos", "TRUE").unwrap();
+        assert_eq!(s, Some(Setting::Qos("enabled".into(), "true".into())));
+        assert!(classify("qos", "FALSE").unwrap().1.is_none());
         let (v, _) = classify("no_such_key", "1").unwrap();
         assert!(v.describe().contains("unknown key"), "{v:?}");
     }
