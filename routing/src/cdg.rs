@@ -19,6 +19,7 @@
 //! then (channel, VL) pairs, every path is followed hop by hop from every switch (each one
 //! injects with its own SL), and a cycle may cross VLs.
 
+use crate::engine::Executor;
 use crate::input::{Peer, RoutingInput};
 use crate::lft::{Lfts, NO_ROUTE};
 use crate::sl::{EngineSl2Vl, PathSl};
@@ -88,6 +89,18 @@ impl CdgReport {
 /// Builds the dependency graph of every VL `vls` uses from `lfts` (matched to `input`'s
 /// switches by GUID) and looks for a cycle in each.
 pub fn check(input: &RoutingInput, lfts: &Lfts, vls: &PathVls) -> CdgReport {
+    check_on(input, lfts, vls, &crate::Sequential, 1)
+}
+
+/// [`check`] with the one-VL graph built in `shards` jobs on `exec` (each job the channels
+/// of a range of switches: the same graph for any number of jobs).
+pub fn check_on<X: Executor>(
+    input: &RoutingInput,
+    lfts: &Lfts,
+    vls: &PathVls,
+    exec: &X,
+    shards: usize,
+) -> CdgReport {
     let by_guid: HashMap<_, _> = lfts
         .switches
         .iter()
@@ -117,7 +130,7 @@ pub fn check(input: &RoutingInput, lfts: &Lfts, vls: &PathVls) -> CdgReport {
         }
     };
     if let Some(vl) = uniform {
-        let mut rep = check(input, lfts, &PathVls::Single(vl));
+        let mut rep = check_on(input, lfts, &PathVls::Single(vl), exec, shards);
         for v in &mut rep.per_vl {
             for c in &mut v.cycle {
                 c.push_str(&format!("@VL{vl}"));
@@ -127,7 +140,7 @@ pub fn check(input: &RoutingInput, lfts: &Lfts, vls: &PathVls) -> CdgReport {
     }
     match vls {
         PathVls::Single(vl) => {
-            let g = Graph::build(input, &tables);
+            let g = Graph::build(input, &tables, exec, shards);
             let cycle = g.find_cycle();
             CdgReport {
                 vls_used: vec![*vl],
@@ -195,7 +208,7 @@ pub fn check_hosts_only(input: &RoutingInput, lfts: &Lfts) -> VlCdg {
         .iter()
         .map(|s| by_guid.get(&s.guid).copied().unwrap_or(empty))
         .collect();
-    let g = Graph::build_filtered(input, &tables, true);
+    let g = Graph::build_filtered(input, &tables, true, &crate::Sequential, 1);
     let cycle = g.find_cycle();
     VlCdg {
         vl: 0,
@@ -224,13 +237,24 @@ struct Graph {
 }
 
 impl Graph {
-    fn build(input: &RoutingInput, tables: &[&[u8]]) -> Graph {
-        Graph::build_filtered(input, tables, false)
+    fn build<X: Executor>(
+        input: &RoutingInput,
+        tables: &[&[u8]],
+        exec: &X,
+        shards: usize,
+    ) -> Graph {
+        Graph::build_filtered(input, tables, false, exec, shards)
     }
 
     /// `hosts_only`: end-port LIDs only, and at each switch only when a route from a switch
     /// with end ports passes through it (see [`check_hosts_only`]).
-    fn build_filtered(input: &RoutingInput, tables: &[&[u8]], hosts_only: bool) -> Graph {
+    fn build_filtered<X: Executor>(
+        input: &RoutingInput,
+        tables: &[&[u8]],
+        hosts_only: bool,
+        exec: &X,
+        shards: usize,
+    ) -> Graph {
         let n = input.num_switches();
         let mut has_hosts = vec![false; n];
         for ep in &input.end_ports {
@@ -241,7 +265,10 @@ impl Graph {
         // Channel ids for switch-to-switch output ports: id_of[channel(s, p)].
         let mut id_of = vec![u32::MAX; input.num_channels()];
         let mut chan = Vec::new();
+        // First channel id of each switch (ids are given in switch order).
+        let mut chan_start = Vec::with_capacity(n + 1);
         for s in 0..n {
+            chan_start.push(chan.len());
             for (p, peer) in input.ports(s).iter().enumerate() {
                 if matches!(peer, Peer::Switch { .. }) {
                     id_of[input.channel(s, p as u8)] = chan.len() as u32;
@@ -249,13 +276,59 @@ impl Graph {
                 }
             }
         }
+        chan_start.push(chan.len());
         let nch = chan.len();
         let words = (input.max_ports() as usize + 1).div_ceil(64).max(1);
         let mut deps = vec![0u64; nch * words];
         let mut dependencies = 0u64;
         let dests = input.dests();
+        if !hosts_only {
+            // Switch-major: one switch's table read in order, its neighbours' tables in a
+            // few sequential streams; a channel's dependencies all belong to its switch, so
+            // jobs over switch ranges fill disjoint parts of the graph.
+            let used: Vec<bool> = dests
+                .iter()
+                .enumerate()
+                .map(|(lid, d)| lid != 0 && d.is_used())
+                .collect();
+            let jobs = shards.clamp(1, n.max(1));
+            let parts = exec.map(jobs, |j| {
+                let (a, b) = (j * n / jobs, (j + 1) * n / jobs);
+                let c0 = chan_start[a];
+                let mut local = vec![0u64; (chan_start[b] - c0) * words];
+                let mut count = 0u64;
+                for (x, t) in tables.iter().enumerate().take(b).skip(a) {
+                    let ports = input.ports(x);
+                    for (lid, &p) in t.iter().enumerate() {
+                        if !used.get(lid).copied().unwrap_or(false) {
+                            continue;
+                        }
+                        let Some(Peer::Switch { sw, .. }) = ports.get(p as usize) else {
+                            continue;
+                        };
+                        let nx = *sw as usize;
+                        let p2 = tables[nx].get(lid).copied().unwrap_or(NO_ROUTE);
+                        if !matches!(input.ports(nx).get(p2 as usize), Some(Peer::Switch { .. })) {
+                            continue;
+                        }
+                        let c = id_of[input.channel(x, p)] as usize - c0;
+                        let w = &mut local[c * words + p2 as usize / 64];
+                        let bit = 1u64 << (p2 % 64);
+                        if *w & bit == 0 {
+                            *w |= bit;
+                            count += 1;
+                        }
+                    }
+                }
+                (c0, local, count)
+            });
+            for (c0, local, count) in parts {
+                deps[c0 * words..c0 * words + local.len()].copy_from_slice(&local);
+                dependencies += count;
+            }
+        }
         for (lid, d) in dests.iter().enumerate() {
-            if lid == 0 || !d.is_used() {
+            if !hosts_only || lid == 0 || !d.is_used() {
                 continue;
             }
             if hosts_only {

@@ -469,7 +469,7 @@ pub fn route_with_chain<X: Executor>(
     let mut refusals = Vec::new();
     for e in engines {
         let routed = route_on(input, e.as_ref(), exec, shards, prev).and_then(|routing| {
-            let cdg = cdg::check(input, &routing.lfts, &routing.path_vls());
+            let cdg = cdg::check_on(input, &routing.lfts, &routing.path_vls(), exec, shards);
             match cdg.first_cycle() {
                 None => Ok((routing, cdg, Vec::new())),
                 Some(v) => {

@@ -116,6 +116,19 @@ fn a_cyclic_routing_is_refused_by_default_and_kept_on_request() {
         cdg::check(&input, &out.routing.lfts, &Default::default()),
         out.cdg
     );
+    // The one-VL graph built in jobs over switch ranges is the same graph.
+    for shards in [2, 5, 16] {
+        assert_eq!(
+            cdg::check_on(
+                &input,
+                &out.routing.lfts,
+                &Default::default(),
+                &runner::Threads(3),
+                shards
+            ),
+            out.cdg
+        );
+    }
 }
 
 /// The layered check: a ring of 5 switches routed the short way round has a credit loop on
