@@ -130,7 +130,7 @@ impl MadStatus {
 
 /// Attribute identifier (bytes 16-17). Constants cover every SMP attribute the SM uses
 /// (IBA 14.2.5, Table 145; linux ib_smi.h `IB_SMP_ATTR_*`) and the SA attributes (IBA 15.2.5,
-/// Table 207) under `SA_`.
+/// Table 207) under `SA_`, and the PerfMgt attributes (IBA 16.1.2) under `PERF_`.
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug, Default)]
 pub struct AttributeId(pub u16);
 
@@ -175,6 +175,11 @@ impl AttributeId {
     pub const LED_INFO: AttributeId = AttributeId(0x0031);
     /// PortInfoExtended.
     pub const PORT_INFO_EXTENDED: AttributeId = AttributeId(0x0033);
+
+    /// PerfMgt PortCounters (IBA 16.1.3.5; same value as SwitchInfo, other class).
+    pub const PERF_PORT_COUNTERS: AttributeId = AttributeId(0x0012);
+    /// PerfMgt PortCountersExtended (IBA 16.1.4.11; same value as VendorMADTable).
+    pub const PERF_PORT_COUNTERS_EXTENDED: AttributeId = AttributeId(0x001D);
 
     /// SA NodeRecord.
     pub const SA_NODE_RECORD: AttributeId = AttributeId(0x0011);

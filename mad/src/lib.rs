@@ -1,7 +1,7 @@
 //! `mad` — InfiniBand management datagrams on the wire, bit for bit: the common MAD
 //! header, Subnet Management Packets in both forms (LID-routed and directed route), the
 //! directed-route forwarding rules as a pure step function, every SMP attribute the SM
-//! uses, and the SA/RMPP headers.
+//! uses, the SA/RMPP headers, and the Performance Management GMP with its counters.
 //!
 //! Layouts follow the InfiniBand Architecture specification (IBA) as published in public
 //! code: rdma-core libibmad `fields.c`, opensm `include/iba/ib_types.h` and linux
@@ -20,6 +20,7 @@ mod wire;
 pub mod attr;
 pub mod dr;
 pub mod header;
+pub mod perf;
 pub mod sa;
 pub mod smp;
 
@@ -31,5 +32,6 @@ pub use attr::{
 pub use dr::{DrAction, DrDropReason, DrIngress, DrNode, dr_step};
 pub use error::MadError;
 pub use header::{AttributeId, MadHeader, MadStatus, Method, MgmtClass};
+pub use perf::{PerfAttribute, PerfMad, PortCounters, PortCountersExtended};
 pub use sa::{RmppHeader, SaHeader, SaMad, SaRecords, sa_records};
 pub use smp::Smp;

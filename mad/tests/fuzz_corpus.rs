@@ -12,3 +12,12 @@ fn every_corpus_input_passes_the_fuzz_target_checks() {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/corpus");
     testenv::corpus::replay(&root, 4, mad_decode_check::run);
 }
+
+#[path = "../fuzz/fuzz_targets/perf_decode_check.rs"]
+mod perf_decode_check;
+
+#[test]
+fn every_corpus_input_passes_the_perf_fuzz_target_checks() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/corpus");
+    testenv::corpus::replay(&root, 8, perf_decode_check::run);
+}
