@@ -344,6 +344,14 @@ impl Sweeper {
         }
     }
 
+    /// Requests never resent: an SMInfo ACKNOWLEDGE moves the other SM from MASTER to
+    /// STANDBY, so a copy resent after a late answer reaches it in STANDBY, where it is
+    /// illegal (OpenSM logs ERR 2F07); its loss costs nothing (the other SM also stands by
+    /// when its poll finds this one MASTER).
+    fn sent_once(req: &crate::io::Req) -> bool {
+        req.op == Op::SmInfoSet && u32::from(req.arg) == mad::SmInfo::MOD_ACKNOWLEDGE
+    }
+
     /// Handles expired requests and due sweeps.
     pub fn handle_timeout(&mut self, now: VTime) {
         self.now = self.now.max(now);
@@ -359,7 +367,7 @@ impl Sweeper {
                 req.lid_routed = false;
                 let g = self.disc.gate_of(&req);
                 self.io.window().requeue(g, req, true);
-            } else if req.tries < self.cfg.retries {
+            } else if req.tries < self.cfg.retries && !Self::sent_once(&req) {
                 req.tries += 1;
                 self.io.window().requeue(gate, req, true);
             } else {
