@@ -24,7 +24,6 @@ use crate::input::{Peer, RoutingInput};
 use crate::lft::{Lfts, NO_ROUTE};
 use crate::sl::{EngineSl2Vl, PathSl};
 use serde::Serialize;
-use std::collections::HashMap;
 use std::sync::Arc;
 
 /// Which VL each path uses.
@@ -101,17 +100,7 @@ pub fn check_on<X: Executor>(
     exec: &X,
     shards: usize,
 ) -> CdgReport {
-    let by_guid: HashMap<_, _> = lfts
-        .switches
-        .iter()
-        .map(|s| (s.guid, s.ports.as_slice()))
-        .collect();
-    let empty: &[u8] = &[];
-    let tables: Vec<&[u8]> = input
-        .switches
-        .iter()
-        .map(|s| by_guid.get(&s.guid).copied().unwrap_or(empty))
-        .collect();
+    let tables = lfts.tables_for(input);
     // Every pair on one SL that every port maps to the same VL: the layered graph is the
     // single-VL graph of that VL (built per LID one step ahead, without following paths).
     let uniform = match vls {
@@ -197,17 +186,7 @@ pub fn check_on<X: Executor>(
 /// switch LIDs (management traffic) is acyclic here. Every path on one VL: for comparison
 /// with such engines' own claims, not a replacement for [`check`].
 pub fn check_hosts_only(input: &RoutingInput, lfts: &Lfts) -> VlCdg {
-    let by_guid: HashMap<_, _> = lfts
-        .switches
-        .iter()
-        .map(|s| (s.guid, s.ports.as_slice()))
-        .collect();
-    let empty: &[u8] = &[];
-    let tables: Vec<&[u8]> = input
-        .switches
-        .iter()
-        .map(|s| by_guid.get(&s.guid).copied().unwrap_or(empty))
-        .collect();
+    let tables = lfts.tables_for(input);
     let g = Graph::build_filtered(input, &tables, true, &crate::Sequential, 1);
     let cycle = g.find_cycle();
     VlCdg {

@@ -188,11 +188,7 @@ impl Custom {
                         .iter()
                         .filter_map(|s| by_guid.remove(&s.guid))
                         .collect();
-                    let shards = split(input, shards);
-                    let hop_shards = exec.map(shards.len(), |i| {
-                        hops::compute_hop_shard(input, None, shards[i].switches.clone())
-                    });
-                    r.hops = hops::merge_hop_shards(input.num_switches(), hop_shards)?;
+                    r.hops = hops::plain_table(input, exec, shards)?;
                     Ok(r)
                 }
             },
@@ -308,19 +304,7 @@ impl Plan {
 /// Assembles phase-2 results (any order) into one LFT per switch.
 pub fn merge(input: &RoutingInput, mut results: Vec<ShardResult>) -> Lfts {
     results.sort_by_key(|r| r.switches.start);
-    let tables = results.into_iter().flat_map(|r| r.lfts);
-    Lfts {
-        switches: input
-            .switches
-            .iter()
-            .zip(tables)
-            .map(|(sw, ports)| SwitchLft {
-                guid: sw.guid,
-                lid: sw.lid,
-                ports,
-            })
-            .collect(),
-    }
+    Lfts::from_tables(input, results.into_iter().flat_map(|r| r.lfts))
 }
 
 /// Runs independent jobs; the crate's own [`Sequential`] runs them in order on the caller's

@@ -331,6 +331,21 @@ pub fn compute_hop_shard(
     }
 }
 
+/// Plain shortest switch-to-switch hops (no direction rule), one BFS per destination
+/// switch, in `shards` jobs on `exec`: the hop table of engines whose paths are shortest
+/// but which do not use the shared phases (torus-2QoS, dfsssp).
+pub fn plain_table<X: crate::Executor>(
+    input: &RoutingInput,
+    exec: &X,
+    shards: usize,
+) -> Result<HopTable, RoutingError> {
+    let shards = crate::split(input, shards);
+    let parts = exec.map(shards.len(), |i| {
+        compute_hop_shard(input, None, shards[i].switches.clone())
+    });
+    merge_hop_shards(input.num_switches(), parts)
+}
+
 /// Merges phase-1 shards (any order, must cover `0..S` exactly) into a row-major table.
 pub fn merge_hop_shards(n: usize, shards: Vec<HopShard>) -> Result<HopTable, RoutingError> {
     let mut data = vec![UNREACHABLE; n * n];

@@ -41,6 +41,40 @@ pub struct Lfts {
 }
 
 impl Lfts {
+    /// One table per switch of `input`, in its order, taken in order from `tables`.
+    pub fn from_tables(
+        input: &crate::RoutingInput,
+        tables: impl IntoIterator<Item = Vec<u8>>,
+    ) -> Lfts {
+        Lfts {
+            switches: input
+                .switches
+                .iter()
+                .zip(tables)
+                .map(|(sw, ports)| SwitchLft {
+                    guid: sw.guid,
+                    lid: sw.lid,
+                    ports,
+                })
+                .collect(),
+        }
+    }
+
+    /// The table of every switch of `input`, in its order, matched by GUID (empty for a
+    /// switch these tables do not have: it forwards nothing).
+    pub fn tables_for(&self, input: &crate::RoutingInput) -> Vec<&[u8]> {
+        let by_guid: HashMap<_, _> = self
+            .switches
+            .iter()
+            .map(|s| (s.guid, s.ports.as_slice()))
+            .collect();
+        input
+            .switches
+            .iter()
+            .map(|s| by_guid.get(&s.guid).copied().unwrap_or(&[]))
+            .collect()
+    }
+
     /// The table of the switch with this GUID.
     pub fn by_guid(&self, guid: Guid) -> Option<&SwitchLft> {
         self.switches.iter().find(|s| s.guid == guid)

@@ -17,7 +17,6 @@ use crate::cdg::{self, PathVls, VlCdg};
 use crate::input::{NONE, Peer, RoutingInput};
 use crate::lft::{Lfts, NO_ROUTE};
 use serde::Serialize;
-use std::collections::HashMap;
 
 /// Options for [`analyze`].
 #[derive(Clone, Debug, Default)]
@@ -130,17 +129,7 @@ const DEAD: u32 = u32::MAX - 2;
 #[allow(clippy::needless_range_loop)]
 pub fn analyze(input: &RoutingInput, lfts: &Lfts, opts: &MetricsOptions) -> Metrics {
     let n = input.num_switches();
-    let by_guid: HashMap<_, _> = lfts
-        .switches
-        .iter()
-        .map(|s| (s.guid, s.ports.as_slice()))
-        .collect();
-    let empty: &[u8] = &[];
-    let tables: Vec<&[u8]> = input
-        .switches
-        .iter()
-        .map(|s| by_guid.get(&s.guid).copied().unwrap_or(empty))
-        .collect();
+    let tables = lfts.tables_for(input);
     let dests = input.dests();
     let nlids = dests.len();
     let nep = input.end_ports.len();

@@ -56,11 +56,11 @@
 pub mod layers;
 pub mod paths;
 
-use crate::engine::{Custom, Engine, EngineOptions, Executor, Plan, Routing, split};
+use crate::engine::{Custom, Engine, EngineOptions, Executor, Plan, Routing};
 use crate::error::RoutingError;
-use crate::hops::{self, HopTable};
+use crate::hops;
 use crate::input::RoutingInput;
-use crate::lft::{Lfts, SwitchLft};
+use crate::lft::Lfts;
 use crate::sl::{EngineSl2Vl, PathSl};
 use std::sync::Arc;
 
@@ -131,7 +131,7 @@ pub(crate) fn route<X: Executor>(
     exec: &X,
     shards: usize,
 ) -> Result<Routing, RoutingError> {
-    let hops = hop_table(input, exec, shards)?;
+    let hops = hops::plain_table(input, exec, shards)?;
     // The up/down orientation: the layering's starting order, and the up*down* routes of
     // switch-only destinations. A fabric up/down cannot orient (disconnected) gets plain
     // shortest routes everywhere and an index order.
@@ -176,18 +176,7 @@ pub(crate) fn route<X: Executor>(
             path_sl.set(guids[k / n], guids[k % n], sl);
         }
     }
-    let lfts = Lfts {
-        switches: input
-            .switches
-            .iter()
-            .zip(tables)
-            .map(|(sw, ports)| SwitchLft {
-                guid: sw.guid,
-                lid: sw.lid,
-                ports,
-            })
-            .collect(),
-    };
+    let lfts = Lfts::from_tables(input, tables);
     Ok(Routing {
         engine: "dfsssp",
         lfts,
@@ -195,17 +184,4 @@ pub(crate) fn route<X: Executor>(
         path_sl: layered.then(|| Arc::new(path_sl)),
         sl2vl: layered.then(|| Arc::new(EngineSl2Vl::identity())),
     })
-}
-
-/// Plain shortest switch-to-switch hops, one BFS per destination switch, sharded.
-fn hop_table<X: Executor>(
-    input: &RoutingInput,
-    exec: &X,
-    shards: usize,
-) -> Result<HopTable, RoutingError> {
-    let shards = split(input, shards);
-    let parts = exec.map(shards.len(), |i| {
-        hops::compute_hop_shard(input, None, shards[i].switches.clone())
-    });
-    hops::merge_hop_shards(input.num_switches(), parts)
 }

@@ -121,11 +121,8 @@ impl TorusPlan {
         exec: &X,
         shards: usize,
     ) -> Result<Routing, RoutingError> {
+        let hops = hops::plain_table(input, exec, shards)?;
         let shards = split(input, shards);
-        let hop_shards = exec.map(shards.len(), |i| {
-            hops::compute_hop_shard(input, None, shards[i].switches.clone())
-        });
-        let hops = hops::merge_hop_shards(input.num_switches(), hop_shards)?;
         let results = exec.map(shards.len(), |i| ShardResult {
             switches: shards[i].switches.clone(),
             lfts: route::lfts(input, &self.shape, shards[i].switches.clone()),
