@@ -124,24 +124,7 @@ load_at_start=$(cut -d' ' -f1-3 /proc/loadavg)
 osm_secs() { awk '{split($3,t,":"); printf "%.6f\n", t[1]*3600+t[2]*60+t[3]+$4/1e6}'; }
 ms_between() { awk -v a="$1" -v b="$2" 'BEGIN{d=b-a; if (d<0) d+=86400; printf "%.1f", d*1000}'; }
 
-# Starts ibsim on $1 with socket $2 and size flags for the file; sets IBSIM_PID.
-start_ibsim() {
-    local net=$1 sock=$2 n s p
-    # Nodes, switches, ports (a switch counts nports+1) with headroom; ibsim's defaults
-    # are 2048 / 256 / 13312; the LID cap (30720) is above every fabric here.
-    read -r n s p < <(awk '/^Switch/{s++; n++; p+=$2+1} /^(Ca|Hca)/{n++; p+=$2} END{print n+0, s+0, p+0}' "$net")
-    local flags=(-N $((n > 2048 ? n + 16 : 2048)) -S $((s > 256 ? s + 16 : 256)) -P $((p > 13312 ? p + 64 : 13312)))
-    IBSIM_SOCKNAME=$sock "$IBSIM" -s -n "${flags[@]}" "$net" >"$WORK/ibsim-$sock.log" 2>&1 &
-    IBSIM_PID=$!
-    local i
-    for i in $(seq 1 1200); do
-        grep -q "@$sock:ctl" /proc/net/unix && return 0
-        kill -0 "$IBSIM_PID" 2>/dev/null || { cat "$WORK/ibsim-$sock.log" >&2; return 1; }
-        sleep 0.1
-    done
-    echo "route-compare: ibsim did not come up" >&2; return 1
-}
-stop_ibsim() { kill "$IBSIM_PID" 2>/dev/null || true; wait "$IBSIM_PID" 2>/dev/null || true; IBSIM_PID=; }
+. "$ROOT/scripts/ibsim.sh" # start_ibsim NET SOCK, stop_ibsim
 # A client of the running ibsim (socket $SOCK), attached at its first node.
 sim() { IBSIM_SOCKNAME=$SOCK LD_PRELOAD=$UMAD2SIM "$@"; }
 

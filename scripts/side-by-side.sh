@@ -57,24 +57,7 @@ osm_secs() { awk '{split($3,t,":"); printf "%.6f\n", t[1]*3600+t[2]*60+t[3]+$4/1
 # Seconds of a tracing timestamp "2026-11-29T17:21:51.265971Z".
 trc_secs() { sed 's/\x1b\[[0-9;]*m//g' | awk '{split($1,a,"T"); sub("Z","",a[2]); split(a[2],t,":"); printf "%.6f\n", t[1]*3600+t[2]*60+t[3]}'; }
 
-# Starts ibsim on $1 with socket $2 and size flags for the file; sets IBSIM_PID.
-start_ibsim() {
-    local net=$1 sock=$2
-    # Nodes, switches, ports (a switch counts nports+1) with headroom; ibsim's defaults
-    # are 2048 / 256 / 13312.
-    read -r n s p < <(awk '/^Switch/{s++; n++; p+=$2+1} /^(Ca|Hca)/{n++; p+=$2} END{print n+0, s+0, p+0}' "$net")
-    local flags=(-N $((n > 2048 ? n + 16 : 2048)) -S $((s > 256 ? s + 16 : 256)) -P $((p > 13312 ? p + 64 : 13312)))
-    IBSIM_SOCKNAME=$sock "$IBSIM" -s -n "${flags[@]}" "$net" >"$WORK/ibsim-$sock.log" 2>&1 &
-    IBSIM_PID=$!
-    local i
-    for i in $(seq 1 600); do
-        grep -q "@$sock:ctl" /proc/net/unix && return 0
-        kill -0 "$IBSIM_PID" 2>/dev/null || { cat "$WORK/ibsim-$sock.log" >&2; return 1; }
-        sleep 0.1
-    done
-    echo "ibsim did not come up" >&2; return 1
-}
-stop_ibsim() { kill "$IBSIM_PID" 2>/dev/null || true; wait "$IBSIM_PID" 2>/dev/null || true; IBSIM_PID=; }
+. "$ROOT/scripts/ibsim.sh" # start_ibsim NET SOCK, stop_ibsim
 ibsim_writes() { awk '/^syscw/{print $2}' "/proc/$IBSIM_PID/io"; }
 peak_rss_mb() { awk '/^VmHWM/{printf "%.0f", $2/1024}' "/proc/$1/status" 2>/dev/null || echo "?"; }
 
