@@ -5,9 +5,9 @@
 
 mod common;
 
-use common::{Harness, topo};
-use fabric_sim::SetRecord;
-use sm_core::{Event, Phase, SweeperConfig, VTime};
+use common::{Harness, count_sets_of, topo};
+
+use sm_core::{Event, SweeperConfig, VTime};
 use std::collections::{HashMap, HashSet};
 
 const SL2VL: u16 = 0x17;
@@ -19,22 +19,6 @@ fn cfg(engine: &str) -> SweeperConfig {
         sweep_interval: 60_000 * MS,
         engines: vec![engine.into()],
         ..SweeperConfig::default()
-    }
-}
-
-fn count(log: &[SetRecord], attr: u16) -> usize {
-    log.iter().filter(|r| r.attr == attr).count()
-}
-
-fn settle(h: &mut Harness) {
-    let end = h.now + 5_000 * MS;
-    while h.now < end {
-        if h.sw.phase() == Phase::Idle && h.fab.next_event_time().is_none() {
-            break;
-        }
-        if !h.step() {
-            break;
-        }
     }
 }
 
@@ -94,13 +78,16 @@ fn programmed_and_followed(spec: &str, engine: &str) {
     let t = topo(spec);
     let mut h = Harness::new(&t, cfg(engine), 11);
     h.subnet_up();
-    settle(&mut h);
+    h.settle(5_000 * MS);
     let log = h.fab.take_set_log();
     assert!(
-        count(&log, SL2VL) > 0,
+        count_sets_of(&log, SL2VL) > 0,
         "the engine's SLtoVL tables are written with QoS off"
     );
-    assert!(count(&log, VLARB) > 0, "VLArb serves the engine's VLs");
+    assert!(
+        count_sets_of(&log, VLARB) > 0,
+        "VLArb serves the engine's VLs"
+    );
     let sl2vl =
         h.sw.routing_sl2vl()
             .expect("torus-2QoS brings SLtoVL tables")
@@ -158,9 +145,9 @@ fn programmed_and_followed(spec: &str, engine: &str) {
         e,
         Event::HeavySweepComplete { .. }
     )));
-    settle(&mut h);
+    h.settle(5_000 * MS);
     let log = h.fab.take_set_log();
-    assert_eq!(count(&log, SL2VL) + count(&log, VLARB), 0);
+    assert_eq!(count_sets_of(&log, SL2VL) + count_sets_of(&log, VLARB), 0);
 }
 
 #[test]
@@ -168,8 +155,8 @@ fn one_vl_routings_program_no_vl_table_with_qos_off() {
     let t = topo("torus:3x3");
     let mut h = Harness::new(&t, cfg("updn"), 3);
     h.subnet_up();
-    settle(&mut h);
+    h.settle(5_000 * MS);
     let log = h.fab.take_set_log();
-    assert_eq!(count(&log, SL2VL) + count(&log, VLARB), 0);
+    assert_eq!(count_sets_of(&log, SL2VL) + count_sets_of(&log, VLARB), 0);
     assert!(h.sw.routing_sl2vl().is_none() && h.sw.path_sl().is_none());
 }

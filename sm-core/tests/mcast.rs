@@ -46,19 +46,6 @@ fn groups(t: &Topology, seed: u64) -> Vec<McastGroup> {
     ]
 }
 
-/// Lets the sweeper finish whatever it does (virtual time passes).
-fn settle(h: &mut Harness) {
-    let end = h.now + 2_000 * MS;
-    while h.now < end {
-        if h.sw.phase() == Phase::Idle && h.fab.next_event_time().is_none() {
-            break;
-        }
-        if !h.step() {
-            break;
-        }
-    }
-}
-
 /// Checks delivery from every member (and one non-member port) of every group.
 fn check_delivery(h: &mut Harness, t: &Topology, gs: &[McastGroup]) {
     let cas: Vec<Guid> = ca_ports(t).iter().map(|c| c.2).collect();
@@ -88,7 +75,7 @@ fn up(spec: &str) -> (Topology, Harness) {
     let t = topo(spec);
     let mut h = Harness::new(&t, cfg(), 3);
     h.subnet_up();
-    settle(&mut h);
+    h.settle(2_000 * MS);
     (t, h)
 }
 
@@ -103,7 +90,7 @@ fn every_member_receives_exactly_one_copy() {
         let gs = groups(&t, 11);
         h.fab.take_set_log();
         h.sw.set_multicast(h.now, gs.clone());
-        settle(&mut h);
+        h.settle(2_000 * MS);
         let log = h.fab.take_set_log();
         assert!(!mft_sets(&log).is_empty(), "{spec}: nothing written");
         assert!(log.iter().all(|r| r.attr == MFT), "{spec}: only MFT Sets");
@@ -124,7 +111,7 @@ fn identical_groups_send_nothing_and_a_quiet_sweep_neither() {
     let (t, mut h) = up("ft2:8");
     let gs = groups(&t, 5);
     h.sw.set_multicast(h.now, gs.clone());
-    settle(&mut h);
+    h.settle(2_000 * MS);
     h.fab.take_set_log();
     let mut shuffled = gs.clone();
     shuffled.reverse();
@@ -132,11 +119,11 @@ fn identical_groups_send_nothing_and_a_quiet_sweep_neither() {
         g.members.reverse();
     }
     h.sw.set_multicast(h.now, shuffled);
-    settle(&mut h);
+    h.settle(2_000 * MS);
     assert!(h.fab.take_set_log().is_empty(), "same groups, a Set left");
     h.sw.request_sweep(h.now, true);
     assert!(h.heavy_done());
-    settle(&mut h);
+    h.settle(2_000 * MS);
     let log = h.fab.take_set_log();
     assert!(
         mft_sets(&log).is_empty(),
@@ -150,13 +137,13 @@ fn a_member_leaving_changes_only_the_affected_blocks() {
     let (t, mut h) = up("ft3:4");
     let mut gs = groups(&t, 9);
     h.sw.set_multicast(h.now, gs.clone());
-    settle(&mut h);
+    h.settle(2_000 * MS);
     let before = h.sw.mft_tables().clone();
     h.fab.take_set_log();
     // A member of the 3-host group (MLID 0xC021, block 1) leaves.
     gs[1].members.pop();
     h.sw.set_multicast(h.now, gs.clone());
-    settle(&mut h);
+    h.settle(2_000 * MS);
     let log = h.fab.take_set_log();
     let sets = mft_sets(&log);
     assert!(!sets.is_empty(), "the leave changed nothing");
@@ -184,7 +171,7 @@ fn a_member_leaving_changes_only_the_affected_blocks() {
     // Everyone leaves a group: its blocks are cleared, nobody receives.
     gs[1].members.clear();
     h.sw.set_multicast(h.now, gs.clone());
-    settle(&mut h);
+    h.settle(2_000 * MS);
     let a = ca_ports(&t)[0].2;
     assert!(
         h.fab
@@ -205,7 +192,7 @@ fn a_new_master_seeded_with_the_tables_rewrites_no_mft_block() {
     let (t, mut a) = up("ft2:8");
     let gs = groups(&t, 21);
     a.sw.set_multicast(a.now, gs.clone());
-    settle(&mut a);
+    a.settle(2_000 * MS);
     // kill -9 of the master; another port's SM takes over with the replicated state.
     let seeded = SweeperConfig {
         guid2lid: a.sw.guid2lid().clone(),
@@ -252,11 +239,11 @@ fn a_new_master_seeded_with_the_tables_rewrites_no_mft_block() {
         }
     }
     assert!(done, "the new master never completed a heavy sweep");
-    settle(&mut b);
+    b.settle(2_000 * MS);
     while b.sw.poll_intent().is_some() {}
     // The SA glue hands over the replicated groups.
     b.sw.set_multicast(b.now, gs.clone());
-    settle(&mut b);
+    b.settle(2_000 * MS);
     assert!(b.sw.poll_intent().is_none(), "an intent for nothing");
     let log = b.fab.take_set_log();
     assert!(
@@ -289,7 +276,7 @@ fn gated_multicast_pass_is_an_intent_of_mft_blocks_first() {
     while !h.sw.is_subnet_up() && h.step() {
         commit(&mut h);
     }
-    settle(&mut h);
+    h.settle(2_000 * MS);
     commit(&mut h);
     let gs = groups(&t, 2);
     h.fab.take_set_log();
@@ -306,7 +293,7 @@ fn gated_multicast_pass_is_an_intent_of_mft_blocks_first() {
     }
     assert!(h.fab.take_set_log().is_empty(), "a Set before the commit");
     h.sw.handle_intent_committed(h.now, it.id);
-    settle(&mut h);
+    h.settle(2_000 * MS);
     let log = h.fab.take_set_log();
     let written: BTreeSet<(Guid, u32)> = mft_sets(&log)
         .iter()
@@ -342,7 +329,7 @@ fn a_rebooted_switch_gets_its_mft_back() {
     let (t, mut h) = up("ft2:8");
     let gs = groups(&t, 13);
     h.sw.set_multicast(h.now, gs.clone());
-    settle(&mut h);
+    h.settle(2_000 * MS);
     // Reboot a leaf that carries members (not the SM's own leaf).
     let sm_leaf = t
         .remote(fabric::PortRef::new(ca_ports(&t)[0].0, ca_ports(&t)[0].1))
@@ -361,11 +348,11 @@ fn a_rebooted_switch_gets_its_mft_back() {
     // Links retrain after the reboot; traps bring heavy sweeps, one more on request.
     let t0 = h.now;
     while h.now < t0 + 50 * MS && h.step() {}
-    settle(&mut h);
+    h.settle(2_000 * MS);
     let n = h.events.len();
     h.sw.request_sweep(h.now, true);
     assert!(h.heavy_done());
-    settle(&mut h);
+    h.settle(2_000 * MS);
     assert!(
         h.events[n..]
             .iter()
@@ -424,7 +411,7 @@ fn up_honouring_mft_top(seed: u64) -> (Topology, Harness) {
     .unwrap();
     let mut h = Harness::with_fabric(fab, &t, cfg());
     h.subnet_up();
-    settle(&mut h);
+    h.settle(2_000 * MS);
     (t, h)
 }
 
@@ -439,13 +426,13 @@ fn switches_that_honour_multicast_fdb_top_get_it_written() {
     let gs = groups(&t, 21);
     h.fab.take_set_log();
     h.sw.set_multicast(h.now, gs.clone());
-    settle(&mut h);
+    h.settle(2_000 * MS);
     assert!(check_tops_written(&mut h, &t) > 0);
     check_delivery(&mut h, &t, &gs);
     // A quiet heavy sweep rewrites neither blocks nor tops.
     h.sw.request_sweep(h.now, true);
     assert!(h.heavy_done());
-    settle(&mut h);
+    h.settle(2_000 * MS);
     let log = h.fab.take_set_log();
     assert!(
         !log.iter().any(|r| r.attr == SWITCH_INFO || r.attr == MFT),
@@ -455,7 +442,7 @@ fn switches_that_honour_multicast_fdb_top_get_it_written() {
     // 0xBFFF elsewhere.
     let first = vec![gs[0].clone()];
     h.sw.set_multicast(h.now, first.clone());
-    settle(&mut h);
+    h.settle(2_000 * MS);
     let known = h.sw.mft_tables().clone();
     for (id, n) in t.switches() {
         let top = h.fab.multicast_fdb_top(id).unwrap();
@@ -479,10 +466,10 @@ fn switches_that_honour_multicast_fdb_top_get_it_written() {
         .unwrap();
     let t0 = h.now;
     while h.now < t0 + 50 * MS && h.step() {}
-    settle(&mut h);
+    h.settle(2_000 * MS);
     h.sw.request_sweep(h.now, true);
     assert!(h.heavy_done());
-    settle(&mut h);
+    h.settle(2_000 * MS);
     assert_eq!(h.fab.multicast_fdb_top(leaf).unwrap(), want);
     check_delivery(&mut h, &t, &first);
 }
@@ -492,7 +479,7 @@ fn a_switch_without_the_capability_keeps_its_multicast_fdb_top() {
     let (t, mut h) = up("ft2:8");
     let gs = groups(&t, 21);
     h.sw.set_multicast(h.now, gs.clone());
-    settle(&mut h);
+    h.settle(2_000 * MS);
     for (id, _) in t.switches() {
         assert_eq!(h.fab.multicast_fdb_top(id).unwrap(), 0);
     }
@@ -511,7 +498,7 @@ fn groups_handed_over_during_a_heavy_sweep_get_their_top_in_its_switch_info_set(
     h.sw.set_multicast(h.now, gs.clone());
     assert_ne!(h.sw.phase(), Phase::Idle);
     assert!(h.heavy_done());
-    settle(&mut h);
+    h.settle(2_000 * MS);
     check_tops_written(&mut h, &t);
     check_delivery(&mut h, &t, &gs);
 }

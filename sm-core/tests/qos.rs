@@ -5,9 +5,8 @@
 
 mod common;
 
-use common::{Harness, topo};
-use fabric_sim::SetRecord;
-use sm_core::{Event, Phase, Sweeper, SweeperConfig, VTime, VlAttr};
+use common::{Harness, count_sets_of, topo};
+use sm_core::{Event, Sweeper, SweeperConfig, VTime, VlAttr};
 use std::sync::Arc;
 
 const SL2VL: u16 = 0x17;
@@ -27,29 +26,13 @@ fn cfg(q: Option<Arc<qos::QosTables>>) -> SweeperConfig {
     }
 }
 
-fn count(log: &[SetRecord], attr: u16) -> usize {
-    log.iter().filter(|r| r.attr == attr).count()
-}
-
-fn settle(h: &mut Harness) {
-    let end = h.now + 5_000 * MS;
-    while h.now < end {
-        if h.sw.phase() == Phase::Idle && h.fab.next_event_time().is_none() {
-            break;
-        }
-        if !h.step() {
-            break;
-        }
-    }
-}
-
 fn heavy(h: &mut Harness) {
     h.sw.request_sweep(h.now, true);
     assert!(h.run_until(60_000 * MS, |e| matches!(
         e,
         Event::HeavySweepComplete { .. }
     )));
-    settle(h);
+    h.settle(5_000 * MS);
 }
 
 #[test]
@@ -57,9 +40,9 @@ fn qos_tables_are_written_once_and_kept() {
     let t = topo("ft2:8");
     let mut h = Harness::new(&t, cfg(Some(qos_tables(&[]))), 5);
     h.subnet_up();
-    settle(&mut h);
+    h.settle(5_000 * MS);
     let log = h.fab.take_set_log();
-    let (sl2vl, vlarb) = (count(&log, SL2VL), count(&log, VLARB));
+    let (sl2vl, vlarb) = (count_sets_of(&log, SL2VL), count_sets_of(&log, VLARB));
     let known = h.sw.vl_tables().clone();
     let known_sl2vl = known.keys().filter(|k| k.1 == VlAttr::SlToVl).count();
     println!("ft2:8 with QoS: {sl2vl} SLtoVL and {vlarb} VLArb Sets");
@@ -81,7 +64,11 @@ fn qos_tables_are_written_once_and_kept() {
     // A quiet heavy sweep writes nothing.
     heavy(&mut h);
     let log = h.fab.take_set_log();
-    assert_eq!(count(&log, SL2VL) + count(&log, VLARB), 0, "quiet sweep");
+    assert_eq!(
+        count_sets_of(&log, SL2VL) + count_sets_of(&log, VLARB),
+        0,
+        "quiet sweep"
+    );
 
     // A new master seeded with the recorded blocks writes none.
     let seeded = SweeperConfig {
@@ -94,10 +81,10 @@ fn qos_tables_are_written_once_and_kept() {
     };
     h.sw = Sweeper::new(seeded).unwrap();
     h.subnet_up();
-    settle(&mut h);
+    h.settle(5_000 * MS);
     let log = h.fab.take_set_log();
     assert_eq!(
-        count(&log, SL2VL) + count(&log, VLARB),
+        count_sets_of(&log, SL2VL) + count_sets_of(&log, VLARB),
         0,
         "takeover on an unchanged fabric"
     );
@@ -116,11 +103,11 @@ fn qos_tables_are_written_once_and_kept() {
     };
     h.sw = Sweeper::new(changed).unwrap();
     h.subnet_up();
-    settle(&mut h);
+    h.settle(5_000 * MS);
     let log = h.fab.take_set_log();
-    assert_eq!(count(&log, VLARB), 0, "VLArb unchanged");
+    assert_eq!(count_sets_of(&log, VLARB), 0, "VLArb unchanged");
     assert_eq!(
-        count(&log, SL2VL),
+        count_sets_of(&log, SL2VL),
         known_sl2vl,
         "every SLtoVL block changed"
     );
@@ -131,9 +118,9 @@ fn qos_off_writes_no_vl_table() {
     let t = topo("ft2:8");
     let mut h = Harness::new(&t, cfg(None), 5);
     h.subnet_up();
-    settle(&mut h);
+    h.settle(5_000 * MS);
     let log = h.fab.take_set_log();
-    assert_eq!(count(&log, SL2VL) + count(&log, VLARB), 0);
+    assert_eq!(count_sets_of(&log, SL2VL) + count_sets_of(&log, VLARB), 0);
     assert!(h.sw.vl_tables().is_empty());
 }
 
@@ -144,7 +131,7 @@ fn three_sls_ride_three_vls_hop_by_hop() {
     let q = qos_tables(&[("qos_sl2vl", "0,1,2,0,0,0,0,0,0,0,0,0,0,0,0,0")]);
     let mut h = Harness::new(&t, cfg(Some(q)), 9);
     h.subnet_up();
-    settle(&mut h);
+    h.settle(5_000 * MS);
     let cas = common::ca_ports(&t);
     let (a, b) = (cas[1], cas[cas.len() - 1]);
     let (la, lb) = (h.lid_of(a.0, a.1), h.lid_of(b.0, b.1));
@@ -199,7 +186,7 @@ fn a_qos_setup_scope_rewrites_only_its_ports_tables() {
     let t = topo("ft2:8");
     let mut h = Harness::new(&t, cfg(Some(qos_tables(&[]))), 5);
     h.subnet_up();
-    settle(&mut h);
+    h.settle(5_000 * MS);
     h.fab.take_set_log();
     let cas: std::collections::BTreeSet<_> = common::ca_ports(&t).iter().map(|c| c.0).collect();
     // The policy arrives (a new master seeded with what is programmed, as after ApplyQosPolicy).
@@ -214,7 +201,7 @@ fn a_qos_setup_scope_rewrites_only_its_ports_tables() {
     };
     h.sw = Sweeper::new(with_policy).unwrap();
     h.subnet_up();
-    settle(&mut h);
+    h.settle(5_000 * MS);
     let log = h.fab.take_set_log();
     let vl: Vec<_> = log
         .iter()
@@ -247,7 +234,7 @@ fn a_readback_reads_every_recorded_vl_block_back() {
     let t = topo("ft2:8");
     let mut h = Harness::new(&t, cfg(Some(qos_tables(&[]))), 5);
     h.subnet_up();
-    settle(&mut h);
+    h.settle(5_000 * MS);
     h.fab.take_set_log();
     let known = h.sw.vl_tables().clone();
     let id = h.sw.request_pkey_readback(h.now).unwrap();

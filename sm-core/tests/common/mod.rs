@@ -32,6 +32,11 @@ pub fn ca_ports(t: &Topology) -> Vec<(NodeId, u8, Guid)> {
     v
 }
 
+/// The Sets of one attribute in a fabric's Set log.
+pub fn count_sets_of(log: &[fabric_sim::SetRecord], attr: u16) -> usize {
+    log.iter().filter(|r| r.attr == attr).count()
+}
+
 impl Harness {
     pub fn new(t: &Topology, cfg: SweeperConfig, seed: u64) -> Harness {
         let fab = SimFabric::new(
@@ -95,6 +100,20 @@ impl Harness {
             }
         }
         true
+    }
+
+    /// Lets the sweeper finish whatever it does: steps until it is idle with nothing
+    /// scheduled in the fabric, or `limit` of virtual time passes.
+    pub fn settle(&mut self, limit: VTime) {
+        let end = self.now + limit;
+        while self.now < end {
+            if self.sw.phase() == sm_core::Phase::Idle && self.fab.next_event_time().is_none() {
+                break;
+            }
+            if !self.step() {
+                break;
+            }
+        }
     }
 
     /// Runs until an event matching `pred` is recorded (counting from now) or `limit` of
