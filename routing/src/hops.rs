@@ -57,7 +57,23 @@ impl Directions {
         sorted.sort_by_key(|&s| prio(s).0);
         let mut order: Vec<u32> = Vec::with_capacity(n);
         let mut queued = vec![false; n];
-        let mut heap = BinaryHeap::new();
+        let mut heap: BinaryHeap<Reverse<(u32, fabric::Guid, u32)>> = BinaryHeap::new();
+        // One search: `starts` in this order, then the frontier, least priority first.
+        let mut grow = |starts: &[u32], queued: &mut [bool], order: &mut Vec<u32>| {
+            for &s in starts {
+                queued[s as usize] = true;
+            }
+            let mut next = starts.iter().copied();
+            while let Some(s) = next.next().or_else(|| heap.pop().map(|Reverse(p)| p.2)) {
+                order.push(s);
+                for &m in input.neighbours(s as usize) {
+                    if !queued[m as usize] {
+                        queued[m as usize] = true;
+                        heap.push(prio(m));
+                    }
+                }
+            }
+        };
         // Several roots: the first rank-1 switch (by most root neighbours, then GUID) comes
         // right after a root it touches, before the other roots, so every root it touches
         // is below it and no later switch is squeezed between the roots.
@@ -86,44 +102,13 @@ impl Directions {
                     .filter(|&m| rank[m as usize] == 0)
                     .min_by_key(|&m| prio(m).0);
                 if let Some(first) = first {
-                    for s in [first, hub] {
-                        queued[s as usize] = true;
-                        order.push(s);
-                    }
-                    for s in [first, hub] {
-                        for &m in input.neighbours(s as usize) {
-                            if !queued[m as usize] {
-                                queued[m as usize] = true;
-                                heap.push(prio(m));
-                            }
-                        }
-                    }
-                    while let Some(Reverse((_, _, s))) = heap.pop() {
-                        order.push(s);
-                        for &m in input.neighbours(s as usize) {
-                            if !queued[m as usize] {
-                                queued[m as usize] = true;
-                                heap.push(prio(m));
-                            }
-                        }
-                    }
+                    grow(&[first, hub], &mut queued, &mut order);
                 }
             }
         }
         for &start in &sorted {
-            if queued[start as usize] {
-                continue;
-            }
-            queued[start as usize] = true;
-            heap.push(prio(start));
-            while let Some(Reverse((_, _, s))) = heap.pop() {
-                order.push(s);
-                for &m in input.neighbours(s as usize) {
-                    if !queued[m as usize] {
-                        queued[m as usize] = true;
-                        heap.push(prio(m));
-                    }
-                }
+            if !queued[start as usize] {
+                grow(&[start], &mut queued, &mut order);
             }
         }
         let mut key = vec![0u32; n];
