@@ -242,27 +242,10 @@ fn layered_paths_follow_their_sl_to_vl_tables() {
 /// source), and reaches the bound on the complete tree.
 #[test]
 fn ftree_on_degraded_ft2_36_stays_near_the_lower_bound() {
-    use routing::metrics::{self, MetricsOptions};
-    let opts = MetricsOptions {
-        shifts: Some(vec![1]),
-        ..MetricsOptions::default()
-    };
-    let complete = degraded("ft2:36");
-    let r = route_with_chain(
-        &complete,
-        &["ftree"],
-        &EngineOptions::default(),
-        &Sequential,
-        2,
-        None,
-    )
-    .unwrap();
-    let m = metrics::analyze(&complete, &r.routing.lfts, &opts);
-    assert_eq!(m.all_to_all.lower_bound, Some(630));
-    assert_eq!(m.all_to_all.max_link_load, 630);
-    for seed in 1..=4 {
-        let spec = format!("ft2:36:remove=3:seed={seed}");
-        let input = degraded(&spec);
+    // ftree through the checked chain on `spec`: the all-to-all metrics (one shift).
+    let measured = |spec: &str| {
+        use routing::metrics::{self, MetricsOptions};
+        let input = degraded(spec);
         let r = route_with_chain(
             &input,
             &["ftree"],
@@ -271,43 +254,35 @@ fn ftree_on_degraded_ft2_36_stays_near_the_lower_bound() {
             3,
             None,
         )
-        .unwrap();
-        let m = metrics::analyze(&input, &r.routing.lfts, &opts);
-        let bound = m.all_to_all.lower_bound.unwrap();
-        assert!(bound >= 667, "{spec}: bound {bound}");
-        let busiest = m.all_to_all.max_link_load;
-        eprintln!("{spec}: busiest {busiest}, bound {bound}");
-        assert!(
-            busiest * 10 <= bound * 11,
-            "{spec}: busiest {busiest} > 1.1 x {bound}"
-        );
-        assert!(!m.cdg.has_cycle && m.unreachable_pairs == 0, "{spec}");
-    }
-    // Three levels, links removed at both levels (ft3:36 with 6 pods is in the docs: 2,088
-    // against 2,040 on seed 1).
-    for seed in 1..=2 {
-        let spec = format!("ft3:12:pods=6:remove=3%:seed={seed}");
-        let input = degraded(&spec);
-        let r = route_with_chain(
-            &input,
-            &["ftree"],
-            &EngineOptions::default(),
-            &Sequential,
-            3,
-            None,
-        )
-        .unwrap();
+        .unwrap_or_else(|e| panic!("{spec}: {e}"));
+        let opts = MetricsOptions {
+            shifts: Some(vec![1]),
+            ..MetricsOptions::default()
+        };
         let m = metrics::analyze(&input, &r.routing.lfts, &opts);
         let (busiest, bound) = (
             m.all_to_all.max_link_load,
             m.all_to_all.lower_bound.unwrap(),
         );
         eprintln!("{spec}: busiest {busiest}, bound {bound}");
+        assert!(!m.cdg.has_cycle && m.unreachable_pairs == 0, "{spec}");
+        (busiest, bound)
+    };
+    assert_eq!(measured("ft2:36"), (630, 630));
+    // Two levels, then three with links removed at both levels (ft3:36 with 6 pods is in
+    // the docs: 2,052 against 2,040 on seed 1).
+    let degraded_specs = (1..=4)
+        .map(|seed| format!("ft2:36:remove=3:seed={seed}"))
+        .chain((1..=2).map(|seed| format!("ft3:12:pods=6:remove=3%:seed={seed}")));
+    for spec in degraded_specs {
+        let (busiest, bound) = measured(&spec);
+        if spec.starts_with("ft2") {
+            assert!(bound >= 667, "{spec}: bound {bound}");
+        }
         assert!(
             busiest * 10 <= bound * 11,
             "{spec}: busiest {busiest} > 1.1 x {bound}"
         );
-        assert!(!m.cdg.has_cycle && m.unreachable_pairs == 0, "{spec}");
     }
 }
 
