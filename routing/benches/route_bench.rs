@@ -8,7 +8,8 @@
 
 use fabric::{PortRef, Topology};
 use routing::{
-    Executor, RoutingInput, assign_lids_sequential, changed_blocks, engine_by_name, route_on,
+    Executor, Routing, RoutingError, RoutingInput, assign_lids_sequential, changed_blocks,
+    engine_by_name, route_on,
 };
 use runner::Threads;
 use std::process::Command;
@@ -44,10 +45,14 @@ fn build(spec: &str) -> (Topology, RoutingInput) {
     (topo, input)
 }
 
-fn child(spec: &str, engine: &str, workers: usize) {
-    let (_topo, input) = build(spec);
+/// Routes three times with `workers` workers: the best wall and CPU times in ms (the
+/// machine is shared, the minimum is the least disturbed run) and the last result.
+fn best_of_three(
+    input: &RoutingInput,
+    engine: &str,
+    workers: usize,
+) -> (f64, f64, Result<Routing, RoutingError>) {
     let e = engine_by_name(engine, &Default::default()).expect("known engine");
-    // Best of three: the machine is shared, the minimum is the least disturbed run.
     let mut best = f64::INFINITY;
     let mut best_cpu = f64::INFINITY;
     let mut last = None;
@@ -56,7 +61,7 @@ fn child(spec: &str, engine: &str, workers: usize) {
         let c0 = cpu_ms();
         let t0 = Instant::now();
         last = Some(route_on(
-            &input,
+            input,
             e.as_ref(),
             &Threads(workers),
             workers * 4,
@@ -65,8 +70,13 @@ fn child(spec: &str, engine: &str, workers: usize) {
         best = best.min(t0.elapsed().as_secs_f64() * 1e3);
         best_cpu = best_cpu.min(cpu_ms() - c0);
     }
-    let ms = best;
-    match last.expect("three runs") {
+    (best, best_cpu, last.expect("three runs"))
+}
+
+fn child(spec: &str, engine: &str, workers: usize) {
+    let (_topo, input) = build(spec);
+    let (ms, best_cpu, last) = best_of_three(&input, engine, workers);
+    match last {
         Ok(_) => println!(
             "| {spec} | {} | {} | {engine} | {workers} | {ms:.1} | {best_cpu:.0} | {:.0} |",
             input.end_ports.len(),
@@ -113,22 +123,8 @@ fn phases(spec: &str, engine: &str, workers: usize) {
 /// all-to-all link and the VLs used. Credit loops are reported, not refused (min-hop).
 fn quality(spec: &str, engine: &str, workers: usize) {
     let (_topo, input) = build(spec);
-    let e = engine_by_name(engine, &Default::default()).expect("known engine");
-    let mut best = f64::INFINITY;
-    let mut last = None;
-    for _ in 0..3 {
-        drop(last.take());
-        let t0 = Instant::now();
-        last = Some(route_on(
-            &input,
-            e.as_ref(),
-            &Threads(workers),
-            workers * 4,
-            None,
-        ));
-        best = best.min(t0.elapsed().as_secs_f64() * 1e3);
-    }
-    let r = match last.expect("three runs") {
+    let (best, _, last) = best_of_three(&input, engine, workers);
+    let r = match last {
         Ok(r) => r,
         Err(err) => {
             println!("| {spec} | {engine} | {workers} | refused: {err} |");
