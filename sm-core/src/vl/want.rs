@@ -178,35 +178,22 @@ fn switch_tables(
             vlarb_blocks(out, disc, i, p, &t, op_vls(disc, cfg, i, p));
         }
     }
-    if let (true, Some(e)) = (sl_map, engine) {
-        // The routing's tables: one per output port, the same for every input port.
+    if sl_map {
         let first = if enhanced { 0 } else { 1 };
         for o in first..=n.nports {
             if o != 0 && !up(o) {
                 continue;
             }
             let mut t = table_for(q, policy, disc, i, o, PortKind::SwitchExternal);
-            t.sl2vl = *e.table(n.guid, o);
-            let data = sl2vl_data(t.sl2vl_masked(op_vls(disc, cfg, i, o)));
-            for inp in 0..=n.nports {
-                out.insert(
-                    (n.guid, VlAttr::SlToVl, u32::from(inp) << 8 | u32::from(o)),
-                    data.clone(),
-                );
+            // A routing's own table (one per output port, every input port alike) wins.
+            if let Some(e) = engine {
+                t.sl2vl = *e.table(n.guid, o);
             }
-        }
-    } else if sl_map {
-        let first = if enhanced { 0 } else { 1 };
-        for o in first..=n.nports {
-            if o != 0 && !up(o) {
-                continue;
-            }
-            let mut t = table_for(q, policy, disc, i, o, PortKind::SwitchExternal);
             let op = op_vls(disc, cfg, i, o);
             let vl = sl2vl_data(t.sl2vl_masked(op));
-            // A qos-setup sl2vl-scope with from:/to: ports may name a pair (the port's
-            // facts are gathered once for all its input ports).
-            let pairs: Vec<Option<[u8; 16]>> = match policy {
+            // Else a qos-setup sl2vl-scope with from:/to: ports may name a pair (the
+            // port's facts are gathered once for all its input ports).
+            let pairs: Vec<Option<[u8; 16]>> = match policy.filter(|_| engine.is_none()) {
                 Some(pol) => with_facts(disc, i, o, |f| {
                     (0..=n.nports).map(|inp| pol.sl2vl_for(f, inp, o)).collect()
                 }),
