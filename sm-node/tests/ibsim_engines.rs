@@ -8,11 +8,10 @@
 
 mod ibsim_common;
 
-use fabric::{Guid, Lid, NodeId, PortRef, Topology};
+use fabric::{Guid, NodeId, PortRef, Topology};
 use ibsim_common::*;
 use routing::{
-    EngineOptions, EngineSl2Vl, Lfts, LidAssignment, PathSl, RoutingInput, Sequential,
-    route_with_chain,
+    EngineOptions, EngineSl2Vl, Lfts, PathSl, RoutingInput, Sequential, route_with_chain,
 };
 use std::collections::BTreeMap;
 use umad::testing::Ibsim;
@@ -24,24 +23,7 @@ fn expected(
     engine: &str,
     max_layers: u8,
 ) -> (Lfts, PathSl, EngineSl2Vl) {
-    let mut la = LidAssignment::new();
-    for (id, n) in disc.nodes() {
-        for p in 0..=n.num_ports() {
-            let Some(port) = n.ports.get(p as usize) else {
-                continue;
-            };
-            let guid = if n.is_switch() {
-                n.node_guid
-            } else {
-                port.guid
-            };
-            let addressed =
-                (n.is_switch() && p == 0) || (!n.is_switch() && p > 0 && port.remote.is_some());
-            if addressed && let Some(&l) = lids.get(&guid) {
-                la.set(PortRef::new(id, p), Lid(l), 0).unwrap();
-            }
-        }
-    }
+    let la = lid_assignment(disc, lids);
     let input = RoutingInput::new(disc, &la, None).unwrap();
     let opts = EngineOptions {
         max_layers,

@@ -513,24 +513,7 @@ pub fn verify(
     }
     assert_eq!(ours.lfts.len(), sw_lids.len(), "switches in our tables");
     // Our tables route every switch to every LID: the routing crate's walk check.
-    let mut la = routing::LidAssignment::new();
-    for (id, n) in disc.nodes() {
-        if n.is_switch() {
-            // A switch's LID is its port 0's, whose GUID is the node GUID.
-            if let Some(&l) = ours.lids.get(&n.node_guid) {
-                la.set(PortRef::new(id, 0), fabric::Lid(l), 0).unwrap();
-            }
-            continue;
-        }
-        for p in n.port_numbers() {
-            let port = &n.ports[p.0 as usize];
-            if port.remote.is_some()
-                && let Some(&l) = ours.lids.get(&port.guid)
-            {
-                la.set(PortRef::new(id, p.0), fabric::Lid(l), 0).unwrap();
-            }
-        }
-    }
+    let la = lid_assignment(&disc, &ours.lids);
     assert_eq!(
         la.iter().count(),
         disc.switches().count() + ca_ports(&disc).len(),
@@ -615,6 +598,30 @@ pub fn verify(
         ca_ports: queried,
         discovered: disc,
     }
+}
+
+/// The LIDs our SM dumped (port GUID -> base LID) as a LID assignment of `disc`: every
+/// switch's port 0 (its node GUID) and every cabled CA port that has one.
+pub fn lid_assignment(disc: &Topology, lids: &BTreeMap<Guid, u16>) -> routing::LidAssignment {
+    let mut la = routing::LidAssignment::new();
+    for (id, n) in disc.nodes() {
+        if n.is_switch() {
+            // A switch's LID is its port 0's, whose GUID is the node GUID.
+            if let Some(&l) = lids.get(&n.node_guid) {
+                la.set(PortRef::new(id, 0), fabric::Lid(l), 0).unwrap();
+            }
+            continue;
+        }
+        for p in n.port_numbers() {
+            let port = &n.ports[p.0 as usize];
+            if port.remote.is_some()
+                && let Some(&l) = lids.get(&port.guid)
+            {
+                la.set(PortRef::new(id, p.0), fabric::Lid(l), 0).unwrap();
+            }
+        }
+    }
+    la
 }
 
 /// The first CA's node id as SIM_HOST (generated files: `H-<guid>`).
