@@ -221,17 +221,15 @@ pub enum Event {
         /// Polls made after the HANDOVER.
         polls: u8,
     },
-    /// A SubnSet(SMInfo) HANDOVER from the master `guid` was taken: this SM is MASTER,
-    /// answered ACKNOWLEDGE (`acknowledged` false: the sender's port is not known to this
-    /// SM yet, so none was sent) and sweeps with the LFT read-back of a takeover.
+    /// A SubnSet(SMInfo) HANDOVER from the master `guid` was taken: this SM is MASTER and
+    /// sweeps with the LFT read-back of a takeover; the ACKNOWLEDGE follows once `guid`
+    /// reports STANDBY ([`Event::AcknowledgeSent`]).
     HandoverReceived {
         /// Port GUID of the SM that handed over.
         guid: fabric::Guid,
-        /// True when an ACKNOWLEDGE was sent to it.
-        acknowledged: bool,
     },
-    /// The ACKNOWLEDGE owed to `guid` for its HANDOVER (its port was not known then) was
-    /// sent once this SM's discovery found that port.
+    /// The ACKNOWLEDGE owed to `guid` for its HANDOVER was sent: an SMInfo answer of
+    /// `guid` reported STANDBY.
     AcknowledgeSent {
         /// Port GUID of the SM that handed over.
         guid: fabric::Guid,
@@ -451,17 +449,12 @@ impl fmt::Display for Event {
                 f,
                 "HANDOVER to {guid} not taken after {polls} SMInfo polls: staying MASTER"
             ),
-            Event::HandoverReceived { guid, acknowledged } => write!(
+            Event::HandoverReceived { guid } => write!(
                 f,
-                "received HANDOVER from {guid}: entering MASTER state, {}",
-                if *acknowledged {
-                    "ACKNOWLEDGE sent"
-                } else {
-                    "ACKNOWLEDGE once its port is discovered"
-                }
+                "received HANDOVER from {guid}: entering MASTER state, ACKNOWLEDGE once it reports STANDBY"
             ),
             Event::AcknowledgeSent { guid } => {
-                write!(f, "ACKNOWLEDGE sent to {guid} (its port is now discovered)")
+                write!(f, "ACKNOWLEDGE sent to {guid} (it reports STANDBY)")
             }
             Event::SmInfoSetApplied {
                 guid,

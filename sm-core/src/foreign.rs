@@ -147,7 +147,7 @@ pub(crate) struct ForeignSms {
     handed_by: Option<Guid>,
     /// SMInfo queries since the HANDOVER in which `handed_by` still answered MASTER.
     handed_queries: u8,
-    /// A HANDOVER taken before its sender's port was discovered: ACKNOWLEDGE owed.
+    /// A HANDOVER taken: ACKNOWLEDGE owed until its sender reports STANDBY.
     ack_owed: Option<Guid>,
     /// NOT-ACTIVE after a DISABLE: nothing sent until a STANDBY Set.
     disabled: bool,

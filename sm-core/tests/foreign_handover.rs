@@ -42,14 +42,19 @@ fn master_hands_over_to_a_higher_standby() {
     let got = f.wait_for(
         b,
         "HANDOVER received",
-        |e| matches!(e, Event::HandoverReceived { guid, acknowledged: true } if *guid == ga),
+        |e| matches!(e, Event::HandoverReceived { guid } if *guid == ga),
+    );
+    let acked = f.wait_for(
+        b,
+        "ACKNOWLEDGE sent",
+        |e| matches!(e, Event::AcknowledgeSent { guid } if *guid == ga),
     );
     let taken = f.wait_for(
         a,
         "handover taken",
         |e| matches!(e, Event::HandoverTaken { guid, acknowledged: true } if *guid == gb),
     );
-    assert!(got >= sent && taken >= got);
+    assert!(got >= sent && acked >= got && taken >= acked);
     let up = f.wait_for(b, "SUBNET UP", subnet_up);
     assert!(up > got);
     f.advance(10 * INTERVAL);

@@ -27,9 +27,10 @@
 //! ([`crate::Event::SmInfoSetRefused`]).
 //! * HANDOVER from the master this SM stands by for, or from any MASTER while this SM is
 //!   DISCOVERING or MASTER (OpenSM takes it in those states too): this SM's state becomes
-//!   MASTER, it sends ACKNOWLEDGE to the sender (payload state STANDBY: OpenSM's legality
-//!   check wants that of an ACKNOWLEDGE; when the sender's port is not discovered yet,
-//!   after the discovery that finds it: [`crate::Event::AcknowledgeSent`]), and runs a heavy
+//!   MASTER, it sends ACKNOWLEDGE to the sender once an SMInfo answer of the sender reports
+//!   STANDBY (payload state STANDBY: OpenSM's legality check wants that of an ACKNOWLEDGE;
+//!   OpenSM refuses one that arrives before it left MASTER, which it does only after its
+//!   HANDOVER went out: [`crate::Event::AcknowledgeSent`]), and runs a heavy
 //!   sweep whose programming reads back every LFT block first and writes only those that
 //!   differ ([`crate::Event::HandoverReceived`]).
 //! * ACKNOWLEDGE from the SM this master handed over to: the handover is done. From anyone
@@ -239,15 +240,19 @@ impl ForeignSms {
         self.verify_lfts = true;
     }
 
-    /// The ACKNOWLEDGE to `guid` could not be sent: it goes out after the discovery that
-    /// finds its port.
+    /// A HANDOVER from `guid` was taken: the ACKNOWLEDGE goes out once it reports STANDBY.
     pub fn owe_ack(&mut self, guid: Guid) {
         self.ack_owed = Some(guid);
     }
 
-    /// The ACKNOWLEDGE owed, if any (no longer owed).
-    pub fn take_owed_ack(&mut self) -> Option<Guid> {
-        self.ack_owed.take()
+    /// Is the ACKNOWLEDGE owed to `guid`?
+    pub fn ack_owed_to(&self, guid: Guid) -> bool {
+        self.ack_owed == Some(guid)
+    }
+
+    /// The ACKNOWLEDGE owed went out.
+    pub fn ack_sent(&mut self) {
+        self.ack_owed = None;
     }
 
     /// The best STANDBY SM the last query found that outranks this one (rank `own`) and

@@ -44,12 +44,9 @@ impl Sweeper {
         match a {
             SetAction::HandedOver(f) => {
                 self.sms.unfollow();
-                self.taken_over(f.guid, Some((f.node, f.port)));
+                self.taken_over(f.guid);
             }
-            SetAction::HandedOverBy(guid) => {
-                let at = self.sms.locate(&self.disc, guid);
-                self.taken_over(guid, at);
-            }
+            SetAction::HandedOverBy(guid) => self.taken_over(guid),
             SetAction::Acknowledged => self.handover_taken(true),
             SetAction::Discover(f) => {
                 self.sms.unfollow();
@@ -89,54 +86,43 @@ impl Sweeper {
         }
     }
 
-    /// A HANDOVER was taken: MASTER, ACKNOWLEDGE to the sender at `at`, and a heavy sweep
-    /// that reads LFT blocks back before writing them.
-    fn taken_over(&mut self, guid: Guid, at: Option<(u32, u8)>) {
+    /// A HANDOVER was taken: MASTER, and a heavy sweep that reads LFT blocks back before
+    /// writing them. The ACKNOWLEDGE is owed until an SMInfo answer of the sender reports
+    /// STANDBY ([`Self::ack_if_owed`]): OpenSM's master moves to STANDBY only after its
+    /// HANDOVER went out, and refuses an ACKNOWLEDGE that reaches it before (ERR 2F07).
+    fn taken_over(&mut self, guid: Guid) {
         self.sms.taken_over(guid);
+        self.sms.owe_ack(guid);
         self.state = SmState::Master;
-        // Sent at once, once (the heavy sweep that follows forgets every path; OpenSM sends
-        // no ACKNOWLEDGE at all): its answer is counted as stale.
-        let sent = at.is_some_and(|(node, port)| {
-            let req = Req {
-                op: Op::SmInfoSet,
-                node,
-                port,
-                arg: SmInfo::MOD_ACKNOWLEDGE as u16,
-                tries: 0,
-                lid_routed: false,
-                key: 0,
-            };
-            let tid = self.io.own_tid(self.cfg.tid_high);
-            match self.build(&req, tid) {
-                Some(t) => {
-                    self.io.send(t);
-                    true
-                }
-                None => false,
-            }
-        });
-        if !sent {
-            self.sms.owe_ack(guid);
-        }
-        self.events.push_back(Event::HandoverReceived {
-            guid,
-            acknowledged: sent,
-        });
+        self.events.push_back(Event::HandoverReceived { guid });
         self.sched.request_heavy(SweepReason::Handover);
         if self.phase == Phase::Idle {
             self.start_pending_heavy();
         }
     }
 
-    /// Discovery found the ports: the ACKNOWLEDGE owed for a HANDOVER whose sender's port
-    /// was not known goes out with the SMInfo Gets.
-    pub(super) fn send_owed_ack(&mut self) {
-        let Some(guid) = self.sms.take_owed_ack() else {
+    /// An SMInfo answer from `(node, port)`: when it is the SM that handed over to this one
+    /// and it reports STANDBY, the ACKNOWLEDGE owed goes out, once, outside the window (the
+    /// sweeps forget every path; its answer is counted as stale).
+    pub(super) fn ack_if_owed(&mut self, node: u32, port: u8, info: &SmInfo) {
+        if info.state() != Some(SmState::Standby) || !self.sms.ack_owed_to(info.guid) {
             return;
+        }
+        let req = Req {
+            op: Op::SmInfoSet,
+            node,
+            port,
+            arg: SmInfo::MOD_ACKNOWLEDGE as u16,
+            tries: 0,
+            lid_routed: false,
+            key: 0,
         };
-        if let Some((node, port)) = self.sms.locate(&self.disc, guid) {
-            self.push(Op::SmInfoSet, node, port, SmInfo::MOD_ACKNOWLEDGE as u16);
-            self.events.push_back(Event::AcknowledgeSent { guid });
+        let tid = self.io.own_tid(self.cfg.tid_high);
+        if let Some(t) = self.build(&req, tid) {
+            self.io.send(t);
+            self.sms.ack_sent();
+            self.events
+                .push_back(Event::AcknowledgeSent { guid: info.guid });
         }
     }
 

@@ -59,7 +59,6 @@ impl Sweeper {
             return;
         }
         self.phase = Phase::SmInfo;
-        self.send_owed_ack();
         for (node, p) in targets {
             self.disc.count_min();
             self.push(Op::SmInfoGet, node, p, 0);
@@ -80,6 +79,7 @@ impl Sweeper {
 
     /// An SMInfo answer.
     pub(super) fn on_sm_info(&mut self, req: Req, info: SmInfo) {
+        self.ack_if_owed(req.node, req.port, &info);
         if self.phase == Phase::Light {
             let master = self.state == SmState::Master;
             if self.sms.light_answer(&info, self.own_rank(), master) {
