@@ -46,4 +46,15 @@ pub enum SmError {
         /// End ports asking for LIDs.
         ports: usize,
     },
+    /// An error thresholds text (ibqueryerrors' `error_thresholds` format) is malformed.
+    #[error("SMC-E009 error thresholds line {line}: {why}")]
+    Thresholds {
+        /// 1-based line (0: the text as a whole).
+        line: usize,
+        /// What is wrong.
+        why: String,
+    },
+    /// A counter query of the performance manager cannot be made.
+    #[error("SMC-E010 counter query refused: {0}")]
+    PerfQuery(String),
 }

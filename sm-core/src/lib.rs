@@ -84,6 +84,7 @@ pub mod lids;
 mod light;
 mod mcast;
 pub mod milestone;
+pub mod perf;
 mod program;
 mod readback;
 mod schedule;

@@ -35,3 +35,49 @@ impl Sweeper {
         (p.info_sweep != 0).then_some((p.info, p.info_sweep))
     }
 }
+
+impl Sweeper {
+    /// Every port of the nodes the last heavy sweep reached, for the performance manager
+    /// ([`crate::perf::PerfManager::set_fabric`]): each switch's external ports (read
+    /// through its port-0 LID) and every CA port (read at its own LID), with the PortInfo
+    /// state as read and the peer; ordered by node GUID and port.
+    pub fn perf_targets(&self) -> Vec<crate::perf::PerfTarget> {
+        use crate::perf::{Peer, PerfTarget};
+        let sweep = self.disc.sweep();
+        let mut out = Vec::new();
+        for n in self.disc.nodes().iter().filter(|n| n.seen == sweep) {
+            let desc = n.desc.text();
+            let sw_lid = self.disc.port(n.port_index(0)).lid;
+            for p in 1..=n.nports {
+                let port = self.disc.port(n.port_index(p));
+                let linked = port.remote_sweep == sweep && port.remote != crate::state::NONE;
+                let peer = linked.then(|| {
+                    let r = self.disc.node(port.remote);
+                    Peer {
+                        node_guid: r.guid,
+                        port: port.remote_port,
+                        desc: r.desc.text(),
+                    }
+                });
+                if !n.is_switch && port.info_sweep != sweep {
+                    continue; // a CA port not reached in this sweep
+                }
+                if n.is_switch && peer.is_none() {
+                    continue; // an empty switch port
+                }
+                out.push(PerfTarget {
+                    node_guid: n.guid,
+                    desc: desc.clone(),
+                    is_switch: n.is_switch,
+                    lid: if n.is_switch { sw_lid } else { port.lid },
+                    port: p,
+                    state: port.info.port_state,
+                    phys: port.info.port_phys_state,
+                    peer,
+                });
+            }
+        }
+        out.sort_by_key(|t| (t.node_guid, t.port));
+        out
+    }
+}
