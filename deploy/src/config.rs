@@ -253,6 +253,24 @@ pub struct FileConfig {
     /// read when neither the key nor the flag is set).
     #[arg(long)]
     pub metrics_listen: Option<std::net::SocketAddr>,
+    /// Performance manager: the master reads every ACTIVE port's PerfMgt counters each
+    /// sweep time (OpenSM's `perfmgr`; default true here, FALSE in OpenSM).
+    #[arg(long)]
+    pub perfmgr: Option<bool>,
+    /// Seconds between two counter sweeps (OpenSM's `perfmgr_sweep_time_s`, default 180).
+    #[arg(long)]
+    pub perfmgr_sweep_time_s: Option<u64>,
+    /// Counter queries outstanding at once (OpenSM's `perfmgr_max_outstanding_queries`,
+    /// default 500).
+    #[arg(long)]
+    pub perfmgr_max_outstanding_queries: Option<usize>,
+    /// Counter queries sent per second at most (default 20000).
+    #[arg(long)]
+    pub perfmgr_rate: Option<u32>,
+    /// Alarm thresholds in infiniband-diags' `error_thresholds` format (`Name=value`
+    /// lines; default: the values that file suggests, e.g. SymbolErrorCounter=10).
+    #[arg(long)]
+    pub perfmgr_error_thresholds: Option<PathBuf>,
 }
 
 /// The `[admin]` table: security of a replica's gRPC listener (Peer and SmAdmin share it)
@@ -324,6 +342,15 @@ impl FileConfig {
             max_op_vls: over.max_op_vls.or(self.max_op_vls),
             qos: over.qos.or(self.qos),
             metrics_listen: over.metrics_listen.or(self.metrics_listen),
+            perfmgr: over.perfmgr.or(self.perfmgr),
+            perfmgr_sweep_time_s: over.perfmgr_sweep_time_s.or(self.perfmgr_sweep_time_s),
+            perfmgr_max_outstanding_queries: over
+                .perfmgr_max_outstanding_queries
+                .or(self.perfmgr_max_outstanding_queries),
+            perfmgr_rate: over.perfmgr_rate.or(self.perfmgr_rate),
+            perfmgr_error_thresholds: over
+                .perfmgr_error_thresholds
+                .or(self.perfmgr_error_thresholds),
         }
     }
 }
@@ -369,6 +396,8 @@ pub struct NodeConfig {
     pub qos_policy_file: Option<PathBuf>,
     /// Where a cluster replica serves Prometheus metrics (None: not served).
     pub metrics_listen: Option<std::net::SocketAddr>,
+    /// The performance manager (`perfmgr*` keys).
+    pub perf: sm_core::perf::PerfConfig,
 }
 
 /// The `[qos]` table: None when absent or `enabled = false`; the `qos_*` keys checked.
@@ -432,6 +461,7 @@ impl TryFrom<FileConfig> for NodeConfig {
     type Error = ConfigError;
     fn try_from(f: FileConfig) -> Result<NodeConfig, ConfigError> {
         let (qos, qos_policy_file) = qos_tables(f.qos.clone())?;
+        let perf = perf_config(&f)?;
         let fabric: FabricSpec = f
             .fabric
             .as_deref()
@@ -519,8 +549,47 @@ impl TryFrom<FileConfig> for NodeConfig {
             qos,
             qos_policy_file,
             metrics_listen: f.metrics_listen,
+            perf,
         })
     }
+}
+
+/// The `perfmgr*` keys checked into the performance manager's configuration.
+fn perf_config(f: &FileConfig) -> Result<sm_core::perf::PerfConfig, ConfigError> {
+    use sm_core::perf::{PerfConfig, Thresholds};
+    let mut c = PerfConfig {
+        enabled: f.perfmgr.unwrap_or(true),
+        ..PerfConfig::default()
+    };
+    if let Some(s) = f.perfmgr_sweep_time_s {
+        if s == 0 {
+            return Err(ConfigError::Config(
+                "perfmgr sweep time must be >= 1 s".into(),
+            ));
+        }
+        c.interval = s.saturating_mul(1_000_000_000);
+    }
+    match f.perfmgr_max_outstanding_queries {
+        Some(0) => {
+            return Err(ConfigError::Config(
+                "perfmgr max outstanding queries must be >= 1".into(),
+            ));
+        }
+        Some(n) => c.max_outstanding = n,
+        None => {}
+    }
+    match f.perfmgr_rate {
+        Some(0) => return Err(ConfigError::Config("perfmgr rate must be >= 1".into())),
+        Some(r) => c.rate_per_sec = r,
+        None => {}
+    }
+    if let Some(p) = &f.perfmgr_error_thresholds {
+        let text = std::fs::read_to_string(p)
+            .map_err(|e| ConfigError::Config(format!("{}: {e}", p.display())))?;
+        c.thresholds = Thresholds::parse(&text, &Thresholds::default())
+            .map_err(|e| ConfigError::Config(format!("{}: {e}", p.display())))?;
+    }
+    Ok(c)
 }
 
 /// Reads and checks a partitions file; every syntax error is reported as `file:line:col`.

@@ -93,6 +93,9 @@ pub enum Setting {
     Qos(String, String),
     /// `[qos] qos_policy_file`: OpenSM's QoS policy, copied by the import when it exists.
     QosPolicy(PathBuf),
+    /// A performance manager key (`perfmgr`, `perfmgr-sweep-time-s`,
+    /// `perfmgr-max-outstanding-queries`) and its TOML value, checked.
+    Perf(&'static str, String),
 }
 
 /// The routing engines Quorum SM has.
@@ -358,10 +361,10 @@ pub fn classify(key: &str, value: &str) -> Result<(Verdict, Option<Setting>), St
         "cn_guid_file" | "io_guid_file" | "quasi_ftree_indexing" | "max_reverse_hops" => {
             no("ftree takes no node lists; it finds the tree itself")
         }
-        "ids_guid_file" => no("dfsssp/sssp not built"),
+        "ids_guid_file" => no("dfsssp routes the switches in GUID order; no id file"),
         "do_mesh_analysis" | "lash_start_vl" => no("lash not built"),
         "nue_max_num_vls" | "nue_include_switches" => no("nue not built"),
-        "torus_config" => no("torus-2QoS not built"),
+        "torus_config" => no("torus-2QoS finds the torus from the switch graph; no torus.conf"),
         "sa_db_file" | "sa_db_dump" => {
             no("the SA's state is replicated in the Raft log, not dumped to a file")
         }
@@ -387,7 +390,7 @@ pub fn classify(key: &str, value: &str) -> Result<(Verdict, Option<Setting>), St
         }
         "use_original_extended_sa_rates_only" => no("not configurable"),
         "use_optimized_slvl" | "suppress_sl2vl_mad_status_errors" => {
-            no("SL-to-VL tables are not programmed")
+            no("SL-to-VL tables are written per port block by block, only where they differ; not configurable")
         }
         "fsync_high_avail_files" => fixed(
             "TRUE",
@@ -415,8 +418,43 @@ pub fn classify(key: &str, value: &str) -> Result<(Verdict, Option<Setting>), St
         k if k.starts_with("cc_") => no("congestion control not built"),
         "prefix_routes_file" => no("routers and prefix routes not built"),
         "consolidate_ipv6_snm_req" => no("not configurable"),
-        "perfmgr" => no("performance manager not built"),
-        k if k.starts_with("perfmgr_") => no("performance manager not built"),
+        "perfmgr" => {
+            let on = match value.to_ascii_uppercase().as_str() {
+                "TRUE" => true,
+                "FALSE" => false,
+                _ => return Err("must be TRUE or FALSE".into()),
+            };
+            mapped(
+                "perfmgr",
+                if on { "" } else { "Quorum SM's default is on" },
+                Setting::Perf("perfmgr", on.to_string()),
+            )
+        }
+        "perfmgr_sweep_time_s" => {
+            let t = num(value).filter(|t| *t >= 1).ok_or("must be >= 1 s")?;
+            mapped(
+                "perfmgr-sweep-time-s",
+                "",
+                Setting::Perf("perfmgr-sweep-time-s", t.to_string()),
+            )
+        }
+        "perfmgr_max_outstanding_queries" => {
+            let n = num(value).filter(|n| *n >= 1).ok_or("must be >= 1")?;
+            mapped(
+                "perfmgr-max-outstanding-queries",
+                "",
+                Setting::Perf("perfmgr-max-outstanding-queries", n.to_string()),
+            )
+        }
+        "perfmgr_redir" => fixed("TRUE", "PerfMgt redirection is not followed: every PMA answers at its port's LID (ClassPortInfo redirect fields are ignored)"),
+        "perfmgr_ignore_cas" => fixed("FALSE", "CA ports are read too"),
+        "perfmgr_rm_nodes" => fixed("TRUE", "ports no longer found are dropped at the next heavy sweep"),
+        "perfmgr_log_errors" => fixed("TRUE", "a counter over its threshold is an alarm (log, WatchEvents, dashboard, metric)"),
+        "perfmgr_query_cpi" => fixed("TRUE", "ClassPortInfo is read once per node"),
+        "perfmgr_xmit_wait_log" | "perfmgr_xmit_wait_threshold" => no(
+            "PortXmitWait is thresholded like the error counters (perfmgr-error-thresholds, PortXmitWait=1000 by default)",
+        ),
+        k if k.starts_with("perfmgr_") => no("performance manager option not built"),
         _ => no("unknown key (not in OpenSM 3.3.23's default configuration); ignored"),
     }
 }
