@@ -389,9 +389,9 @@ pub fn classify(key: &str, value: &str) -> Result<(Verdict, Option<Setting>), St
             no("MCMember joins follow Quorum SM's rules (docs/sa.md); not configurable")
         }
         "use_original_extended_sa_rates_only" => no("not configurable"),
-        "use_optimized_slvl" | "suppress_sl2vl_mad_status_errors" => {
-            no("SL-to-VL tables are written per port block by block, only where they differ; not configurable")
-        }
+        "use_optimized_slvl" | "suppress_sl2vl_mad_status_errors" => no(
+            "SL-to-VL tables are written per port block by block, only where they differ; not configurable",
+        ),
         "fsync_high_avail_files" => fixed(
             "TRUE",
             "guid2lid is written atomically and the Raft log is fsynced",
@@ -446,10 +446,19 @@ pub fn classify(key: &str, value: &str) -> Result<(Verdict, Option<Setting>), St
                 Setting::Perf("perfmgr-max-outstanding-queries", n.to_string()),
             )
         }
-        "perfmgr_redir" => fixed("TRUE", "PerfMgt redirection is not followed: every PMA answers at its port's LID (ClassPortInfo redirect fields are ignored)"),
+        "perfmgr_redir" => fixed(
+            "TRUE",
+            "PerfMgt redirection is not followed: every PMA answers at its port's LID (ClassPortInfo redirect fields are ignored)",
+        ),
         "perfmgr_ignore_cas" => fixed("FALSE", "CA ports are read too"),
-        "perfmgr_rm_nodes" => fixed("TRUE", "ports no longer found are dropped at the next heavy sweep"),
-        "perfmgr_log_errors" => fixed("TRUE", "a counter over its threshold is an alarm (log, WatchEvents, dashboard, metric)"),
+        "perfmgr_rm_nodes" => fixed(
+            "TRUE",
+            "ports no longer found are dropped at the next heavy sweep",
+        ),
+        "perfmgr_log_errors" => fixed(
+            "TRUE",
+            "a counter over its threshold is an alarm (log, WatchEvents, dashboard, metric)",
+        ),
         "perfmgr_query_cpi" => fixed("TRUE", "ClassPortInfo is read once per node"),
         "perfmgr_xmit_wait_log" | "perfmgr_xmit_wait_threshold" => no(
             "PortXmitWait is thresholded like the error counters (perfmgr-error-thresholds, PortXmitWait=1000 by default)",

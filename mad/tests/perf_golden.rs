@@ -535,3 +535,47 @@ fn short_and_wrong_input_is_a_typed_error() {
     assert_eq!(&out[..], &mad(CA_PC_RESP)[64..108]);
     assert!(pc.encode_slice(&mut [0u8; 43]).is_err());
 }
+
+/// The fields in perfquery's order, as it prints them on ibsim.
+#[test]
+fn fields_in_perfquery_order() {
+    let names: Vec<_> = mad::perf::PortCounters::default()
+        .fields()
+        .into_iter()
+        .map(|f| f.0)
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "PortSelect",
+            "CounterSelect",
+            "SymbolErrorCounter",
+            "LinkErrorRecoveryCounter",
+            "LinkDownedCounter",
+            "PortRcvErrors",
+            "PortRcvRemotePhysicalErrors",
+            "PortRcvSwitchRelayErrors",
+            "PortXmitDiscards",
+            "PortXmitConstraintErrors",
+            "PortRcvConstraintErrors",
+            "CounterSelect2",
+            "LocalLinkIntegrityErrors",
+            "ExcessiveBufferOverrunErrors",
+            "QP1Dropped",
+            "VL15Dropped",
+            "PortXmitData",
+            "PortRcvData",
+            "PortXmitPkts",
+            "PortRcvPkts",
+            "PortXmitWait",
+        ]
+    );
+    let ext: Vec<_> = mad::perf::PortCountersExtended::default()
+        .fields()
+        .into_iter()
+        .map(|f| f.0)
+        .collect();
+    assert_eq!(ext.len(), 10);
+    assert_eq!(ext[2], "PortXmitData");
+    assert_eq!(ext[9], "PortMulticastRcvPkts");
+}

@@ -96,6 +96,32 @@ pub enum MilestoneKind {
         /// Ports in it.
         ports: usize,
     },
+    /// A counter sweep of the performance manager ended.
+    PerfSweepDone {
+        /// Sweep number.
+        number: u64,
+        /// Ports read.
+        ports: usize,
+        /// Ports given up.
+        failed: usize,
+        /// MADs sent.
+        mads: u64,
+        /// Duration in ms.
+        ms: u64,
+    },
+    /// A port counter crossed its threshold (the alarm's text: node, port, LID, counter,
+    /// value, threshold, peer).
+    PerfAlarm {
+        /// The alarm, as logged.
+        text: String,
+    },
+    /// A link's health changed.
+    LinkHealth {
+        /// `ok`, `degraded` or `down`.
+        health: &'static str,
+        /// The link and why, as logged.
+        text: String,
+    },
     /// The master stopped (shutdown, or its transport died).
     Stopped {
         /// Why.

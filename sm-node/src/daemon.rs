@@ -97,6 +97,7 @@ pub fn start_master_on(
         pool,
         store,
         observers,
+        perf: Some(cfg.perf.clone()),
     })
     .start())
 }

@@ -7,6 +7,10 @@
 //! this replica becomes leader and sends [`Shutdown`] (or stops its arbiter) when it steps
 //! down; nothing else in the daemon sends SMPs.
 
+mod perf;
+
+pub use perf::{PerfReader, QueryCounters, WithPerf, link_text};
+
 use crate::milestone::{Milestone, MilestoneKind};
 use crate::pool::RoutingPool;
 use crate::store::Guid2LidStore;
@@ -55,6 +59,8 @@ pub struct MasterParts {
     pub store: Option<Guid2LidStore>,
     /// Who gets milestones.
     pub observers: Vec<UnboundedSender<Milestone>>,
+    /// The performance manager's configuration (None: no perf manager, e.g. a standby).
+    pub perf: Option<sm_core::perf::PerfConfig>,
 }
 
 /// The master: one sweeper, one transport.
@@ -87,6 +93,12 @@ pub struct MasterActor {
     sa_proposer: Option<Recipient<crate::propose::Propose>>,
     /// The sweeper stood by for a foreign master since it last reached SUBNET UP.
     stood_by: bool,
+    /// The performance manager (master role with a configuration).
+    perf: Option<sm_core::perf::PerfManager>,
+    /// Live counter queries waiting, by query id.
+    perf_waiting: perf::Waiting,
+    /// The transport carries GMPs (the SA and the perf manager run).
+    gmps: bool,
 }
 
 /// Where a finished read-back goes.
@@ -113,6 +125,9 @@ impl MasterActor {
             sa: None,
             sa_proposer: None,
             stood_by: false,
+            perf: parts.perf.map(sm_core::perf::PerfManager::new),
+            perf_waiting: perf::Waiting::new(),
+            gmps: false,
         }
     }
 
@@ -161,15 +176,26 @@ impl MasterActor {
                     let _ = sink.send(ie);
                 }
             }
-            if !matches!(self.sweeper.poll_timeout(), Some(t) if t <= self.clock.now()) {
+            if let Err(e) = self.perf_pump() {
+                return self.fail(ctx, e);
+            }
+            if !matches!(self.deadline(), Some(t) if t <= self.clock.now()) {
                 break;
             }
         }
         self.arm_timer(ctx);
     }
 
+    /// The earliest of the sweeper's and the perf manager's deadlines.
+    fn deadline(&mut self) -> Option<VTime> {
+        match (self.sweeper.poll_timeout(), self.perf_deadline()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
     fn arm_timer(&mut self, ctx: &mut Context<Self>) {
-        let Some(deadline) = self.sweeper.poll_timeout() else {
+        let Some(deadline) = self.deadline() else {
             return;
         };
         if let Some((armed, h)) = self.timer {
@@ -255,7 +281,11 @@ impl MasterActor {
                     let _ = tx.send(*r);
                 }
             }
-            Event::LidsAssigned { .. } | Event::HeavySweepComplete { .. } => self.persist(),
+            Event::LidsAssigned { .. } => self.persist(),
+            Event::HeavySweepComplete { .. } => {
+                self.persist();
+                self.perf_targets();
+            }
             Event::RoutingDone { .. } => {
                 if let Some(t) = self.routing_since.take() {
                     tracing::info!(
@@ -676,6 +706,7 @@ impl MasterActor {
         let Some(mut rx) = t.take_gmps() else {
             return;
         };
+        self.gmps = true;
         self.sa = Some(crate::sa_service::SaService::new(&self.sweeper, port));
         ctx.add_stream(futures_util::stream::poll_fn(move |cx| rx.poll_recv(cx)));
         ctx.run_interval(Duration::from_millis(50), |act, ctx| {
@@ -763,6 +794,15 @@ impl StreamHandler<Vec<crate::transport::InboundGmp>> for MasterActor {
     fn handle(&mut self, batch: Vec<crate::transport::InboundGmp>, ctx: &mut Context<Self>) {
         let now = self.clock.now();
         let now_ms = crate::clock::unix_ms();
+        // PerfMgt answers go to the perf manager, everything else to the SA.
+        let before = batch.len();
+        let batch: Vec<_> = batch
+            .into_iter()
+            .filter(|g| !self.perf_gmp(&g.mad))
+            .collect();
+        if batch.len() != before {
+            self.pump(ctx);
+        }
         let Some(sa) = self.sa.as_mut() else { return };
         let out = sa.handle(now, now_ms, batch);
         self.sa_run(out, ctx);

@@ -18,6 +18,7 @@ mod cluster_cmds;
 mod draw;
 mod input;
 mod partitions;
+mod perf;
 mod qos;
 mod route;
 mod sa;
@@ -65,6 +66,14 @@ enum Command {
         #[command(flatten)]
         read: cluster_cmds::ReadOpts,
     },
+    /// Cluster: a port's performance counters read now by the master, like `perfquery LID
+    /// [PORT]` (-x: the extended 64-bit counters).
+    Counters(perf::CountersArgs),
+    /// Cluster: ports whose counters exceed thresholds, like `ibqueryerrors` (from the
+    /// master's last counter sweep).
+    Errors(perf::ErrorsArgs),
+    /// Cluster: links that are degraded or down (--all: every link's health).
+    Links(perf::LinksArgs),
     /// Cluster: the path between two LIDs hop by hop, like `ibtracert SLID DLID`.
     Trace {
         /// Source LID.
@@ -166,6 +175,9 @@ fn main() -> std::process::ExitCode {
         Command::Cluster(o) => cluster_cmds::cluster(o),
         Command::Nodes(a) => cluster_cmds::nodes(a),
         Command::Port { lid, port, read } => cluster_cmds::port(lid, port, read),
+        Command::Counters(a) => perf::counters(a),
+        Command::Errors(a) => perf::errors(a),
+        Command::Links(a) => perf::links(a),
         Command::Trace { slid, dlid, read } => cluster_cmds::trace(slid, dlid, read),
         Command::Audit(o) => cluster_cmds::audit(o),
         Command::Sweep { heavy } => cluster_cmds::sweep(heavy),

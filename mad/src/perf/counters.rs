@@ -483,3 +483,34 @@ impl PerfAttribute for PortCountersExtended {
         put_u64(d, 64, self.multicast_rcv_pkts);
     }
 }
+
+impl PortCounters {
+    /// Every field in the attribute's order with perfquery's names (PortSelect,
+    /// CounterSelect, the counters with CounterSelect2 after PortRcvConstraintErrors).
+    pub fn fields(&self) -> Vec<(&'static str, u64)> {
+        let mut v = vec![
+            ("PortSelect", u64::from(self.port_select)),
+            ("CounterSelect", u64::from(self.counter_select)),
+        ];
+        for c in Counter::ALL {
+            if c == Counter::LocalLinkIntegrityErrors {
+                v.push(("CounterSelect2", u64::from(self.counter_select2)));
+            }
+            v.push((c.name(), self.get(c)));
+        }
+        v
+    }
+}
+
+impl PortCountersExtended {
+    /// Every field in the attribute's order with perfquery's names (PortSelect,
+    /// CounterSelect, the 64-bit counters).
+    pub fn fields(&self) -> Vec<(&'static str, u64)> {
+        let mut v = vec![
+            ("PortSelect", u64::from(self.port_select)),
+            ("CounterSelect", u64::from(self.counter_select)),
+        ];
+        v.extend(ExtCounter::ALL.map(|c| (c.name(), self.get(c))));
+        v
+    }
+}

@@ -26,9 +26,9 @@ mod port;
 mod sweep;
 mod thresholds;
 
-pub use health::{Health, LinkHealth};
+pub use health::{End, Health, LinkHealth};
 pub use port::{N as COUNTERS, PortRecord, Reading, Sample};
-pub use thresholds::{CHECKED, Thresholds};
+pub use thresholds::{CHECKED, MAX_TEXT as MAX_THRESHOLDS_TEXT, Thresholds};
 
 use crate::SmError;
 use fabric::{Guid, Lid};

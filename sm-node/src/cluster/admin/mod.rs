@@ -23,6 +23,7 @@
 pub mod errors;
 pub mod limits;
 pub mod membership;
+mod perf;
 pub mod sa;
 pub mod status;
 pub mod tenants;
@@ -840,6 +841,30 @@ impl SmAdmin for AdminService {
     ) -> Result<Response<GetTenantAssignmentReply>, Status> {
         let _t = crate::metrics::RpcTimer::new("GetTenantAssignment");
         self.get_tenant_assignment_impl(req).await
+    }
+
+    async fn get_counters(
+        &self,
+        req: Request<GetCountersRequest>,
+    ) -> Result<Response<GetCountersReply>, Status> {
+        let _t = crate::metrics::RpcTimer::new("GetCounters");
+        self.get_counters_impl(req).await
+    }
+
+    async fn get_errors(
+        &self,
+        req: Request<GetErrorsRequest>,
+    ) -> Result<Response<GetErrorsReply>, Status> {
+        let _t = crate::metrics::RpcTimer::new("GetErrors");
+        self.get_errors_impl(req).await
+    }
+
+    async fn get_link_health(
+        &self,
+        req: Request<GetLinkHealthRequest>,
+    ) -> Result<Response<GetLinkHealthReply>, Status> {
+        let _t = crate::metrics::RpcTimer::new("GetLinkHealth");
+        self.get_link_health_impl(req).await
     }
 
     type WatchEventsStream = EventStream;

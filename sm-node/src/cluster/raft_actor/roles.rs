@@ -50,6 +50,7 @@ impl RaftActor {
             pool: self.pool.clone(),
             store: None,
             observers,
+            perf: Some(self.node_cfg.perf.clone()),
         })
         .start();
         addr.do_send(SetIntentSink {
@@ -94,6 +95,7 @@ impl RaftActor {
             pool: self.pool.clone(),
             store: None,
             observers: vec![tx],
+            perf: None,
         })
         .start();
         self.roles.insert(gen_, addr);
