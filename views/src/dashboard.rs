@@ -5,7 +5,8 @@
 //! [`tenants_json`]). The daemon's dashboard server asks, times and serves.
 
 use proto::admin::{
-    ClusterStatusReply, Event, ListNodesReply, ListTenantsReply, Role, SmInfoReply,
+    ClusterStatusReply, Event, GetLinkHealthReply, ListNodesReply, ListTenantsReply, Role,
+    SmInfoReply,
 };
 use serde::Serialize;
 use serde_json::{Value, json};
@@ -171,13 +172,44 @@ pub fn alarms(st: &ClusterStatusReply) -> Vec<Alarm> {
     out
 }
 
+/// An alarm per link the performance manager sees degraded or down (the master's link
+/// health; ok links are no alarm).
+pub fn link_alarms(h: &GetLinkHealthReply) -> Vec<Alarm> {
+    h.links
+        .iter()
+        .filter(|l| l.health != "ok")
+        .map(|l| {
+            let a = l.a.clone().unwrap_or_default();
+            let b = l.b.clone().unwrap_or_default();
+            Alarm {
+                replica: 0,
+                text: format!(
+                    "link {:#018x}[{}] \"{}\" <-> {:#018x}[{}] \"{}\" {}: {}",
+                    a.node_guid,
+                    a.port,
+                    a.description,
+                    b.node_guid,
+                    b.port,
+                    b.description,
+                    l.health,
+                    l.why
+                ),
+            }
+        })
+        .collect()
+}
+
 /// The status page: the cluster as this replica sees it, the master's SMInfo when one
 /// answers, and the fabric's counts from ListNodes.
 pub fn status_json(
     st: &ClusterStatusReply,
     sm: Option<&SmInfoReply>,
     nodes: &ListNodesReply,
+    health: Option<&GetLinkHealthReply>,
 ) -> Value {
+    let mut alarms = alarms(st);
+    alarms.extend(health.map(link_alarms).unwrap_or_default());
+    let count = |h: &str| health.map(|l| l.links.iter().filter(|r| r.health == h).count());
     let switches = nodes
         .nodes
         .iter()
@@ -196,7 +228,10 @@ pub fn status_json(
         "tenants_version": st.tenants_version,
         "leader_figures": st.leader_figures,
         "intent_pending": st.intent_pending,
-        "alarms": alarms(st),
+        "alarms": alarms,
+        "link_health": health.map(|_| json!({
+            "ok": count("ok"), "degraded": count("degraded"), "down": count("down"),
+        })),
         "replicas": st.replicas.iter().map(|r| json!({
             "id": r.id, "admin_address": r.admin_address, "priority": r.priority,
             "role": Role::label(r.role), "match_index": r.match_index, "lag": r.lag,
@@ -289,7 +324,7 @@ mod tests {
         );
         st.leader_id = 0;
         assert_eq!(alarms(&st).len(), 2);
-        let j = status_json(&st, None, &ListNodesReply::default());
+        let j = status_json(&st, None, &ListNodesReply::default(), None);
         assert_eq!(j["alarms"].as_array().map(Vec::len), Some(2));
     }
 

@@ -1,12 +1,12 @@
 //! Conversion of what the admin API returns (ListNodes, SmInfo) or a topology file into a
 //! [`FabricModel`] (smctl's `draw fabric` and the dashboard's picture). A link whose width or
 //! speed differs from the fabric's most common one is drawn degraded; links that are down are
-//! not in the listing (the master drops them from the topology), so the picture shows them as
-//! missing.
+//! not in the listing (the master drops them from the topology); [`apply_health`] adds them
+//! back as down, and colours degraded ones, from the performance manager's link health.
 
 use crate::{FabricModel, LinkState, ModelLink, ModelNode, NodeKind};
 use fabric::{NodeType, Topology};
-use proto::admin::{ListNodesReply, SmInfoReply};
+use proto::admin::{GetLinkHealthReply, ListNodesReply, SmInfoReply};
 use std::collections::BTreeMap;
 
 fn kind_of(s: &str) -> NodeKind {
@@ -69,6 +69,48 @@ pub fn from_list_nodes(nodes: &ListNodesReply, sm: Option<&SmInfoReply>) -> Fabr
     }
     mark_degraded(&mut m.links, &attrs);
     m
+}
+
+/// Colours the model's links with the performance manager's health: a degraded link is
+/// drawn degraded, a down one down; a down link no longer in the listing (its ports no
+/// longer see each other) is added, dashed, when both its nodes are in the model.
+pub fn apply_health(m: &mut FabricModel, h: &GetLinkHealthReply) {
+    let known: std::collections::BTreeSet<u64> = m.nodes.iter().map(|n| n.guid).collect();
+    for row in &h.links {
+        let state = match row.health.as_str() {
+            "degraded" => LinkState::Degraded,
+            "down" => LinkState::Down,
+            _ => continue,
+        };
+        let (Some(a), Some(b)) = (&row.a, &row.b) else {
+            continue;
+        };
+        let ends = ((a.node_guid, a.port), (b.node_guid, b.port));
+        let found = m.links.iter_mut().find(|l| {
+            let e = ((l.a, l.a_port), (l.b, l.b_port));
+            e == ends || (e.1, e.0) == ends
+        });
+        match found {
+            Some(l) => {
+                if state > l.state {
+                    l.state = state;
+                }
+            }
+            None if state == LinkState::Down
+                && known.contains(&a.node_guid)
+                && known.contains(&b.node_guid) =>
+            {
+                m.links.push(ModelLink {
+                    a: a.node_guid,
+                    a_port: a.port,
+                    b: b.node_guid,
+                    b_port: b.port,
+                    state,
+                });
+            }
+            None => {}
+        }
+    }
 }
 
 /// The model of a topology (offline drawing: no LIDs, no master).
@@ -170,5 +212,55 @@ mod tests {
         assert!(m.links.iter().all(|l| l.state == LinkState::Active));
         let d = crate::arrange(&m, &crate::DrawOptions::default()).unwrap();
         assert_eq!(d.links, m.links.len());
+    }
+
+    #[test]
+    fn health_colours_links_and_adds_gone_ones() {
+        use proto::admin::{LinkEnd, LinkHealthRow};
+        let t = "ft2:4"
+            .parse::<fabric::GenSpec>()
+            .unwrap()
+            .generate()
+            .unwrap();
+        let mut m = from_topology(&t);
+        let n = m.links.len();
+        let l0 = m.links[0].clone();
+        let end = |g, p| {
+            Some(LinkEnd {
+                node_guid: g,
+                port: p,
+                description: String::new(),
+            })
+        };
+        let h = GetLinkHealthReply {
+            links: vec![
+                LinkHealthRow {
+                    a: end(l0.b, l0.b_port),
+                    b: end(l0.a, l0.a_port),
+                    health: "degraded".into(),
+                    why: String::new(),
+                },
+                LinkHealthRow {
+                    a: end(l0.a, 99),
+                    b: end(l0.b, 98),
+                    health: "down".into(),
+                    why: String::new(),
+                },
+                LinkHealthRow {
+                    a: end(12345, 1),
+                    b: end(l0.b, 97),
+                    health: "down".into(),
+                    why: String::new(),
+                },
+            ],
+        };
+        apply_health(&mut m, &h);
+        assert_eq!(m.links[0].state, LinkState::Degraded);
+        assert_eq!(
+            m.links.len(),
+            n + 1,
+            "a gone link between known nodes is added"
+        );
+        assert_eq!(m.links[n].state, LinkState::Down);
     }
 }

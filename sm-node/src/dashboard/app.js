@@ -27,6 +27,10 @@ async function status() {
     $("switches").textContent = s.fabric.switches;
     $("hosts").textContent = s.fabric.hosts;
     $("links").textContent = s.fabric.links;
+    const lh = s.link_health;
+    $("link-health").innerHTML = lh
+      ? `<span class="lh-ok">${lh.ok} ok</span>, <span class="lh-degraded">${lh.degraded} degraded</span>, <span class="lh-down">${lh.down} down</span>`
+      : "-";
     $("replicas").tBodies[0].innerHTML = s.replicas.map((r) =>
       `<tr class="${r.role === "unreachable" ? "dead" : r.id === s.leader_id ? "leader" : ""}" data-id="${r.id}"><td>${r.id}</td><td>${esc(r.role)}</td>` +
       `<td>${r.lag}</td><td>${r.match_index}</td><td>${r.voter ? "yes" : "no"}</td><td>${esc(r.admin_address)}</td></tr>`).join("");

@@ -12,8 +12,8 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use proto::admin::sm_admin_server::SmAdmin;
 use proto::admin::{
-    AuditRequest, ClusterStatusRequest, ListNodesReply, ListNodesRequest, ListTenantsRequest,
-    SmInfoReply, SmInfoRequest,
+    AuditRequest, ClusterStatusRequest, GetLinkHealthReply, GetLinkHealthRequest, ListNodesReply,
+    ListNodesRequest, ListTenantsRequest, SmInfoReply, SmInfoRequest,
 };
 use std::sync::{Arc, Mutex};
 use tokio::sync::broadcast;
@@ -94,7 +94,7 @@ pub struct Dash {
     /// New events for open pages.
     pub events: broadcast::Sender<PageEvent>,
     /// Last fabric picture, by (applied index of the listing, master SM GUID).
-    pub fabric_cache: Mutex<Option<((u64, u64), String)>>,
+    pub fabric_cache: Mutex<Option<(FabricKey, String)>>,
     /// Served over TLS (cookies get `Secure`).
     pub secure: bool,
 }
@@ -197,6 +197,19 @@ async fn list_nodes(d: &Dash, t: Option<&str>) -> Result<ListNodesReply, Respons
         .map_err(status_err)
 }
 
+/// What the cached picture was drawn from: the applied index, the master, the links that
+/// are not ok.
+pub type FabricKey = (u64, u64, Vec<(String, String)>);
+
+/// The master's link health, when its performance manager answers.
+async fn link_health(d: &Dash, t: Option<&str>) -> Option<GetLinkHealthReply> {
+    d.svc
+        .get_link_health(access::request(GetLinkHealthRequest {}, t))
+        .await
+        .ok()
+        .map(|r| r.into_inner())
+}
+
 /// The master's SMInfo, when one answers.
 async fn sm_info(d: &Dash, t: Option<&str>) -> Option<SmInfoReply> {
     d.svc
@@ -225,7 +238,13 @@ async fn status(State(d): D, h: HeaderMap) -> Response {
         Ok(n) => n,
         Err(r) => return r,
     };
-    json(views::dashboard::status_json(&st, sm.as_ref(), &nodes))
+    let links = link_health(&d, t).await;
+    json(views::dashboard::status_json(
+        &st,
+        sm.as_ref(),
+        &nodes,
+        links.as_ref(),
+    ))
 }
 
 async fn fabric_svg(State(d): D, h: HeaderMap) -> Response {
@@ -239,7 +258,19 @@ async fn fabric_svg(State(d): D, h: HeaderMap) -> Response {
         Err(r) => return r,
     };
     let sm = sm_info(&d, t).await;
-    let key = (nodes.applied_index, sm.as_ref().map_or(0, |s| s.sm_guid));
+    let health = link_health(&d, t).await;
+    // Links not ok change the picture (their colour) without a new applied index.
+    let not_ok: Vec<(String, String)> = health
+        .iter()
+        .flat_map(|h| &h.links)
+        .filter(|l| l.health != "ok")
+        .map(|l| (format!("{:?}{:?}", l.a, l.b), l.health.clone()))
+        .collect();
+    let key = (
+        nodes.applied_index,
+        sm.as_ref().map_or(0, |s| s.sm_guid),
+        not_ok,
+    );
     if let Ok(c) = d.fabric_cache.lock()
         && let Some((k, text)) = c.as_ref()
         && *k == key
@@ -249,7 +280,10 @@ async fn fabric_svg(State(d): D, h: HeaderMap) -> Response {
     // Drawn off the async workers (a replica also runs the SM) at the page's width, rows
     // per tier (`views::tiers_svg`), and refused past a size no page can show.
     let r = tokio::task::spawn_blocking(move || {
-        let m = views::model::from_list_nodes(&nodes, sm.as_ref());
+        let mut m = views::model::from_list_nodes(&nodes, sm.as_ref());
+        if let Some(h) = &health {
+            views::model::apply_health(&mut m, h);
+        }
         // Compact on a page: more than two hosts of a leaf become one box.
         let o = views::DrawOptions {
             max_hosts_per_leaf: 2,

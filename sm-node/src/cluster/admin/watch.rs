@@ -1,7 +1,7 @@
 //! WatchEvents: one task per watcher turns what this replica sees into [`Event`]s —
 //! leader changes and failovers, policy versions, sweeps and SUBNET UP (from the status it
 //! polls every 50 ms), and the milestones of masters started on this replica after the
-//! watch began (traps, sweeps). The texts of a status change are `views::cluster`'s.
+//! watch began (traps, sweeps, counter alarms, link health, counter sweeps). The texts of a status change are `views::cluster`'s.
 
 use super::super::raft_actor::{AddObserver, GetClusterStatus, RaftActor};
 use crate::milestone::{Milestone, MilestoneKind};
@@ -40,6 +40,20 @@ fn milestone_event(m: &Milestone) -> Option<(&'static str, String)> {
             ),
         ),
         MilestoneKind::SubnetUp { .. } => ("subnet", "SUBNET UP".to_string()),
+        MilestoneKind::PerfAlarm { text } => ("alarm", text.clone()),
+        MilestoneKind::LinkHealth { text, .. } => ("link", text.clone()),
+        MilestoneKind::PerfSweepDone {
+            number,
+            ports,
+            failed,
+            mads,
+            ms,
+        } => (
+            "perf",
+            format!(
+                "counter sweep {number}: {ports} ports read, {failed} given up, {mads} MADs in {ms} ms"
+            ),
+        ),
         _ => return None,
     })
 }
