@@ -63,13 +63,15 @@ impl PerfManager {
     }
 
     /// A GMP that reached the SM's port. Returns false when it is not an answer to this
-    /// manager (another class, a request, an unknown transaction id): the caller hands it
-    /// on (the SA).
+    /// manager (another class, a request): the caller hands it on (the SA). Answers are
+    /// matched by the low 32 bits of the transaction id: the kernel's umad puts its agent
+    /// id into the high bits of what it sends (the manager is the port's only PerfMgt
+    /// client).
     pub fn handle_gmp(&mut self, now: VTime, mad: &[u8; 256]) -> bool {
         let Ok(m) = PerfMad::decode(mad) else {
             return false;
         };
-        if !m.header.method.is_response() || (m.header.tid >> 32) as u32 != self.cfg.tid_high {
+        if !m.header.method.is_response() {
             return false;
         }
         let Some(f) = self.inflight.remove(&(m.header.tid as u32)) else {

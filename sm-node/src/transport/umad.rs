@@ -71,13 +71,20 @@ fn sa_methods() -> ::umad::MethodMask {
         .with(Method::REPORT)
 }
 
-/// Takes the SA MADs (class 0x03, status ok) out of a batch of reads.
+/// Takes the GMPs for the master (SA requests, class 0x03; PerfMgt answers to the
+/// performance manager, class 0x04; status ok) out of a batch of reads.
 fn split_gmps(batch: Vec<::umad::Received>) -> (Vec<::umad::Received>, Vec<InboundGmp>) {
     let mut rest = Vec::with_capacity(batch.len());
     let mut gmps = Vec::new();
     for r in batch {
         match (&r.status, &r.mad) {
-            (RecvStatus::Ok, ReceivedMad::Other { class: 0x03, bytes }) => {
+            (
+                RecvStatus::Ok,
+                ReceivedMad::Other {
+                    class: 0x03 | 0x04,
+                    bytes,
+                },
+            ) => {
                 if let Ok(mad) = <[u8; 256]>::try_from(bytes.as_slice()) {
                     gmps.push(InboundGmp {
                         slid: r.slid,
@@ -86,7 +93,12 @@ fn split_gmps(batch: Vec<::umad::Received>) -> (Vec<::umad::Received>, Vec<Inbou
                     });
                 }
             }
-            (RecvStatus::TimedOut, ReceivedMad::Other { class: 0x03, .. }) => {}
+            (
+                RecvStatus::TimedOut,
+                ReceivedMad::Other {
+                    class: 0x03 | 0x04, ..
+                },
+            ) => {}
             _ => rest.push(r),
         }
     }
@@ -114,6 +126,13 @@ fn open_shared(device: &str, smp_timeout_ms: u64) -> Result<Arc<Shared>, Transpo
     // the kernel: tables are sent by the SA itself (one MAD under umad2sim).
     if let Err(e) = port.register(mad::MgmtClass::SUBN_ADM, 1, sa_methods(), 2) {
         tracing::warn!("E_NODE_TRANSPORT_ATTACH: no SA agent on {device}: {e}; SA not served");
+    }
+    // The performance manager's queries (class 0x04, version 1): a client agent, it takes
+    // no unsolicited MAD (the answers come back to it by transaction id).
+    if let Err(e) = port.register(mad::MgmtClass::PERF_MGMT, 1, ::umad::MethodMask::NONE, 1) {
+        tracing::warn!(
+            "E_NODE_TRANSPORT_ATTACH: no PerfMgt agent on {device}: {e}; counters not read"
+        );
     }
     port.claim_sm().map_err(att)?;
     let kernel_ms = smp_timeout_ms
