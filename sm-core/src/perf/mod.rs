@@ -152,11 +152,10 @@ impl std::fmt::Display for Alarm {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "{} port {} ({}, {} lid {}): {} = {} > {}",
+            "{} port {} ({}, lid {}): {} = {} > {}",
             self.node_guid,
             self.port,
             self.desc,
-            self.node_guid,
             self.lid.0,
             self.counter.name(),
             self.value,
