@@ -91,11 +91,8 @@ pub fn apply_health(m: &mut FabricModel, h: &GetLinkHealthReply) {
             e == ends || (e.1, e.0) == ends
         });
         match found {
-            Some(l) => {
-                if state > l.state {
-                    l.state = state;
-                }
-            }
+            Some(l) if state > l.state => l.state = state,
+            Some(_) => {}
             None if state == LinkState::Down
                 && known.contains(&a.node_guid)
                 && known.contains(&b.node_guid) =>
