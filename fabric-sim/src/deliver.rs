@@ -255,8 +255,8 @@ impl SimFabric {
                 self.perf.add_error(e, E_XMIT_DISCARDS, 1);
                 break;
             }
-            self.perf.xmit(e);
-            self.perf.rcv(self.st.ports[e as usize].cable);
+            self.count_xmit(e);
+            self.count_rcv(self.st.ports[e as usize].cable);
         }
         let Err((reason, _)) = r else { return };
         // The port the packet entered the node where it stopped by (a source switch: 0).

@@ -258,7 +258,7 @@ impl SimFabric {
         self.st.power_cycle(node.0);
         self.reset_vl_tables(node.0);
         let (base, np) = self.node_ports(node);
-        self.perf.reset(base..=base + np);
+        self.perf_reset(base..=base + np);
     }
 
     /// Schedules `count` seeded random link flaps: each picks a cabled link uniformly,

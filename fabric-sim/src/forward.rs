@@ -74,7 +74,7 @@ impl SimFabric {
             return;
         }
         let (state, num) = (p.state, p.num);
-        self.perf.rcv(port);
+        self.count_rcv(port);
         if self.perf.any_error_rate() && self.perf.rcv_error(port) {
             self.perf.add_error(port, crate::perf::E_RCV_ERRORS, 1);
             self.acct.counters.dropped_rcv_error += 1;
@@ -279,7 +279,7 @@ impl SimFabric {
         if depart > t {
             self.perf.add_wait(egress, (depart - t).div_ceil(wire));
         }
-        self.perf.xmit(egress);
+        self.count_xmit(egress);
         self.trace(TraceKind::Transmit, egress, slot, t);
         self.acct.counters.hops += 1;
         if self.loss_prob > 0.0 && self.rng.chance(self.loss_prob) {
@@ -292,7 +292,7 @@ impl SimFabric {
             let copy: Packet = self.slots[slot as usize].clone();
             let s2 = self.alloc(copy);
             self.acct.counters.duplicated += 1;
-            self.perf.xmit(egress);
+            self.count_xmit(egress);
             self.push(
                 arrival + wire,
                 EvKind::Arrive {

@@ -237,7 +237,7 @@ impl SimFabric {
             });
             return None;
         }
-        self.perf.mcast(egress, ing);
+        self.count_mcast(egress, ing);
         if self.perf.any_error_rate() && self.perf.rcv_error(ing) {
             self.perf.add_error(ing, E_RCV_ERRORS, 1);
             out.dropped.push(DropReason::RcvError {

@@ -44,7 +44,10 @@
 //!   for it, in ticks of `SimConfig::wire_time_ns` (rounded up).
 //! * A power cycle (node returned, switch rebooted) zeroes the node's counters.
 //!
-//! Counting is a few array increments per hop, indexed by the dense port index; nothing
+//! Counting is one increment per link end per hop: the packet totals live in the port's
+//! `SimPort` slot, which every hop reads anyway (the data words follow from them, every
+//! packet being [`PACKET_WORDS`] long); the rest ([`Perf`]) is indexed by the dense port
+//! index and touched only by drops, waits, multicast, Sets and injection. Nothing
 //! allocates and no map is consulted on the packet paths.
 
 use crate::SimFabric;
@@ -94,7 +97,8 @@ fn err_index(c: Counter) -> Option<usize> {
     ERR_COUNTERS.iter().position(|&e| e == c)
 }
 
-/// What a port keeps besides the running totals (allocated on first use).
+/// What a port keeps besides the packet totals in its `SimPort` slot (allocated on first
+/// use, so that the packet paths touch nothing but the port slots they already read).
 #[derive(Clone, Default)]
 struct PortCold {
     /// Error counters, [`ERR_COUNTERS`] order, each at most its all-ones value.
@@ -103,16 +107,18 @@ struct PortCold {
     xmit_wait: u32,
     /// Multicast copies sent and received (running totals).
     mcast: [u64; 2],
+    /// What [`SimFabric::inject_port_errors`] added to the running totals (XD, RD, XP, RP).
+    injected: [u64; 4],
+    /// Carries of the 32-bit packet counts in the port slot (xmit, rcv), in units of 2^32.
+    carries: [u64; 2],
     /// Running totals (XD, RD, XP, RP) when PortCounters last cleared each.
     pc_base: [u64; 4],
     /// Extended counters (ExtCounter order) when PortCountersExtended last cleared each.
     ext_base: [u64; 8],
 }
 
-/// The counters of every port, by port index.
+/// The counters of every port beyond the packet totals, by port index.
 pub(crate) struct Perf {
-    /// Running totals per port: XD, RD, XP, RP. Never cleared (a power cycle aside).
-    flow: Vec<[u64; 4]>,
     /// Index into `cold` per port, NONE while the port has nothing but totals.
     cold_idx: Vec<u32>,
     cold: Vec<PortCold>,
@@ -120,43 +126,16 @@ pub(crate) struct Perf {
     err_rate: Vec<f64>,
     /// Draws of the error rates (its own stream: setting a rate leaves the loss and
     /// duplication draws unchanged).
-    pub(crate) rng: SplitMix64,
+    rng: SplitMix64,
 }
 
 impl Perf {
     pub(crate) fn new(ports: usize, seed: u64) -> Perf {
         Perf {
-            flow: vec![[0; 4]; ports],
             cold_idx: vec![NONE; ports],
             cold: Vec::new(),
             err_rate: Vec::new(),
             rng: SplitMix64::new(seed ^ 0x5045_5246_4d47_5400),
-        }
-    }
-
-    /// A packet left by port index `p`.
-    #[inline]
-    pub(crate) fn xmit(&mut self, p: u32) {
-        let f = &mut self.flow[p as usize];
-        f[XP] += 1;
-        f[XD] += PACKET_WORDS;
-    }
-
-    /// A packet arrived at port index `p`.
-    #[inline]
-    pub(crate) fn rcv(&mut self, p: u32) {
-        let f = &mut self.flow[p as usize];
-        f[RP] += 1;
-        f[RD] += PACKET_WORDS;
-    }
-
-    /// A multicast copy crossed the link from `out` to `inp` (`inp` NONE: not received).
-    pub(crate) fn mcast(&mut self, out: u32, inp: u32) {
-        self.xmit(out);
-        self.cold_mut(out).mcast[0] += 1;
-        if inp != NONE {
-            self.rcv(inp);
-            self.cold_mut(inp).mcast[1] += 1;
         }
     }
 
@@ -191,12 +170,6 @@ impl Perf {
         *c = u64::from(*c).saturating_add(n).min(Counter::XmitWait.max()) as u32;
     }
 
-    /// The receive error probability of port index `p` (0 when none is set).
-    #[inline]
-    pub(crate) fn error_rate(&self, p: u32) -> f64 {
-        self.err_rate.get(p as usize).copied().unwrap_or(0.0)
-    }
-
     /// True when some port has a receive error rate.
     #[inline]
     pub(crate) fn any_error_rate(&self) -> bool {
@@ -206,15 +179,64 @@ impl Perf {
     /// Draws whether a packet arriving at port index `p` is received in error.
     #[inline]
     pub(crate) fn rcv_error(&mut self, p: u32) -> bool {
-        let r = self.error_rate(p);
+        let r = self.err_rate.get(p as usize).copied().unwrap_or(0.0);
         r > 0.0 && self.rng.chance(r)
+    }
+}
+
+impl SimFabric {
+    /// A packet left by port index `p`.
+    #[inline]
+    pub(crate) fn count_xmit(&mut self, p: u32) {
+        let c = &mut self.st.ports[p as usize].xmit_pkts;
+        let (v, carry) = c.overflowing_add(1);
+        *c = v;
+        if carry {
+            self.perf.cold_mut(p).carries[0] += 1;
+        }
+    }
+
+    /// A packet arrived at port index `p`.
+    #[inline]
+    pub(crate) fn count_rcv(&mut self, p: u32) {
+        let c = &mut self.st.ports[p as usize].rcv_pkts;
+        let (v, carry) = c.overflowing_add(1);
+        *c = v;
+        if carry {
+            self.perf.cold_mut(p).carries[1] += 1;
+        }
+    }
+
+    /// A multicast copy crossed the link from port index `out` to `inp`.
+    pub(crate) fn count_mcast(&mut self, out: u32, inp: u32) {
+        self.count_xmit(out);
+        self.count_rcv(inp);
+        self.perf.cold_mut(out).mcast[0] += 1;
+        self.perf.cold_mut(inp).mcast[1] += 1;
+    }
+
+    /// The running totals of port index `p`: XD, RD, XP, RP.
+    fn totals(&self, p: u32) -> [u64; 4] {
+        let sp = &self.st.ports[p as usize];
+        let (inj, carries) = self
+            .perf
+            .cold(p)
+            .map_or(([0; 4], [0; 2]), |c| (c.injected, c.carries));
+        let x = (carries[0] << 32) | u64::from(sp.xmit_pkts);
+        let r = (carries[1] << 32) | u64::from(sp.rcv_pkts);
+        [
+            x.saturating_mul(PACKET_WORDS).saturating_add(inj[XD]),
+            r.saturating_mul(PACKET_WORDS).saturating_add(inj[RD]),
+            x.saturating_add(inj[XP]),
+            r.saturating_add(inj[RP]),
+        ]
     }
 
     /// The PortCounters of port index `p` (PortSelect and CounterSelect left 0).
-    pub(crate) fn counters(&self, p: u32) -> PortCounters {
-        let f = &self.flow[p as usize];
+    pub(crate) fn perf_counters(&self, p: u32) -> PortCounters {
+        let f = self.totals(p);
         let d = PortCold::default();
-        let c = self.cold(p).unwrap_or(&d);
+        let c = self.perf.cold(p).unwrap_or(&d);
         let view = |k: usize, ctr: Counter| (f[k] - c.pc_base[k]).min(ctr.max()) as u32;
         let e = |k: usize| c.errors[k];
         PortCounters {
@@ -241,24 +263,24 @@ impl Perf {
 
     /// The extended counters' running totals of port index `p`, ExtCounter order.
     fn ext_totals(&self, p: u32) -> [u64; 8] {
-        let f = &self.flow[p as usize];
-        let m = self.cold(p).map_or([0; 2], |c| c.mcast);
+        let f = self.totals(p);
+        let m = self.perf.cold(p).map_or([0; 2], |c| c.mcast);
         [
             f[XD],
             f[RD],
             f[XP],
             f[RP],
-            f[XP] - m[0],
-            f[RP] - m[1],
+            f[XP].saturating_sub(m[0]),
+            f[RP].saturating_sub(m[1]),
             m[0],
             m[1],
         ]
     }
 
     /// The PortCountersExtended of port index `p` (selects left 0).
-    pub(crate) fn extended(&self, p: u32) -> PortCountersExtended {
+    pub(crate) fn perf_extended(&self, p: u32) -> PortCountersExtended {
         let t = self.ext_totals(p);
-        let base = self.cold(p).map_or([0; 8], |c| c.ext_base);
+        let base = self.perf.cold(p).map_or([0; 8], |c| c.ext_base);
         let v = |k: usize| t[k] - base[k];
         PortCountersExtended {
             xmit_data: v(0),
@@ -275,9 +297,9 @@ impl Perf {
 
     /// Clears the PortCounters CounterSelect (bits 0..=15) and CounterSelect2 (bit 0:
     /// PortXmitWait) name at port index `p`.
-    pub(crate) fn clear(&mut self, p: u32, select: u16, select2: u8) {
-        let f = self.flow[p as usize];
-        let c = self.cold_mut(p);
+    pub(crate) fn perf_clear(&mut self, p: u32, select: u16, select2: u8) {
+        let f = self.totals(p);
+        let c = self.perf.cold_mut(p);
         for (k, e) in c.errors.iter_mut().enumerate() {
             if select & (1 << k) != 0 {
                 *e = 0;
@@ -295,9 +317,9 @@ impl Perf {
 
     /// Clears the PortCountersExtended CounterSelect (bits 0..=7, ExtCounter order) names
     /// at port index `p`.
-    pub(crate) fn clear_extended(&mut self, p: u32, select: u16) {
+    pub(crate) fn perf_clear_extended(&mut self, p: u32, select: u16) {
         let t = self.ext_totals(p);
-        let c = self.cold_mut(p);
+        let c = self.perf.cold_mut(p);
         for (k, b) in c.ext_base.iter_mut().enumerate() {
             if select & (1 << k) != 0 {
                 *b = t[k];
@@ -305,13 +327,14 @@ impl Perf {
         }
     }
 
-    /// Power-up values for the ports `range` (indexes).
-    pub(crate) fn reset(&mut self, range: std::ops::RangeInclusive<u32>) {
+    /// Power-up counters for the ports `range` (indexes).
+    pub(crate) fn perf_reset(&mut self, range: std::ops::RangeInclusive<u32>) {
         for p in range {
-            self.flow[p as usize] = [0; 4];
-            let i = self.cold_idx[p as usize];
+            let sp = &mut self.st.ports[p as usize];
+            (sp.xmit_pkts, sp.rcv_pkts) = (0, 0);
+            let i = self.perf.cold_idx[p as usize];
             if i != NONE {
-                self.cold[i as usize] = PortCold::default();
+                self.perf.cold[i as usize] = PortCold::default();
             }
         }
     }
@@ -368,7 +391,7 @@ impl SimFabric {
     /// counters stay 0: base port 0 has no link).
     pub fn port_counters(&self, node: NodeId, port: u8) -> Result<PortCounters, SimError> {
         let i = self.port_index(node, port)?;
-        Ok(self.perf.counters(i))
+        Ok(self.perf_counters(i))
     }
 
     /// The PortCountersExtended of port `port` of `node` (see [`SimFabric::port_counters`]).
@@ -378,7 +401,7 @@ impl SimFabric {
         port: u8,
     ) -> Result<PortCountersExtended, SimError> {
         let i = self.port_index(node, port)?;
-        Ok(self.perf.extended(i))
+        Ok(self.perf_extended(i))
     }
 
     /// Adds `n` to counter `counter` of port `port` of `node`, as if the hardware had seen
@@ -402,7 +425,7 @@ impl SimFabric {
             _ => None,
         };
         if let Some(k) = flow {
-            let f = &mut self.perf.flow[i as usize][k];
+            let f = &mut self.perf.cold_mut(i).injected[k];
             *f = f.saturating_add(n);
             return Ok(());
         }
@@ -458,5 +481,32 @@ impl SimFabric {
             rates.clear();
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::SimConfig;
+    use fabric::{Guid, NodeType, PortRef, Topology};
+
+    #[test]
+    fn packet_counts_carry_past_32_bits() {
+        let mut t = Topology::new();
+        let a = t.add_node(NodeType::Ca, 1, Guid(0x10), "a").unwrap();
+        let b = t.add_node(NodeType::Ca, 1, Guid(0x20), "b").unwrap();
+        t.connect(PortRef::new(a, 1), PortRef::new(b, 1)).unwrap();
+        let mut sim = SimFabric::new(&t, SimConfig::default()).unwrap();
+        let p = sim.port_index(a, 1).unwrap();
+        sim.st.ports[p as usize].xmit_pkts = u32::MAX - 1;
+        for _ in 0..3 {
+            sim.count_xmit(p);
+        }
+        let ext = sim.port_counters_extended(a, 1).unwrap();
+        assert_eq!(ext.xmit_pkts, (1u64 << 32) + 1);
+        assert_eq!(ext.xmit_data, ((1u64 << 32) + 1) * PACKET_WORDS);
+        let pc = sim.port_counters(a, 1).unwrap();
+        assert_eq!((pc.xmit_pkts, pc.xmit_data), (u32::MAX, u32::MAX));
+        assert_eq!(pc.rcv_pkts, 0);
     }
 }

@@ -112,9 +112,9 @@ impl SimFabric {
                 let mut sum = PortCounters::default();
                 for p in ports {
                     if set {
-                        self.perf.clear(p, q.counter_select, q.counter_select2);
+                        self.perf_clear(p, q.counter_select, q.counter_select2);
                     }
-                    sum = sum_counters(&sum, &self.perf.counters(p));
+                    sum = sum_counters(&sum, &self.perf_counters(p));
                 }
                 sum.port_select = q.port_select;
                 sum.counter_select = q.counter_select;
@@ -129,9 +129,9 @@ impl SimFabric {
                 let mut sum = PortCountersExtended::default();
                 for p in ports {
                     if set {
-                        self.perf.clear_extended(p, q.counter_select);
+                        self.perf_clear_extended(p, q.counter_select);
                     }
-                    sum = sum_extended(&sum, &self.perf.extended(p));
+                    sum = sum_extended(&sum, &self.perf_extended(p));
                 }
                 sum.port_select = q.port_select;
                 sum.counter_select = q.counter_select;
