@@ -73,8 +73,11 @@ impl SimFabric {
             self.drop_packet(port, slot, t);
             return;
         }
+        let p = &mut self.st.ports[port as usize];
         let (state, num) = (p.state, p.num);
-        self.count_rcv(port);
+        if p.count_rcv() {
+            self.perf.carry(port, 1);
+        }
         if self.perf.any_error_rate() && self.perf.rcv_error(port) {
             self.perf.add_error(port, crate::perf::E_RCV_ERRORS, 1);
             self.acct.counters.dropped_rcv_error += 1;
@@ -272,14 +275,16 @@ impl SimFabric {
             self.drop_packet(egress, slot, t);
             return;
         }
-        let p = &self.st.ports[egress as usize];
+        let p = &mut self.st.ports[egress as usize];
         let depart = t.max(p.busy_until);
         let remote = p.cable;
-        self.st.ports[egress as usize].busy_until = depart + wire;
+        p.busy_until = depart + wire;
+        if p.count_xmit() {
+            self.perf.carry(egress, 0);
+        }
         if depart > t {
             self.perf.add_wait(egress, (depart - t).div_ceil(wire));
         }
-        self.count_xmit(egress);
         self.trace(TraceKind::Transmit, egress, slot, t);
         self.acct.counters.hops += 1;
         if self.loss_prob > 0.0 && self.rng.chance(self.loss_prob) {

@@ -52,7 +52,7 @@
 
 use crate::SimFabric;
 use crate::error::SimError;
-use crate::state::NONE;
+use crate::state::{NONE, SimPort};
 use fabric::NodeId;
 use fabric::rng::SplitMix64;
 use mad::perf::{Counter, PortCounters, PortCountersExtended};
@@ -170,6 +170,12 @@ impl Perf {
         *c = u64::from(*c).saturating_add(n).min(Counter::XmitWait.max()) as u32;
     }
 
+    /// The 32-bit packet count `k` (0 sent, 1 received) of port index `p` wrapped.
+    #[cold]
+    pub(crate) fn carry(&mut self, p: u32, k: usize) {
+        self.cold_mut(p).carries[k] += 1;
+    }
+
     /// True when some port has a receive error rate.
     #[inline]
     pub(crate) fn any_error_rate(&self) -> bool {
@@ -184,26 +190,39 @@ impl Perf {
     }
 }
 
+impl SimPort {
+    /// Counts a packet sent; true when the 32-bit count wrapped (the caller hands the
+    /// carry to [`Perf::carry`]).
+    #[inline]
+    pub(crate) fn count_xmit(&mut self) -> bool {
+        let (v, carry) = self.xmit_pkts.overflowing_add(1);
+        self.xmit_pkts = v;
+        carry
+    }
+
+    /// Counts a packet received; true when the 32-bit count wrapped.
+    #[inline]
+    pub(crate) fn count_rcv(&mut self) -> bool {
+        let (v, carry) = self.rcv_pkts.overflowing_add(1);
+        self.rcv_pkts = v;
+        carry
+    }
+}
+
 impl SimFabric {
     /// A packet left by port index `p`.
     #[inline]
     pub(crate) fn count_xmit(&mut self, p: u32) {
-        let c = &mut self.st.ports[p as usize].xmit_pkts;
-        let (v, carry) = c.overflowing_add(1);
-        *c = v;
-        if carry {
-            self.perf.cold_mut(p).carries[0] += 1;
+        if self.st.ports[p as usize].count_xmit() {
+            self.perf.carry(p, 0);
         }
     }
 
     /// A packet arrived at port index `p`.
     #[inline]
     pub(crate) fn count_rcv(&mut self, p: u32) {
-        let c = &mut self.st.ports[p as usize].rcv_pkts;
-        let (v, carry) = c.overflowing_add(1);
-        *c = v;
-        if carry {
-            self.perf.cold_mut(p).carries[1] += 1;
+        if self.st.ports[p as usize].count_rcv() {
+            self.perf.carry(p, 1);
         }
     }
 
