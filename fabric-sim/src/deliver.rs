@@ -247,7 +247,9 @@ impl SimFabric {
     /// The performance counters of one walk ([`crate::perf`]): every link crossed counts
     /// a packet sent and received, and the drop its error counter.
     fn count_walk(&mut self, src: u32, path: &WalkPath, r: &WalkResult) {
-        use crate::perf::*;
+        use crate::perf::{
+            E_RCV_CONSTRAINT, E_RCV_ERRORS, E_SWITCH_RELAY, E_XMIT_CONSTRAINT, E_XMIT_DISCARDS,
+        };
         let hops = path.hops();
         let received = self.last_hop_received(path, r);
         for (i, &(e, _)) in hops.iter().enumerate() {

@@ -41,7 +41,8 @@
 //!   remote physical errors, local link integrity and buffer overrun errors only change
 //!   through [`SimFabric::inject_port_errors`].
 //! * PortXmitWait counts, at a port whose output link is busy, the time a packet waits
-//!   for it, in ticks of `SimConfig::wire_time_ns` (rounded up).
+//!   for it, in ticks of `SimConfig::wire_time_ns` (rounded up). Only SMPs queue in the
+//!   simulator (GMPs and delivery checks cross their path at once), so only they wait.
 //! * A power cycle (node returned, switch rebooted) zeroes the node's counters.
 //!
 //! Counting is one increment per link end per hop: the packet totals live in the port's
@@ -100,7 +101,7 @@ fn err_index(c: Counter) -> Option<usize> {
 /// What a port keeps besides the packet totals in its `SimPort` slot (allocated on first
 /// use, so that the packet paths touch nothing but the port slots they already read).
 #[derive(Clone, Default)]
-struct PortCold {
+struct PerfCold {
     /// Error counters, [`ERR_COUNTERS`] order, each at most its all-ones value.
     errors: [u16; 12],
     /// PortXmitWait (32 bits, saturating).
@@ -121,7 +122,7 @@ struct PortCold {
 pub(crate) struct Perf {
     /// Index into `cold` per port, NONE while the port has nothing but totals.
     cold_idx: Vec<u32>,
-    cold: Vec<PortCold>,
+    cold: Vec<PerfCold>,
     /// Receive error probability per port; empty until a rate is set.
     err_rate: Vec<f64>,
     /// Draws of the error rates (its own stream: setting a rate leaves the loss and
@@ -139,10 +140,10 @@ impl Perf {
         }
     }
 
-    fn cold_mut(&mut self, p: u32) -> &mut PortCold {
+    fn cold_mut(&mut self, p: u32) -> &mut PerfCold {
         let i = self.cold_idx[p as usize];
         let i = if i == NONE {
-            self.cold.push(PortCold::default());
+            self.cold.push(PerfCold::default());
             let i = (self.cold.len() - 1) as u32;
             self.cold_idx[p as usize] = i;
             i
@@ -152,7 +153,7 @@ impl Perf {
         &mut self.cold[i as usize]
     }
 
-    fn cold(&self, p: u32) -> Option<&PortCold> {
+    fn cold(&self, p: u32) -> Option<&PerfCold> {
         let i = self.cold_idx[p as usize];
         (i != NONE).then(|| &self.cold[i as usize])
     }
@@ -254,7 +255,7 @@ impl SimFabric {
     /// The PortCounters of port index `p` (PortSelect and CounterSelect left 0).
     pub(crate) fn perf_counters(&self, p: u32) -> PortCounters {
         let f = self.totals(p);
-        let d = PortCold::default();
+        let d = PerfCold::default();
         let c = self.perf.cold(p).unwrap_or(&d);
         let view = |k: usize, ctr: Counter| (f[k] - c.pc_base[k]).min(ctr.max()) as u32;
         let e = |k: usize| c.errors[k];
@@ -353,7 +354,7 @@ impl SimFabric {
             (sp.xmit_pkts, sp.rcv_pkts) = (0, 0);
             let i = self.perf.cold_idx[p as usize];
             if i != NONE {
-                self.perf.cold[i as usize] = PortCold::default();
+                self.perf.cold[i as usize] = PerfCold::default();
             }
         }
     }
