@@ -42,6 +42,9 @@ pub struct Counters {
     pub dropped_loop: u64,
     /// Dropped: malformed (bad version, unknown class) or otherwise undeliverable.
     pub dropped_other: u64,
+    /// Dropped: arrived in error at a port with a receive error rate (SMPs; GMPs count
+    /// in `gmps_dropped`).
+    pub dropped_rcv_error: u64,
     /// Extra copies made by the duplicate fault.
     pub duplicated: u64,
     /// M_Key violations (all ports).
@@ -56,6 +59,10 @@ pub struct Counters {
     pub gmps_delivered: u64,
     /// GMPs dropped (P_Key, routing, port state, no receiver, loss).
     pub gmps_dropped: u64,
+    /// PerfMgt requests (class 0x04) that reached a node's PMA.
+    pub pma_requests: u64,
+    /// Answers the PMAs sent (they count in `gmps_delivered` or `gmps_dropped` too).
+    pub pma_responses: u64,
     /// Data packets (deliver checks, GMPs) dropped because their SL maps to VL15 on an
     /// output port (per port and VL: [`Accounting::per_vl`]).
     pub data_dropped_vl15: u64,

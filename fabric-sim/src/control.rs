@@ -7,6 +7,7 @@
 use crate::{Fault, SimFabric, VTime};
 use fabric::{Guid, Lid, NodeId, PKey};
 use mad::Smp;
+use mad::perf::{Counter, ExtCounter};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -74,6 +75,29 @@ pub enum ControlRequest {
         /// New mask.
         mask: u32,
     },
+    /// Add `n` to a port's performance counter ([`SimFabric::inject_port_errors`]).
+    PortErrors {
+        /// Node name.
+        node: String,
+        /// Port number.
+        port: u8,
+        /// Counter, by the name perfquery prints (`SymbolErrorCounter`, `PortRcvErrors`).
+        counter: String,
+        /// How much to add (default 1).
+        #[serde(default = "one")]
+        n: u64,
+    },
+    /// The receive error rate of a port, or of every port of the node
+    /// ([`SimFabric::set_port_error_rate`]).
+    ErrorRate {
+        /// Node name.
+        node: String,
+        /// Port number (default: every port of the node).
+        #[serde(default)]
+        port: Option<u8>,
+        /// 0..=1.
+        prob: f64,
+    },
     /// Apply `fault` (another request of the fault kinds) at virtual time `time`.
     At {
         /// Virtual time (ns).
@@ -134,6 +158,13 @@ pub enum ControlRequest {
         /// Switch name.
         node: String,
     },
+    /// A port's PortCounters and PortCountersExtended, as its PMA reports them.
+    PortCounters {
+        /// Node name.
+        node: String,
+        /// Port number.
+        port: u8,
+    },
     /// A port's P_KeyTable (non-zero entries with their index).
     Pkeys {
         /// Node name.
@@ -161,6 +192,21 @@ impl DeliverPair {
             DeliverPair::Plain(s, d, k) => (s, *d, *k, 0),
         }
     }
+}
+
+fn one() -> u64 {
+    1
+}
+
+/// A PortCounters counter by the name perfquery prints, any case.
+pub fn counter_named(name: &str) -> Result<Counter, String> {
+    Counter::ALL
+        .into_iter()
+        .find(|c| c.name().eq_ignore_ascii_case(name.trim()))
+        .ok_or_else(|| {
+            let names: Vec<&str> = Counter::ALL.iter().map(|c| c.name()).collect();
+            format!("no counter named {name:?}; one of {}", names.join(", "))
+        })
 }
 
 fn node_of(sim: &SimFabric, name: &str) -> Result<NodeId, String> {
@@ -236,6 +282,22 @@ fn to_fault(sim: &SimFabric, req: &ControlRequest) -> Result<Option<Fault>, Stri
         ControlRequest::CapabilityMask { port, mask } => Fault::CapabilityMask {
             port_guid: port_guid_of(sim, port)?,
             mask: *mask,
+        },
+        ControlRequest::PortErrors {
+            node,
+            port,
+            counter,
+            n,
+        } => Fault::PortErrors {
+            node: node_of(sim, node)?,
+            port: *port,
+            counter: counter_named(counter)?,
+            n: *n,
+        },
+        ControlRequest::ErrorRate { node, port, prob } => Fault::ErrorRate {
+            node: node_of(sim, node)?,
+            port: *port,
+            prob: *prob,
         },
         _ => return Ok(None),
     }))
@@ -390,6 +452,22 @@ pub fn apply(sim: &mut SimFabric, now: VTime, req: &ControlRequest) -> Result<Va
             let n = node_of(sim, node)?;
             let lft = sim.lft(n).map_err(|e| e.to_string())?;
             json!({"ok": true, "lft": lft})
+        }
+        ControlRequest::PortCounters { node, port } => {
+            let n = node_of(sim, node)?;
+            let pc = sim.port_counters(n, *port).map_err(|e| e.to_string())?;
+            let ext = sim
+                .port_counters_extended(n, *port)
+                .map_err(|e| e.to_string())?;
+            let counters: serde_json::Map<String, Value> = Counter::ALL
+                .into_iter()
+                .map(|c| (c.name().to_string(), json!(pc.get(c))))
+                .collect();
+            let extended: serde_json::Map<String, Value> = ExtCounter::ALL
+                .into_iter()
+                .map(|c| (c.name().to_string(), json!(ext.get(c))))
+                .collect();
+            json!({"ok": true, "counters": counters, "extended": extended})
         }
         ControlRequest::Pkeys { node, port } => {
             let n = node_of(sim, node)?;

@@ -86,6 +86,14 @@ pub enum DropReason {
         /// Output port.
         port: u8,
     },
+    /// The receiving port's error rate ([`SimFabric::set_port_error_rate`]) struck: the
+    /// packet arrived in error and was dropped (counted in that port's PortRcvErrors).
+    RcvError {
+        /// Node receiving.
+        node: NodeId,
+        /// Input port.
+        port: u8,
+    },
     /// The packet's SL maps to a VL at or beyond the output port's OperationalVLs.
     VlNotOperational {
         /// Node sending.
@@ -182,7 +190,11 @@ impl SimFabric {
         sl: Option<u8>,
     ) -> Result<(u32, u8), DropReason> {
         let mut path = WalkPath::new();
-        let r = self.trace_walk(src_port, dst, key, sl, &mut path);
+        let mut r = self.trace_walk(src_port, dst, key, sl, &mut path);
+        if self.perf.any_error_rate() {
+            self.rcv_errors_on(&mut path, &mut r);
+        }
+        self.count_walk(src_port, &path, &r);
         if sl.is_some() {
             self.count_vls(&path, &r);
         }
@@ -193,6 +205,85 @@ impl SimFabric {
             }
             reason
         })
+    }
+
+    /// True when the last link of a walk's path delivered the packet to the port at its
+    /// far end (false when the walk stopped there because that end is not ACTIVE or its
+    /// node is removed: the packet was never sent on that link).
+    fn last_hop_received(&self, path: &WalkPath, r: &WalkResult) -> bool {
+        let Some(&(e, _)) = path.hops().last() else {
+            return true;
+        };
+        match r {
+            Err((DropReason::NodeAbsent { .. }, _)) => false,
+            Err((DropReason::NotActive { node, port }, _)) => {
+                let far = &self.st.ports[self.st.ports[e as usize].cable as usize];
+                !(far.node == node.0 && far.num == *port)
+            }
+            _ => true,
+        }
+    }
+
+    /// The receive error rates along a walk: the first receiving port whose rate strikes
+    /// ends the walk there with [`DropReason::RcvError`].
+    fn rcv_errors_on(&mut self, path: &mut WalkPath, r: &mut WalkResult) {
+        let received = self.last_hop_received(path, r);
+        let n = path.hops().len();
+        for i in 0..n {
+            if i + 1 == n && !received {
+                return;
+            }
+            let ing = self.st.ports[path.hops()[i].0 as usize].cable;
+            if self.perf.rcv_error(ing) {
+                path.truncate(i + 1);
+                let p = &self.st.ports[ing as usize];
+                let (node, port) = (NodeId(p.node), p.num);
+                *r = Err((DropReason::RcvError { node, port }, None));
+                return;
+            }
+        }
+    }
+
+    /// The performance counters of one walk ([`crate::perf`]): every link crossed counts
+    /// a packet sent and received, and the drop its error counter.
+    fn count_walk(&mut self, src: u32, path: &WalkPath, r: &WalkResult) {
+        use crate::perf::{
+            E_RCV_CONSTRAINT, E_RCV_ERRORS, E_SWITCH_RELAY, E_XMIT_CONSTRAINT, E_XMIT_DISCARDS,
+        };
+        let hops = path.hops();
+        let received = self.last_hop_received(path, r);
+        for (i, &(e, _)) in hops.iter().enumerate() {
+            if i + 1 == hops.len() && !received {
+                self.perf.add_error(e, E_XMIT_DISCARDS, 1);
+                break;
+            }
+            self.count_xmit(e);
+            self.count_rcv(self.st.ports[e as usize].cable);
+        }
+        let Err((reason, _)) = r else { return };
+        // The port the packet entered the node where it stopped by (a source switch: 0).
+        let ingress = hops
+            .last()
+            .map_or(src, |&(e, _)| self.st.ports[e as usize].cable);
+        let at = |node: NodeId, port: u8| self.st.pidx(node.0, port);
+        let (port, counter) = match *reason {
+            DropReason::LinkDown { node, port } | DropReason::NotActive { node, port }
+                if received =>
+            {
+                (at(node, port), E_XMIT_DISCARDS)
+            }
+            DropReason::SwitchOutbound { node, port } => (at(node, port), E_XMIT_CONSTRAINT),
+            DropReason::SwitchInbound { node, port } => (at(node, port), E_RCV_CONSTRAINT),
+            DropReason::RcvError { node, port } => (at(node, port), E_RCV_ERRORS),
+            DropReason::NoRoute { .. } => (ingress, E_SWITCH_RELAY),
+            DropReason::SlToVl15 { node, .. } | DropReason::VlNotOperational { node, .. }
+                if self.is_switch(node) =>
+            {
+                (ingress, E_SWITCH_RELAY)
+            }
+            _ => return,
+        };
+        self.perf.add_error(port, counter, 1);
     }
 
     /// The walk itself, changing nothing: records every link crossed in `path` (output
@@ -206,7 +297,7 @@ impl SimFabric {
         key: Option<PKey>,
         sl: Option<u8>,
         path: &mut WalkPath,
-    ) -> Result<(u32, u8), (DropReason, Option<u32>)> {
+    ) -> WalkResult {
         use DropReason::*;
         let sp = &self.st.ports[src_port as usize];
         let sn = &self.st.nodes[sp.node as usize];
@@ -351,6 +442,10 @@ impl SimFabric {
     }
 }
 
+/// What a walk gives: Ok((receiving port index, links crossed)) or Err((why it was
+/// dropped, the port whose P_KeyViolations the drop counts)).
+pub(crate) type WalkResult = Result<(u32, u8), (DropReason, Option<u32>)>;
+
 /// Links a walk may cross; more is a routing loop.
 const MAX_WALK_LINKS: u8 = 64;
 
@@ -375,6 +470,11 @@ impl WalkPath {
             *slot = (port, vl);
             self.len += 1;
         }
+    }
+
+    /// Keeps the first `len` links.
+    fn truncate(&mut self, len: usize) {
+        self.len = self.len.min(len);
     }
 
     /// The links crossed: (output port index, VL).

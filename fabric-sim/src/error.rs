@@ -60,4 +60,7 @@ pub enum SimError {
     /// The packet would be dropped on the way (see [`DropReason`]).
     #[error("SIM-E016 the packet is dropped: {0:?}")]
     Dropped(DropReason),
+    /// A performance counter the simulated ports do not keep (see the `perf` module).
+    #[error("SIM-E017 counter {0} is not modelled")]
+    NotModelled(&'static str),
 }

@@ -7,6 +7,7 @@ use crate::sim::{EvKind, Packet, SimFabric};
 use crate::state::NONE;
 use fabric::{Guid, Lid, NodeId, PhysState, PortState};
 use mad::Smp;
+use mad::perf::Counter;
 
 /// A fault or environment change.
 #[derive(Clone, Debug, PartialEq)]
@@ -75,6 +76,26 @@ pub enum Fault {
         /// New mask.
         mask: u32,
     },
+    /// Adds `n` to a performance counter of a port ([`SimFabric::inject_port_errors`]).
+    PortErrors {
+        /// Node.
+        node: NodeId,
+        /// Port number.
+        port: u8,
+        /// The counter.
+        counter: Counter,
+        /// How much to add (the counter stops at its all-ones value).
+        n: u64,
+    },
+    /// The receive error rate of a port ([`SimFabric::set_port_error_rate`]).
+    ErrorRate {
+        /// Node.
+        node: NodeId,
+        /// Port number; None: every port of the node.
+        port: Option<u8>,
+        /// 0.0..=1.0.
+        prob: f64,
+    },
 }
 
 impl SimFabric {
@@ -118,6 +139,32 @@ impl SimFabric {
                 }
             }
             Fault::Delay { .. } => Ok(()),
+            Fault::PortErrors {
+                node,
+                port,
+                counter,
+                ..
+            } => {
+                self.port_index(*node, *port)?;
+                if *counter == Counter::Qp1Dropped {
+                    return Err(SimError::NotModelled(counter.name()));
+                }
+                Ok(())
+            }
+            Fault::ErrorRate { node, port, prob } => {
+                match port {
+                    Some(p) => self.port_index(*node, *p).map(|_| ())?,
+                    None if node.index() >= self.st.nodes.len() => {
+                        return Err(SimError::NoSuchNode(*node));
+                    }
+                    None => {}
+                }
+                if (0.0..=1.0).contains(prob) {
+                    Ok(())
+                } else {
+                    Err(SimError::BadProbability(prob.to_string()))
+                }
+            }
             Fault::Rogue { port_guid, .. } | Fault::CapabilityMask { port_guid, .. } => {
                 if self.st.by_port_guid.contains_key(port_guid) {
                     Ok(())
@@ -155,8 +202,7 @@ impl SimFabric {
             Fault::ReturnNode { node } => {
                 if !self.st.nodes[node.index()].present {
                     self.st.nodes[node.index()].present = true;
-                    self.st.power_cycle(node.0);
-                    self.reset_vl_tables(node.0);
+                    self.power_cycle(node);
                     self.retrain_all(node, t + self.cfg.reboot_ns);
                 }
             }
@@ -165,8 +211,7 @@ impl SimFabric {
                 for i in base + 1..=base + np {
                     self.link_down(i, t);
                 }
-                self.st.power_cycle(node.0);
-                self.reset_vl_tables(node.0);
+                self.power_cycle(node);
                 let p0 = &mut self.st.ports[base as usize];
                 p0.state = PortState::Active;
                 p0.phys = PhysState::LinkUp;
@@ -197,8 +242,23 @@ impl SimFabric {
                 let port = self.st.by_port_guid[&port_guid];
                 self.change_capability(port, mask, t);
             }
+            Fault::PortErrors {
+                node,
+                port,
+                counter,
+                n,
+            } => self.inject_port_errors(node, port, counter, n)?,
+            Fault::ErrorRate { node, port, prob } => self.set_port_error_rate(node, port, prob)?,
         }
         Ok(())
+    }
+
+    /// A node powers up again: its SMA state, VL tables and performance counters reset.
+    fn power_cycle(&mut self, node: NodeId) {
+        self.st.power_cycle(node.0);
+        self.reset_vl_tables(node.0);
+        let (base, np) = self.node_ports(node);
+        self.perf_reset(base..=base + np);
     }
 
     /// Schedules `count` seeded random link flaps: each picks a cabled link uniformly,

@@ -4,6 +4,7 @@
 
 use crate::VTime;
 use crate::accounting::{TraceHop, TraceKind};
+use crate::perf::{E_VL15_DROPPED, E_XMIT_DISCARDS};
 use crate::sim::{EvKind, Packet, Received, SimFabric};
 use crate::state::NONE;
 use fabric::{Lid, NodeId, PortState};
@@ -72,7 +73,17 @@ impl SimFabric {
             self.drop_packet(port, slot, t);
             return;
         }
+        let p = &mut self.st.ports[port as usize];
         let (state, num) = (p.state, p.num);
+        if p.count_rcv() {
+            self.perf.carry(port, 1);
+        }
+        if self.perf.any_error_rate() && self.perf.rcv_error(port) {
+            self.perf.add_error(port, crate::perf::E_RCV_ERRORS, 1);
+            self.acct.counters.dropped_rcv_error += 1;
+            self.drop_packet(port, slot, t);
+            return;
+        }
         if self.slots[slot as usize].lid_leg {
             self.trace(TraceKind::Arrive, port, slot, t);
             if state != PortState::Active {
@@ -163,6 +174,7 @@ impl SimFabric {
             }
             _ => {
                 self.acct.counters.dropped_no_route += 1;
+                self.perf.add_error(port, crate::perf::E_SWITCH_RELAY, 1);
                 self.drop_packet(port, slot, t);
             }
         }
@@ -235,11 +247,13 @@ impl SimFabric {
         let p = &self.st.ports[egress as usize];
         if !p.link_up || p.cable == NONE {
             self.acct.counters.dropped_link_down += 1;
+            self.perf.add_error(egress, E_XMIT_DISCARDS, 1);
             self.drop_packet(egress, slot, t);
             return;
         }
         if lid_routed && p.state != PortState::Active {
             self.acct.counters.dropped_not_active += 1;
+            self.perf.add_error(egress, E_XMIT_DISCARDS, 1);
             self.drop_packet(egress, slot, t);
             return;
         }
@@ -249,6 +263,7 @@ impl SimFabric {
             let queued = (p.busy_until - t).div_ceil(wire);
             if queued >= u64::from(self.cfg.vl15_depth) {
                 self.acct.counters.dropped_vl15 += 1;
+                self.perf.add_error(egress, E_VL15_DROPPED, 1);
                 self.drop_packet(egress, slot, t);
                 return;
             }
@@ -260,10 +275,16 @@ impl SimFabric {
             self.drop_packet(egress, slot, t);
             return;
         }
-        let p = &self.st.ports[egress as usize];
+        let p = &mut self.st.ports[egress as usize];
         let depart = t.max(p.busy_until);
         let remote = p.cable;
-        self.st.ports[egress as usize].busy_until = depart + wire;
+        p.busy_until = depart + wire;
+        if p.count_xmit() {
+            self.perf.carry(egress, 0);
+        }
+        if depart > t {
+            self.perf.add_wait(egress, (depart - t).div_ceil(wire));
+        }
         self.trace(TraceKind::Transmit, egress, slot, t);
         self.acct.counters.hops += 1;
         if self.loss_prob > 0.0 && self.rng.chance(self.loss_prob) {
@@ -276,6 +297,7 @@ impl SimFabric {
             let copy: Packet = self.slots[slot as usize].clone();
             let s2 = self.alloc(copy);
             self.acct.counters.duplicated += 1;
+            self.count_xmit(egress);
             self.push(
                 arrival + wire,
                 EvKind::Arrive {

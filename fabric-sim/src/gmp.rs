@@ -1,13 +1,15 @@
 //! General MADs (GMPs: SA and other classes on QP1) between attached SMs and clients.
 //! They are data packets for the fabric: LID-routed through the LFTs over ACTIVE ports,
 //! subject to the P_Key checks of [`SimFabric::deliver`], and handed to whoever is
-//! attached at the destination port. Their path is decided when sent (the walk of
+//! attached at the destination port; PerfMgt requests (class 0x04) go to the destination
+//! node's Performance Management Agent instead ([`crate::pma`]), which answers the sender. Their path is decided when sent (the walk of
 //! `deliver`); they arrive after one hop latency per link crossed, with the loss,
 //! duplicate and delay faults applied per link.
 
 use crate::VTime;
 use crate::deliver::{Delivery, DropReason};
 use crate::error::SimError;
+use crate::pma::is_pma_request;
 use crate::sim::{AttachId, EvKind, SimFabric};
 use crate::state::NONE;
 use fabric::{Lid, PKey};
@@ -59,22 +61,38 @@ impl SimFabric {
         self.run_until(now);
         let t = self.now;
         self.acct.counters.gmps_sent += 1;
+        Ok(self.route_gmp(t, src, dlid, pkey, sl, mad))
+    }
+
+    /// Routes a GMP leaving port index `src` at `t`: the walk of
+    /// [`SimFabric::deliver_sl`] (which keeps the books), then the arrival after one hop
+    /// latency per link, with the loss and duplicate faults. A PerfMgt request
+    /// ([`crate::pma`]) needs no one attached at its destination: the node's PMA takes it.
+    pub(crate) fn route_gmp(
+        &mut self,
+        t: VTime,
+        src: u32,
+        dlid: Lid,
+        pkey: PKey,
+        sl: u8,
+        mad: &[u8; 256],
+    ) -> Delivery {
         let (dst, hops) = match self.walk_from(src, dlid, Some(pkey), Some(sl)) {
             Ok(x) => x,
             Err(r) => {
                 self.acct.counters.gmps_dropped += 1;
-                return Ok(Delivery::Dropped(r));
+                return Delivery::Dropped(r);
             }
         };
-        if self.st.ports[dst as usize].attach == NONE {
+        if self.st.ports[dst as usize].attach == NONE && !is_pma_request(mad) {
             self.acct.counters.gmps_dropped += 1;
-            return Ok(Delivery::Dropped(DropReason::NoReceiver));
+            return Delivery::Dropped(DropReason::NoReceiver);
         }
         let mut copies = 1u32;
         for _ in 0..hops {
             if self.loss_prob > 0.0 && self.rng.chance(self.loss_prob) {
                 self.acct.counters.gmps_dropped += 1;
-                return Ok(Delivery::Dropped(DropReason::Lost));
+                return Delivery::Dropped(DropReason::Lost);
             }
             if self.dup_prob > 0.0 && self.rng.chance(self.dup_prob) {
                 copies = copies.saturating_mul(2).min(1024);
@@ -92,11 +110,11 @@ impl SimFabric {
             };
             let slot = match self.gmp_free.pop() {
                 Some(s) => {
-                    self.gmps[s as usize] = Some((dst, g));
+                    self.gmps[s as usize] = Some((dst, sl, g));
                     s
                 }
                 None => {
-                    self.gmps.push(Some((dst, g)));
+                    self.gmps.push(Some((dst, sl, g)));
                     (self.gmps.len() - 1) as u32
                 }
             };
@@ -105,24 +123,32 @@ impl SimFabric {
                 EvKind::GmpArrive { slot },
             );
         }
-        Ok(Delivery::Delivered {
+        Delivery::Delivered {
             dst_port: self.st.ports[dst as usize].guid,
             hops,
-        })
+        }
     }
 
     pub(crate) fn gmp_arrive(&mut self, slot: u32, t: VTime) {
-        let Some((dst, mut g)) = self.gmps.get_mut(slot as usize).and_then(Option::take) else {
+        let Some((dst, sl, mut g)) = self.gmps.get_mut(slot as usize).and_then(Option::take) else {
             return;
         };
         self.gmp_free.push(slot);
         let p = &self.st.ports[dst as usize];
         let a = p.attach;
-        if a == NONE || !p.link_up || !self.st.nodes[p.node as usize].present {
+        if !p.link_up || !self.st.nodes[p.node as usize].present {
             self.acct.counters.gmps_dropped += 1;
             return;
         }
         g.time = t;
+        if is_pma_request(&g.mad) {
+            self.pma_request(dst, sl, &g, t);
+            return;
+        }
+        if a == NONE {
+            self.acct.counters.gmps_dropped += 1;
+            return;
+        }
         self.acct.counters.gmps_delivered += 1;
         self.attaches[a as usize].gmp_queue.push_back(g);
     }

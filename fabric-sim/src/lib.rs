@@ -51,6 +51,15 @@
 //! * GMPs (SA and other QP1 MADs) between attached SMs and clients are data packets:
 //!   routed and P_Key-checked like [`SimFabric::deliver`], delivered to whoever is
 //!   attached at the destination port ([`SimFabric::send_gmp`], `poll_recv_gmp`).
+//! * Performance management: every node has a PMA answering PerfMgt GMPs (class 0x04)
+//!   sent to its LID: ClassPortInfo, PortCounters and PortCountersExtended Get/Set, with
+//!   ibsim's capabilities (AllPortSelect on switches, extended width and PortXmitWait
+//!   everywhere). Every packet crossing a link counts at both ends, [`PACKET_WORDS`] words
+//!   each (a 256-byte MAD with LRH, BTH, DETH and ICRC); drops count in the error counter
+//!   IBA names; counters saturate, the extended ones keep counting. Tests read them
+//!   ([`SimFabric::port_counters`]), add errors ([`SimFabric::inject_port_errors`]) and
+//!   set a seeded receive error rate per port ([`SimFabric::set_port_error_rate`]). The
+//!   `perf` and `pma` modules list what counts where.
 //! * Multicast data ([`SimFabric::deliver_mcast`]): switches replicate a packet to the
 //!   ports of their MulticastForwardingTable entry, never back out of the ingress port,
 //!   with the unicast link, ACTIVE and P_Key checks.
@@ -90,6 +99,8 @@ mod forward;
 mod gmp;
 mod mcast;
 mod mkey;
+mod perf;
+mod pma;
 mod portstate;
 mod queue;
 mod sim;
@@ -110,6 +121,7 @@ pub use error::SimError;
 pub use faults::Fault;
 pub use gmp::ReceivedGmp;
 pub use mcast::McastDelivery;
+pub use perf::PACKET_WORDS;
 pub use sim::{AttachId, Received, SimFabric};
 pub use vl::{VlHop, data_vls};
 

@@ -9,6 +9,9 @@
 //! forwards nothing for MLIDs above it.
 
 use crate::deliver::DropReason;
+use crate::perf::{
+    E_RCV_CONSTRAINT, E_RCV_ERRORS, E_SWITCH_RELAY, E_XMIT_CONSTRAINT, E_XMIT_DISCARDS,
+};
 use crate::sim::SimFabric;
 use crate::state::NONE;
 use fabric::{Guid, Lid, NodeId, PKey, PortState};
@@ -174,6 +177,7 @@ impl SimFabric {
         let e = &self.st.ports[egress as usize];
         let (enode, enum_) = (NodeId(e.node), e.num);
         if !e.link_up || e.cable == NONE {
+            self.perf.add_error(egress, E_XMIT_DISCARDS, 1);
             out.dropped.push(DropReason::LinkDown {
                 node: enode,
                 port: enum_,
@@ -181,6 +185,7 @@ impl SimFabric {
             return None;
         }
         if e.state != PortState::Active {
+            self.perf.add_error(egress, E_XMIT_DISCARDS, 1);
             out.dropped.push(DropReason::NotActive {
                 node: enode,
                 port: enum_,
@@ -195,6 +200,7 @@ impl SimFabric {
             && !switch_key_ok(self, egress, key)
         {
             self.mcast_violation(egress);
+            self.perf.add_error(egress, E_XMIT_CONSTRAINT, 1);
             out.dropped.push(DropReason::SwitchOutbound {
                 node: enode,
                 port: enum_,
@@ -204,6 +210,10 @@ impl SimFabric {
         let vl = match self.egress_vl(egress, in_num, sl) {
             Ok(vl) => vl,
             Err(r) => {
+                if e_switch {
+                    let relay = self.st.pidx(enode.0, in_num);
+                    self.perf.add_error(relay, E_SWITCH_RELAY, 1);
+                }
                 self.count_vl_drop(&r);
                 out.dropped.push(r);
                 return None;
@@ -214,16 +224,25 @@ impl SimFabric {
         let ing = e.cable;
         let ip = &self.st.ports[ing as usize];
         let n = &self.st.nodes[ip.node as usize];
-        if !n.present {
-            out.dropped.push(DropReason::NodeAbsent {
-                node: NodeId(ip.node),
+        let (inode, inum) = (NodeId(ip.node), ip.num);
+        if !n.present || ip.state != PortState::Active {
+            self.perf.add_error(egress, E_XMIT_DISCARDS, 1);
+            out.dropped.push(if n.present {
+                DropReason::NotActive {
+                    node: inode,
+                    port: inum,
+                }
+            } else {
+                DropReason::NodeAbsent { node: inode }
             });
             return None;
         }
-        if ip.state != PortState::Active {
-            out.dropped.push(DropReason::NotActive {
-                node: NodeId(ip.node),
-                port: ip.num,
+        self.count_mcast(egress, ing);
+        if self.perf.any_error_rate() && self.perf.rcv_error(ing) {
+            self.perf.add_error(ing, E_RCV_ERRORS, 1);
+            out.dropped.push(DropReason::RcvError {
+                node: inode,
+                port: inum,
             });
             return None;
         }
@@ -249,6 +268,7 @@ impl SimFabric {
                 && !switch_key_ok(self, ing, key)
             {
                 self.mcast_violation(ing);
+                self.perf.add_error(ing, E_RCV_CONSTRAINT, 1);
                 out.dropped.push(DropReason::SwitchInbound {
                     node: NodeId(node),
                     port: num,
@@ -323,6 +343,15 @@ mod tests {
                 o
             });
         }
+        // Every copy counts as multicast on both ends of the links it crossed: a sent one
+        // and received b's and c's; s1 sent a's and b's towards s2 and received c's.
+        let ext = |n: u32, p: u8| sim.port_counters_extended(NodeId(n), p).unwrap();
+        let x = ext(2, 1);
+        assert_eq!((x.multicast_xmit_pkts, x.multicast_rcv_pkts), (1, 2));
+        assert_eq!((x.unicast_xmit_pkts, x.unicast_rcv_pkts), (0, 0));
+        let x = ext(0, 1);
+        assert_eq!((x.multicast_xmit_pkts, x.multicast_rcv_pkts), (2, 1));
+        assert_eq!((x.xmit_pkts, x.rcv_pkts), (2, 1));
         // Another MLID of the same block reaches nobody.
         let d = sim.deliver_mcast(a, Lid(0xC006), PKey::DEFAULT_FULL);
         assert!(d.received.is_empty());

@@ -12,11 +12,11 @@ pub(crate) const TRAP_TID_BASE: u64 = 0x5A5A_0000_0000_0000;
 
 impl SimFabric {
     /// One end of a link goes Down (logical Down; physical Polling, or Disabled when the
-    /// SM disabled it).
-    fn end_down(&mut self, port: u32, t: VTime, notify: bool) {
+    /// SM disabled it). False when it already was.
+    fn end_down(&mut self, port: u32, t: VTime, notify: bool) -> bool {
         let p = &mut self.st.ports[port as usize];
         if !p.link_up && p.state == PortState::Down {
-            return;
+            return false;
         }
         p.link_up = false;
         p.state = PortState::Down;
@@ -29,15 +29,17 @@ impl SimFabric {
         if notify {
             self.note_state_change(port, t);
         }
+        true
     }
 
     /// Takes the link on `port` down at both ends (a fault: both ends see a link state
-    /// machine change).
+    /// machine change, and each end whose link was up counts LinkDownedCounter).
     pub(crate) fn link_down(&mut self, port: u32, t: VTime) {
         let remote = self.st.ports[port as usize].cable;
-        self.end_down(port, t, true);
-        if remote != NONE {
-            self.end_down(remote, t, true);
+        for end in [port, remote] {
+            if end != NONE && self.end_down(end, t, true) {
+                self.perf.add_error(end, crate::perf::E_LINK_DOWNED, 1);
+            }
         }
     }
 

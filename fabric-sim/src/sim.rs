@@ -104,11 +104,13 @@ pub struct SimFabric {
     pub(crate) sl2vl: HashMap<(u32, u32), SlToVlTable>,
     pub(crate) vlarb: HashMap<(u32, u32), VlArbitrationTable>,
     pub(crate) trap_tid: u64,
-    /// GMPs in flight: (receiving port index, the MAD), free slots are None.
-    pub(crate) gmps: Vec<Option<(u32, crate::gmp::ReceivedGmp)>>,
+    /// GMPs in flight: (receiving port index, SL, the MAD), free slots are None.
+    pub(crate) gmps: Vec<Option<(u32, u8, crate::gmp::ReceivedGmp)>>,
     pub(crate) gmp_free: Vec<u32>,
     /// Traps waiting for TrapRepress: n -> (management port, trap SMP, repeats left).
     pub(crate) pending_traps: HashMap<u32, (u32, Smp, u32)>,
+    /// Performance counters of every port ([`crate::perf`]).
+    pub(crate) perf: crate::perf::Perf,
 }
 
 impl SimFabric {
@@ -121,6 +123,7 @@ impl SimFabric {
         }
         let st = State::build(topo, &cfg);
         let acct = Accounting::new(st.nodes.len());
+        let perf = crate::perf::Perf::new(st.ports.len(), cfg.seed);
         Ok(SimFabric {
             rng: SplitMix64::new(cfg.seed),
             cfg,
@@ -142,6 +145,7 @@ impl SimFabric {
             gmps: Vec::new(),
             gmp_free: Vec::new(),
             pending_traps: HashMap::new(),
+            perf,
         })
     }
 

@@ -50,6 +50,12 @@ pub(crate) struct SimPort {
     pub attach: u32,
     /// Port GUID.
     pub guid: Guid,
+    /// Packets sent out of this port, low 32 bits of the running total (performance
+    /// counters, `crate::perf`: kept here because every hop already reads this slot; the
+    /// carries go to `Perf`, so the slot grows by 8 bytes only).
+    pub xmit_pkts: u32,
+    /// Packets received at this port, low 32 bits of the running total.
+    pub rcv_pkts: u32,
 }
 
 /// The rest of a port slot (same index as [`SimPort`]).
@@ -235,6 +241,8 @@ impl State {
                     busy_until: 0,
                     attach: NONE,
                     guid: tp.guid,
+                    xmit_pkts: 0,
+                    rcv_pkts: 0,
                 });
                 cold.push(PortCold {
                     info: {

@@ -2,6 +2,8 @@
 //! the in-process handle.
 #![allow(dead_code)]
 
+pub mod perf;
+
 use fabric::{Guid, Lid, NodeId, NodeType, PortRef, Topology};
 use fabric_sim::{AttachId, SimConfig, SimFabric};
 use mad::{AttributeId, Method, PortInfo, Smp, SmpAttribute};
