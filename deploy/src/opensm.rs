@@ -461,7 +461,7 @@ pub fn classify(key: &str, value: &str) -> Result<(Verdict, Option<Setting>), St
         ),
         "perfmgr_query_cpi" => fixed("TRUE", "ClassPortInfo is read once per node"),
         "perfmgr_xmit_wait_log" | "perfmgr_xmit_wait_threshold" => no(
-            "PortXmitWait is thresholded like the error counters (perfmgr-error-thresholds, PortXmitWait=1000 by default)",
+            "PortXmitWait is thresholded like the error counters: PortXmitWait=65535 by default (OpenSM's default threshold), set in the perfmgr-error-thresholds file",
         ),
         k if k.starts_with("perfmgr_") => no("performance manager option not built"),
         _ => no("unknown key (not in OpenSM 3.3.23's default configuration); ignored"),

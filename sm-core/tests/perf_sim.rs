@@ -18,7 +18,6 @@ fn up(spec: &str) -> (fabric::Topology, Harness) {
     let t = topo(spec);
     let mut h = Harness::new(&t, SweeperConfig::default(), 3);
     h.subnet_up();
-    assert!(h.heavy_done());
     h.settle(10 * S);
     (t, h)
 }
@@ -77,11 +76,11 @@ fn done(ev: &[PerfEvent]) -> PerfSweepStats {
 
 #[test]
 fn one_sweep_reads_every_active_port_as_the_fabric_counted() {
-    let (_, mut h) = up("ft2:8");
+    let (t, mut h) = up("ft2:8");
     let targets = h.sw.perf_targets();
     let readable = targets.iter().filter(|t| t.readable()).count();
-    // ft2:8: 32 CA ports, and both ends of the 32 host links and 16 spine links on switches.
-    assert_eq!(readable, 32 + 32 + 32);
+    // Both ends of every link.
+    assert_eq!(readable, 2 * t.num_links());
     let mut p = perf();
     p.set_fabric(h.now, targets, true);
     let ev = run(&mut h, &mut p, 10 * S);
@@ -122,10 +121,10 @@ fn injected_errors_raise_one_alarm_naming_the_peer_and_degrade_the_link() {
     let guid = t.node(node).node_guid;
     let mut p = perf();
     p.set_fabric(h.now, h.sw.perf_targets(), true);
+    let first = run(&mut h, &mut p, 10 * S);
     assert!(
-        !run(&mut h, &mut p, 10 * S)
-            .iter()
-            .any(|e| matches!(e, PerfEvent::Alarm(_)))
+        !first.iter().any(|e| matches!(e, PerfEvent::Alarm(_))),
+        "{first:?}"
     );
     h.fab
         .inject_port_errors(node, port, Counter::SymbolError, 11)
@@ -197,6 +196,7 @@ fn a_link_taken_down_is_down_and_counted() {
     h.fab.inject(h.now, Fault::LinkDown { node, port }).unwrap();
     h.sw.request_sweep(h.now, true);
     assert!(h.heavy_done());
+    h.settle(10 * S);
     p.set_fabric(h.now, h.sw.perf_targets(), true);
     let guid = t.node(node).node_guid;
     let down: Vec<_> = p

@@ -155,10 +155,13 @@ impl PortRecord {
             .collect()
     }
 
-    /// Does a counter over its threshold still grow within the window?
+    /// Does an error counter over its threshold still grow within the window? (PortXmitWait
+    /// is congestion, not a damaged link: it alarms but degrades nothing.)
     pub fn degraded(&self) -> bool {
         CHECKED.iter().enumerate().any(|(i, &c)| {
-            self.exceeded & (1 << i) != 0 && self.window.iter().any(|s| s.deltas[idx(c)] > 0)
+            c != Counter::XmitWait
+                && self.exceeded & (1 << i) != 0
+                && self.window.iter().any(|s| s.deltas[idx(c)] > 0)
         })
     }
 

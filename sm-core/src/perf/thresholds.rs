@@ -8,7 +8,7 @@
 //! PortXmitWait. [`Thresholds::default`] holds the values infiniband-diags ships in its
 //! `error_thresholds` file — commented out there, so a plain `ibqueryerrors` reports any
 //! non-zero counter; the perf manager's alarms use them so that a single symbol error does
-//! not page anyone.
+//! not page anyone — except PortXmitWait, at OpenSM's `perfmgr_xmit_wait_threshold`.
 
 use crate::SmError;
 use mad::perf::Counter;
@@ -56,7 +56,10 @@ impl Default for Thresholds {
             (Counter::LocalLinkIntegrityErrors, 10),
             (Counter::ExcessiveBufferOverrunErrors, 10),
             (Counter::Vl15Dropped, 100),
-            (Counter::XmitWait, 1000),
+            // PortXmitWait is congestion, not link damage: OpenSM's perfmgr logs it past
+            // `perfmgr_xmit_wait_threshold` (65535); error_thresholds suggests 1000, which
+            // an SM's own port passes during every bring-up.
+            (Counter::XmitWait, 65535),
         ] {
             t.set(c, v);
         }
