@@ -231,7 +231,7 @@ pub fn check(text: &str, format: Format) -> Result<Exposition, String> {
         }
         // A sample.
         let name_end = line
-            .find(|c: char| c == '{' || c == ' ')
+            .find(['{', ' '])
             .ok_or_else(|| at("sample without value".into()))?;
         let name = &line[..name_end];
         if !metric_name_ok(name) {
