@@ -310,6 +310,26 @@ fn an_in_process_replica_serves_strict_metrics_that_survive_a_master_restart() {
         Some(2.0)
     );
 
+    // docs/metrics.md names every family served, with its HELP.
+    let doc = include_str!("../../docs/metrics.md");
+    for (fam, f) in &x.families {
+        let sample = match f.kind.as_deref() {
+            Some("counter") => format!("{fam}_total"),
+            Some("info") => format!("{fam}_info"),
+            _ => fam.clone(),
+        };
+        assert!(
+            doc.contains(&format!("| `{sample}` |")),
+            "{sample} is not in docs/metrics.md"
+        );
+        let help = f.help.as_deref().unwrap_or_default().trim_end_matches('.');
+        let help = help.trim_end_matches(", accumulated across counter clears");
+        assert!(
+            doc.contains(help),
+            "HELP of {fam} is not in docs/metrics.md: {help}"
+        );
+    }
+
     // The same registry as Prometheus text 0.0.4 (what a scraper without the OpenMetrics
     // Accept header gets), and nothing but /metrics is served.
     let p = scrape(addr, Format::Prometheus);
