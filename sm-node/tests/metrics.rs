@@ -206,6 +206,7 @@ fn an_in_process_replica_serves_strict_metrics_that_survive_a_master_restart() {
         (replica, addr)
     });
     // What the perf manager will hand in.
+    assert!(metrics::port_counters_wanted());
     metrics::set_port_counters(&[
         row(0x0002_c903_0000_0001, 1, 10),
         row(0xf452_1403_0000_0002, 36, 1000),

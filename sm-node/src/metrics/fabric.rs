@@ -122,7 +122,8 @@ impl FabricMetrics {
         }
     }
 
-    fn enabled(&self) -> bool {
+    /// Per-port families on.
+    pub fn enabled(&self) -> bool {
         self.enabled.load(Ordering::Relaxed)
     }
 

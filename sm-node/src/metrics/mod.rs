@@ -218,6 +218,8 @@ impl Metrics {
             rpc.clone(),
         );
         let fabric = fabric::FabricMetrics::register(&mut r);
+        // Rows are stored only once a listener serves them with the per-port families on.
+        fabric.set_enabled(false);
         Metrics {
             registry: r,
             sm: Sm {
@@ -371,7 +373,14 @@ pub fn leader_seen(self_id: u64, leader: u64) {
     }
 }
 
-/// Per-port counters, link health and alarms: see [`fabric`].
+/// True when per-port rows are kept (served, per-port families on): the perf manager may
+/// skip building rows otherwise.
+pub fn port_counters_wanted() -> bool {
+    m().fabric.enabled()
+}
+
+/// Replaces every port's counters with `rows` (ports not in them disappear); stores
+/// nothing unless `/metrics` is served with the per-port families on. See [`fabric`].
 pub fn set_port_counters(rows: &[PortCounterRow]) {
     m().fabric.set_port_counters(rows);
 }
