@@ -271,6 +271,11 @@ pub struct FileConfig {
     /// lines; default: the values that file suggests, e.g. SymbolErrorCounter=10).
     #[arg(long)]
     pub perfmgr_error_thresholds: Option<PathBuf>,
+    /// Serve the per-port fabric families (`ib_port_<counter>_total`, `ib_link_health`:
+    /// one series per port and counter, docs/metrics.md) on /metrics (default true;
+    /// `--no-metrics-port-counters` is `false`).
+    #[arg(long)]
+    pub metrics_port_counters: Option<bool>,
 }
 
 /// The `[admin]` table: security of a replica's gRPC listener (Peer and SmAdmin share it)
@@ -351,6 +356,7 @@ impl FileConfig {
             perfmgr_error_thresholds: over
                 .perfmgr_error_thresholds
                 .or(self.perfmgr_error_thresholds),
+            metrics_port_counters: over.metrics_port_counters.or(self.metrics_port_counters),
         }
     }
 }
@@ -398,6 +404,8 @@ pub struct NodeConfig {
     pub metrics_listen: Option<std::net::SocketAddr>,
     /// The performance manager (`perfmgr*` keys).
     pub perf: sm_core::perf::PerfConfig,
+    /// The per-port fabric families are served with the metrics.
+    pub metrics_port_counters: bool,
 }
 
 /// The `[qos]` table: None when absent or `enabled = false`; the `qos_*` keys checked.
@@ -550,6 +558,7 @@ impl TryFrom<FileConfig> for NodeConfig {
             qos_policy_file,
             metrics_listen: f.metrics_listen,
             perf,
+            metrics_port_counters: f.metrics_port_counters.unwrap_or(true),
         })
     }
 }

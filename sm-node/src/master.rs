@@ -99,6 +99,8 @@ pub struct MasterActor {
     perf_waiting: perf::Waiting,
     /// The transport carries GMPs (the SA and the perf manager run).
     gmps: bool,
+    /// What this actor reports to the process's metrics.
+    metrics: crate::metrics::RoleMetrics,
 }
 
 /// Where a finished read-back goes.
@@ -107,7 +109,9 @@ type ReadbackReply = tokio::sync::oneshot::Sender<sm_core::ReadbackReport>;
 impl MasterActor {
     /// A master over `parts`; start it with `Actor::start`.
     pub fn new(parts: MasterParts) -> MasterActor {
+        let master = parts.sweeper.role() != sm_core::Role::Standby;
         MasterActor {
+            metrics: crate::metrics::RoleMetrics::start(master),
             sweeper: parts.sweeper,
             transport: Some(parts.attached.transport),
             inbound: Rc::new(RefCell::new(parts.attached.inbound)),
@@ -136,6 +140,7 @@ impl MasterActor {
             elapsed: self.clock.elapsed(),
             kind,
         };
+        self.metrics.milestone(&m);
         self.observers.retain(|o| o.send(m.clone()).is_ok());
     }
 
@@ -183,6 +188,7 @@ impl MasterActor {
                 break;
             }
         }
+        self.metrics.phase(self.sweeper.phase());
         self.arm_timer(ctx);
     }
 
@@ -261,6 +267,10 @@ impl MasterActor {
         if let Some(kind) = MilestoneKind::from_event(&ev) {
             self.notify(kind);
         }
+        if matches!(ev, Event::HeavySweepComplete { .. }) && crate::metrics::served() {
+            self.metrics.ports_down(self.ports_not_active());
+        }
+        self.publish_metrics();
         if matches!(
             ev,
             Event::SubnetUp { .. } | Event::HeavySweepComplete { .. }
@@ -347,6 +357,27 @@ impl MasterActor {
         }
     }
 
+    /// Adds the SMPs counted since the last call to the process's metrics, with the SMInfo
+    /// state.
+    fn publish_metrics(&mut self) {
+        let c = *self.sweeper.counters();
+        self.metrics.publish(&c, self.sweeper.sm_state());
+    }
+
+    /// Linked ports of the last discovery whose PortState, as last read, is not ACTIVE.
+    fn ports_not_active(&self) -> usize {
+        let t = self.sweeper.discovered_topology();
+        t.links()
+            .flat_map(|(a, b)| [a, b])
+            .filter(|p| {
+                let guid = t.node(p.node).node_guid;
+                self.sweeper
+                    .port_info_as_read(guid, p.port.0)
+                    .is_some_and(|(pi, _)| pi.state() != Some(fabric::PortState::Active))
+            })
+            .count()
+    }
+
     fn fail(&mut self, ctx: &mut Context<Self>, reason: String) {
         tracing::error!("E_NODE_TRANSPORT: {reason}; master stops");
         self.stop_reason = Some(reason);
@@ -382,6 +413,8 @@ impl Actor for MasterActor {
         if role == "MASTER" {
             self.sa_start(ctx);
         }
+        self.publish_metrics();
+        ctx.run_interval(Duration::from_secs(1), |act, _| act.publish_metrics());
         self.pump(ctx);
     }
 
@@ -393,7 +426,8 @@ impl Actor for MasterActor {
             .stop_reason
             .take()
             .unwrap_or_else(|| "shutdown".to_string());
-        let c = self.sweeper.counters();
+        let c = *self.sweeper.counters();
+        self.metrics.stopped(&c, self.sweeper.sm_state());
         tracing::info!(
             "master stopped ({reason}); SMInfo state {:?}, {} SMPs sent, {} Sets",
             self.sweeper.sm_state(),

@@ -195,6 +195,7 @@ impl RaftActor {
             }
         }
         self.lease.set(self.core.lease_until());
+        crate::metrics::leader_seen(self.cfg.id, self.core.leader_id());
     }
 
     /// Reads the master's tables after its heavy sweep and hands them to the core.

@@ -125,7 +125,7 @@ pub fn run_replica(a: ReplicaArgs) -> anyhow::Result<ExitCode> {
     sm_node::tls::install_from_config(&a.node.admin, listen).map_err(|e| anyhow!("{e}"))?;
     let dash_cfg = a.node.admin.clone();
     let partitions = a.node.partitions.clone();
-    let metrics_listen = a.node.metrics_listen;
+    let (metrics_listen, port_counters) = (a.node.metrics_listen, a.node.metrics_port_counters);
     let qos_file = a.node.qos_policy_file.clone();
     let code = rt.block_on(async move {
         let mut signals = crate::stop::StopSignals::install()?;
@@ -141,7 +141,7 @@ pub fn run_replica(a: ReplicaArgs) -> anyhow::Result<ExitCode> {
         // The replica's thread ending (a panic, or the system stopped) is noticed at once.
         let mut joined = tokio::task::spawn_blocking(move || thread.join());
         tracing::info!("replica {} serving Peer and SmAdmin on {listen}", a.id);
-        sm_node::metrics::spawn(raft.clone(), a.id, metrics_listen)
+        sm_node::metrics::spawn(raft.clone(), a.id, metrics_listen, port_counters)
             .map_err(|e| anyhow!("E_NODE_METRICS: {e}"))?;
         cluster::preference::spawn(raft.clone());
         let (dash_stop, dash_stop_rx) = tokio::sync::oneshot::channel::<()>();

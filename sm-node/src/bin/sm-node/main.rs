@@ -111,6 +111,9 @@ struct Cli {
     /// is loopback.
     #[arg(long)]
     insecure_loopback: bool,
+    /// Leave the per-port fabric families out of /metrics (`metrics-port-counters = false`).
+    #[arg(long, conflicts_with = "metrics_port_counters")]
+    no_metrics_port_counters: bool,
 }
 
 impl Cli {
@@ -124,6 +127,11 @@ impl Cli {
                 tokens_file: self.tokens_file.clone(),
                 insecure_loopback: self.insecure_loopback.then_some(true),
             }),
+            metrics_port_counters: if self.no_metrics_port_counters {
+                Some(false)
+            } else {
+                self.node.metrics_port_counters
+            },
             ..self.node.clone()
         }
     }
@@ -170,8 +178,17 @@ fn check_config(cli: &Cli) -> anyhow::Result<ExitCode> {
         scfg.guid2lid.len(),
     );
     let (fabric, prio) = (&cfg.fabric, cfg.priority);
+    let metrics = match cfg.metrics_listen {
+        Some(a) => a.to_string(),
+        None => "not served".to_string(),
+    };
+    let per_port = if cfg.metrics_port_counters {
+        "on"
+    } else {
+        "off"
+    };
     println!(
-        "config OK: {fabric:?}, priority {prio}, routing {engines}, {roots} root GUIDs, partitions {parts:?}, guid2lid {g2l:?} ({ports} ports)"
+        "config OK: {fabric:?}, priority {prio}, routing {engines}, {roots} root GUIDs, partitions {parts:?}, guid2lid {g2l:?} ({ports} ports), metrics {metrics} (per-port families {per_port})"
     );
     Ok(ExitCode::SUCCESS)
 }
