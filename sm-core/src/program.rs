@@ -50,6 +50,9 @@ const ACTIVE: u8 = 4;
 /// A request to queue: (op, node, port, arg).
 pub(crate) type Set = (Op, u32, u8, u16);
 
+/// Keys a plan could not place, by (node GUID, port), with their partition's name.
+pub(crate) type Dropped = HashMap<(Guid, u8), Vec<(u16, String)>>;
+
 /// What an ungated heavy sweep sent while the daemon routed.
 #[derive(Debug, Default)]
 struct DuringRouting {
@@ -236,13 +239,14 @@ impl Programming {
     }
 
     /// Plans the P_KeyTables and enforcement bits of every port of this sweep from the
-    /// policy in force.
+    /// policy in force. Returns the keys that did not fit a port's table (PartitionCap),
+    /// by (node GUID, port), with their partition's name.
     pub fn plan_partitions(
         &self,
         disc: &mut Discovery,
         topo: &Topology,
         options: partitions::Options,
-    ) -> Result<(), SmError> {
+    ) -> Result<Dropped, SmError> {
         let mut opts = options;
         opts.sm_port_guid = disc.sm_port_guid();
         let policy = match &self.policy_text {
@@ -278,7 +282,19 @@ impl Programming {
                 port.enforce_out = sp.enforce_out;
             }
         }
-        Ok(())
+        let name = |k: PKey| plan.partitions.iter().find(|p| p.pkey == k.0 & 0x7FFF);
+        Ok(plan
+            .ports
+            .iter()
+            .filter(|pp| !pp.dropped.is_empty())
+            .map(|pp| {
+                let keys = pp
+                    .dropped
+                    .iter()
+                    .map(|&k| (k.0, name(k).map(|p| p.name.clone()).unwrap_or_default()));
+                ((pp.port.node_guid, pp.port.port), keys.collect())
+            })
+            .collect())
     }
 
     /// Takes the routing result: diffs it against what is programmed (`lft_todo`) and keeps
