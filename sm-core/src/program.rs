@@ -50,9 +50,6 @@ const ACTIVE: u8 = 4;
 /// A request to queue: (op, node, port, arg).
 pub(crate) type Set = (Op, u32, u8, u16);
 
-/// Keys a plan could not place, by (node GUID, port), with their partition's name.
-pub(crate) type Dropped = HashMap<(Guid, u8), Vec<(u16, String)>>;
-
 /// What an ungated heavy sweep sent while the daemon routed.
 #[derive(Debug, Default)]
 struct DuringRouting {
@@ -246,7 +243,7 @@ impl Programming {
         disc: &mut Discovery,
         topo: &Topology,
         options: partitions::Options,
-    ) -> Result<Dropped, SmError> {
+    ) -> Result<crate::explain::Dropped, SmError> {
         let mut opts = options;
         opts.sm_port_guid = disc.sm_port_guid();
         let policy = match &self.policy_text {
@@ -282,19 +279,7 @@ impl Programming {
                 port.enforce_out = sp.enforce_out;
             }
         }
-        let name = |k: PKey| plan.partitions.iter().find(|p| p.pkey == k.0 & 0x7FFF);
-        Ok(plan
-            .ports
-            .iter()
-            .filter(|pp| !pp.dropped.is_empty())
-            .map(|pp| {
-                let keys = pp
-                    .dropped
-                    .iter()
-                    .map(|&k| (k.0, name(k).map(|p| p.name.clone()).unwrap_or_default()));
-                ((pp.port.node_guid, pp.port.port), keys.collect())
-            })
-            .collect())
+        Ok(crate::explain::dropped_keys(&plan))
     }
 
     /// Takes the routing result: diffs it against what is programmed (`lft_todo`) and keeps

@@ -13,10 +13,11 @@
 
 mod facts;
 mod reason;
+mod resolve;
 mod troubles;
 
 pub(crate) use reason::View;
-pub(crate) use troubles::{Troubles, Why};
+pub(crate) use troubles::{Dropped, Troubles, Why, dropped_keys};
 
 pub use facts::{phys_state_name, port_state_name};
 

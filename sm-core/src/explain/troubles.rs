@@ -13,6 +13,28 @@ use crate::state::NONE;
 use fabric::Guid;
 use std::collections::HashMap;
 
+/// Keys a plan could not place, by (node GUID, port), with their partition's name.
+pub(crate) type Dropped = HashMap<(Guid, u8), Vec<(u16, String)>>;
+
+/// The keys `plan` could not place (PartitionCap too small), by port.
+pub(crate) fn dropped_keys(plan: &partitions::Plan) -> Dropped {
+    let name = |k: u16| {
+        plan.partitions
+            .iter()
+            .find(|p| p.pkey == k & 0x7FFF)
+            .map(|p| p.name.clone())
+            .unwrap_or_default()
+    };
+    plan.ports
+        .iter()
+        .filter(|pp| !pp.dropped.is_empty())
+        .map(|pp| {
+            let keys = pp.dropped.iter().map(|k| (k.0, name(k.0))).collect();
+            ((pp.port.node_guid, pp.port.port), keys)
+        })
+        .collect()
+}
+
 /// The kind of a request given up, as an operator reads it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Asked {
@@ -93,7 +115,7 @@ pub(crate) struct Troubles {
     failed: HashMap<(u32, u8), Failure>,
     /// P_Keys the planner dropped for lack of room, by (node GUID, port), with the name of
     /// their partition; from the last plan.
-    dropped: HashMap<(Guid, u8), Vec<(u16, String)>>,
+    dropped: Dropped,
 }
 
 /// What a request is about: its kind and the (node, port) it is recorded on. None for
@@ -159,7 +181,7 @@ impl Troubles {
     }
 
     /// The P_Keys the last plan dropped, by (node GUID, port) with their partition names.
-    pub fn set_dropped(&mut self, dropped: HashMap<(Guid, u8), Vec<(u16, String)>>) {
+    pub fn set_dropped(&mut self, dropped: Dropped) {
         self.dropped = dropped;
     }
 
