@@ -258,3 +258,13 @@ mod tests {
         );
     }
 }
+
+/// An Explain the master refused: a LID or GUID naming no port it found is NOT_FOUND, a
+/// port the node does not have INVALID_ARGUMENT (the texts carry SMC-E011 / SMC-E012).
+pub(crate) fn explain_status(e: sm_core::SmError) -> Status {
+    match e {
+        sm_core::SmError::ExplainUnknown { .. } => Status::not_found(e.to_string()),
+        sm_core::SmError::ExplainPort { .. } => Status::invalid_argument(e.to_string()),
+        other => Status::internal(other.to_string()),
+    }
+}
