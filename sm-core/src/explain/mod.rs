@@ -180,9 +180,12 @@ pub struct Explanation {
     pub port_guid: Guid,
     /// Its LID (a switch's: port 0's; 0: none).
     pub lid: Lid,
-    /// PortInfo.PortState as last read (1 Down, 2 Init, 3 Armed, 4 Active; 0: never read).
+    /// PortInfo.PortState as the last heavy sweep read it (1 Down, 2 Init, 3 Armed,
+    /// 4 Active); 0 when that sweep did not read it (1 when its last peer reads Down: a link
+    /// is Down at both ends). An older reading is among the facts.
     pub state: u8,
-    /// PortInfo.PortPhysicalState as last read (2 Polling, 3 Disabled, 5 LinkUp, ...).
+    /// PortInfo.PortPhysicalState likewise (2 Polling, 3 Disabled, 5 LinkUp, ...; 0: not
+    /// known now).
     pub phys_state: u8,
     /// The heavy sweep PortInfo was read in (0: never).
     pub read_sweep: u64,

@@ -213,10 +213,7 @@ impl View<'_> {
         let n = d.node(i);
         let port = d.port_of(i, p);
         let read = port.info_sweep;
-        let f = self
-            .failure(i, p, read)
-            .or_else(|| n.is_switch.then(|| self.failure(i, 0, read)).flatten());
-        match f {
+        match self.failure(i, p, read) {
             Some(f) => self.failure_cause(e, i, p, f),
             None => {
                 if n.is_switch && p != 0 && port.remote_sweep != d.sweep() {
