@@ -57,4 +57,24 @@ pub enum SmError {
     /// A counter query of the performance manager cannot be made.
     #[error("SMC-E010 counter query refused: {0}")]
     PerfQuery(String),
+    /// `explain`: the LID or GUID names no port the master found.
+    #[error("SMC-E011 {target} is not a port this master found (last heavy sweep {sweep}): {hint}")]
+    ExplainUnknown {
+        /// What was asked for (`LID 12`, `GUID 0x…`, with the port when given).
+        target: String,
+        /// The last heavy sweep.
+        sweep: u64,
+        /// What it may be and what to do.
+        hint: String,
+    },
+    /// `explain`: the node has no such port.
+    #[error("SMC-E012 node {node} has ports 0..={nports}, not port {port}")]
+    ExplainPort {
+        /// Node GUID.
+        node: Guid,
+        /// The port asked for.
+        port: u8,
+        /// Its number of ports.
+        nports: u8,
+    },
 }

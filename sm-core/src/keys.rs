@@ -37,6 +37,11 @@ impl MKeys {
         MKeys { keys }
     }
 
+    /// `key` is one of this sweeper's candidate M_Keys.
+    pub fn knows(&self, key: u64) -> bool {
+        self.keys.contains(&key)
+    }
+
     /// The key (and its candidate index) a request carries.
     pub fn key_for(&self, disc: &Discovery, req: &Req) -> (u64, u8) {
         let k = disc.mgmt_index(req).map_or(0, |i| disc.key_idx(i));

@@ -48,6 +48,9 @@
 //! reload): a text that does not parse is refused and changes nothing; otherwise a heavy
 //! sweep is requested, which writes only the P_KeyTable blocks the new policy changes.
 //!
+//! [`Sweeper::explain`] says why a port is not ACTIVE (or cannot talk) and what to do, from
+//! what the sweeper read and recorded (see the `explain` module).
+//!
 //! [`Sweeper::request_pkey_readback`] reads every managed P_KeyTable back from the fabric
 //! (Gets in the same window) and ends in [`Event::PKeyReadback`] (see the `readback` module).
 //!
@@ -75,6 +78,7 @@ mod counters;
 mod discovery;
 mod error;
 mod events;
+pub mod explain;
 mod foreign;
 mod guid2lid;
 mod intent;
@@ -96,6 +100,7 @@ pub use config::{MS, PKeyTables, Role, SweeperConfig};
 pub use counters::{ATTRS, Counters, METHODS};
 pub use error::SmError;
 pub use events::{Event, RoutingJob, RoutingOutcome, SweepReason, route_inline};
+pub use explain::{Cause, ExplainInputs, ExplainPeer, ExplainTarget, Explanation};
 pub use foreign::{RemoteSm, outranks};
 pub use guid2lid::Guid2Lid;
 pub use intent::{Intent, IntentEvent, LftBlockWrite, PKeyBlockWrite, PortChange};

@@ -236,13 +236,14 @@ impl Programming {
     }
 
     /// Plans the P_KeyTables and enforcement bits of every port of this sweep from the
-    /// policy in force.
+    /// policy in force. Returns the keys that did not fit a port's table (PartitionCap),
+    /// by (node GUID, port), with their partition's name.
     pub fn plan_partitions(
         &self,
         disc: &mut Discovery,
         topo: &Topology,
         options: partitions::Options,
-    ) -> Result<(), SmError> {
+    ) -> Result<crate::explain::Dropped, SmError> {
         let mut opts = options;
         opts.sm_port_guid = disc.sm_port_guid();
         let policy = match &self.policy_text {
@@ -278,7 +279,7 @@ impl Programming {
                 port.enforce_out = sp.enforce_out;
             }
         }
-        Ok(())
+        Ok(crate::explain::dropped_keys(&plan))
     }
 
     /// Takes the routing result: diffs it against what is programmed (`lft_todo`) and keeps

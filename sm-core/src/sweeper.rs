@@ -20,13 +20,15 @@
 //! | `lanes`    | [`Lanes`](crate::vl)               | SLtoVL and VLArb blocks known and being written         |
 //! | `readback` | [`Readback`](crate::readback)      | P_KeyTable read-back requests and targets               |
 //! | `sms`      | [`ForeignSms`](crate::foreign)     | other SMs: answers, master followed, polls, handover    |
+//! | `troubles` | [`Troubles`](crate::explain)       | requests given up per port, P_Keys not placed (explain) |
 //!
 //! The sub-states never send and never change the phase: they return what is to be sent
 //! or done, and the sweeper's child modules (one per flow: `requests`, `heavy`,
 //! `programming`, `intent`, `light`, `sms`, `handover`, `mcast`, `vl`, `readback`, `cluster`,
-//! `views`) queue it, move the phase and report events.
+//! `views`, `explain`) queue it, move the phase and report events.
 
 mod cluster;
+mod explain;
 mod handover;
 mod heavy;
 mod intent;
@@ -45,6 +47,7 @@ use crate::config::SweeperConfig;
 use crate::counters::Counters;
 use crate::discovery::Discovery;
 use crate::events::{Event, RoutingOutcome, SweepReason};
+use crate::explain::{Troubles, Why};
 use crate::foreign::ForeignSms;
 use crate::intent::IntentState;
 use crate::io::{Io, Op, Transmit};
@@ -140,6 +143,8 @@ pub struct Sweeper {
     readback: Readback,
     /// Other SMs on the fabric.
     sms: ForeignSms,
+    /// Requests given up and P_Keys not placed, for `explain`.
+    troubles: Troubles,
 }
 
 impl Sweeper {
@@ -183,6 +188,7 @@ impl Sweeper {
             lanes: Lanes::new(cfg.known_vl_tables.as_deref(), qos_policy),
             readback: Readback::default(),
             sms: ForeignSms::default(),
+            troubles: Troubles::default(),
             cfg,
         })
     }
@@ -317,7 +323,7 @@ impl Sweeper {
                 None => {
                     // Cannot be built (path too long, target vanished): counts as failed.
                     if let Some(r) = self.io.window().cancel(slot) {
-                        self.fail(r);
+                        self.fail(r, Why::NotSent);
                     }
                 }
             }
@@ -371,7 +377,7 @@ impl Sweeper {
                 req.tries += 1;
                 self.io.window().requeue(gate, req, true);
             } else {
-                self.fail(req);
+                self.fail(req, Why::NoAnswer);
             }
         }
         if self.phase == Phase::Lids {
@@ -415,7 +421,7 @@ impl Sweeper {
             };
             if smp.status & 0x7FFF != 0 {
                 self.io.counters_mut().error_status += 1;
-                self.fail(req);
+                self.fail(req, Why::Status(smp.status & 0x7FFF));
             } else {
                 self.io.settle();
                 self.on_reply(req, &smp);

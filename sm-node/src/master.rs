@@ -7,8 +7,10 @@
 //! this replica becomes leader and sends [`Shutdown`] (or stops its arbiter) when it steps
 //! down; nothing else in the daemon sends SMPs.
 
+mod explain;
 mod perf;
 
+pub use explain::Explain;
 pub use perf::{PerfReader, QueryCounters, WithPerf, link_text};
 
 use crate::milestone::{Milestone, MilestoneKind};

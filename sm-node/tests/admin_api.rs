@@ -2,7 +2,8 @@
 //! answered by a follower and by the leader, apply through a follower, a stale version and a
 //! malformed policy refused with their codes (the malformed one changing nothing: version
 //! unchanged, no Set in fabric-simd's accounting), sweep and transfer through a follower,
-//! and WatchEvents delivering the failover when the master is killed.
+//! WatchEvents delivering the failover when the master is killed, and Explain answered by
+//! the master.
 
 use proto::admin::sm_admin_client::SmAdminClient;
 use proto::admin::*;
@@ -183,6 +184,32 @@ async fn all_reads(a: &mut SmAdminClient<Channel>, who: &str) {
         .unwrap()
         .into_inner();
     assert!(!pr.running && pr.replica != 0, "{who}: {pr:?}");
+    // Explain (issue 21 item 7): the master answers (a follower forwards).
+    let ex = a
+        .explain(ExplainRequest {
+            lid: ca0.lid,
+            guid: 0,
+            port: None,
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(ex.cause_code, "EXPLAIN-OK", "{who}: {ex:?}");
+    assert_eq!(
+        (ex.node_guid, ex.lid, ex.state),
+        (ca0.node_guid, ca0.lid, 4)
+    );
+    assert!(ex.peer.is_some() && ex.replica != 0, "{who}: {ex:?}");
+    let e = a
+        .explain(ExplainRequest {
+            lid: 0,
+            guid: 0xdead,
+            port: None,
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), Code::NotFound, "{who}: {e:?}");
+    assert!(e.message().starts_with("SMC-E011"), "{who}: {e:?}");
     let g = a
         .get_policy(GetPolicyRequest { linearizable: true })
         .await

@@ -16,6 +16,7 @@ mod bench;
 mod client;
 mod cluster_cmds;
 mod draw;
+mod explain;
 mod input;
 mod partitions;
 mod perf;
@@ -74,6 +75,9 @@ enum Command {
     Errors(perf::ErrorsArgs),
     /// Cluster: links that are degraded or down (--all: every link's health).
     Links(perf::LinksArgs),
+    /// Cluster: why a port is not Active (or cannot talk), from what the master read and
+    /// the counters, with the next step (LID decimal, GUID 0x hex).
+    Explain(explain::ExplainArgs),
     /// Cluster: the path between two LIDs hop by hop, like `ibtracert SLID DLID`.
     Trace {
         /// Source LID.
@@ -178,6 +182,7 @@ fn main() -> std::process::ExitCode {
         Command::Counters(a) => perf::counters(a),
         Command::Errors(a) => perf::errors(a),
         Command::Links(a) => perf::links(a),
+        Command::Explain(a) => explain::explain(a),
         Command::Trace { slid, dlid, read } => cluster_cmds::trace(slid, dlid, read),
         Command::Audit(o) => cluster_cmds::audit(o),
         Command::Sweep { heavy } => cluster_cmds::sweep(heavy),

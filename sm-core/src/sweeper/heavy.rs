@@ -64,8 +64,10 @@ impl Sweeper {
             changed: outcome.changed,
             max_lid: outcome.max_lid,
         });
-        self.prog
-            .plan_partitions(&mut self.disc, &topo, self.cfg.partition_options)?;
+        let dropped =
+            self.prog
+                .plan_partitions(&mut self.disc, &topo, self.cfg.partition_options)?;
+        self.troubles.set_dropped(dropped);
         let sm_port = PortRef::new(
             NodeId(tnode[self.disc.local() as usize]),
             self.disc.local_port(),

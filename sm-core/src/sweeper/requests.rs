@@ -126,14 +126,16 @@ impl Sweeper {
         Some(Transmit { dlid, smp })
     }
 
-    /// Common failure path: a request was given up.
-    pub(super) fn fail(&mut self, req: Req) {
+    /// Common failure path: a request was given up (recorded for `explain`).
+    pub(super) fn fail(&mut self, req: Req, why: crate::explain::Why) {
         self.io.give_up();
+        self.troubles.failed(&self.disc, &req, why);
         self.on_failure(req);
     }
 
     /// Dispatches a successful response.
     pub(super) fn on_reply(&mut self, req: Req, smp: &Smp) {
+        self.troubles.answered(&req);
         match req.op {
             Op::Probe => {
                 let gets = self.disc.on_node_info(

@@ -193,6 +193,16 @@ pub(crate) fn tenant_refusal(code: &str, message: &str) -> Status {
     }
 }
 
+/// An Explain the master refused: a LID or GUID naming no port it found is NOT_FOUND, a
+/// port the node does not have INVALID_ARGUMENT (the texts carry SMC-E011 / SMC-E012).
+pub(crate) fn explain_status(e: sm_core::SmError) -> Status {
+    match e {
+        sm_core::SmError::ExplainUnknown { .. } => Status::not_found(e.to_string()),
+        sm_core::SmError::ExplainPort { .. } => Status::invalid_argument(e.to_string()),
+        other => Status::internal(other.to_string()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -256,5 +266,23 @@ mod tests {
                 .message()
                 .ends_with("retry with the version in force)")
         );
+    }
+
+    #[test]
+    fn explain_refusals_are_not_found_and_invalid_argument() {
+        let unknown = sm_core::SmError::ExplainUnknown {
+            target: "LID 9".into(),
+            sweep: 3,
+            hint: "h".into(),
+        };
+        let s = explain_status(unknown);
+        assert_eq!(s.code(), Code::NotFound);
+        assert!(s.message().starts_with("SMC-E011 LID 9 "));
+        let port = sm_core::SmError::ExplainPort {
+            node: fabric::Guid(1),
+            port: 9,
+            nports: 2,
+        };
+        assert_eq!(explain_status(port).code(), Code::InvalidArgument);
     }
 }

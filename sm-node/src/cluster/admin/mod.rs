@@ -21,6 +21,7 @@
 //! outcome did not come back.
 
 pub mod errors;
+mod explain;
 pub mod limits;
 pub mod membership;
 mod perf;
@@ -865,6 +866,14 @@ impl SmAdmin for AdminService {
     ) -> Result<Response<GetLinkHealthReply>, Status> {
         let _t = crate::metrics::RpcTimer::new("GetLinkHealth");
         self.get_link_health_impl(req).await
+    }
+
+    async fn explain(
+        &self,
+        req: Request<ExplainRequest>,
+    ) -> Result<Response<ExplainReply>, Status> {
+        let _t = crate::metrics::RpcTimer::new("Explain");
+        self.explain_impl(req).await
     }
 
     type WatchEventsStream = EventStream;
