@@ -39,6 +39,10 @@ pub struct SweepArgs {
     /// Simulator seed.
     #[arg(long, default_value_t = 1)]
     seed: u64,
+    /// After SUBNET UP, one counter sweep of the performance manager (every ACTIVE port's
+    /// PerfMgt counters, as the master reads them), timed apart.
+    #[arg(long)]
+    perf: bool,
     /// Print JSON.
     #[arg(long)]
     json: bool,
@@ -218,6 +222,11 @@ pub fn run(cmd: BenchCmd) -> anyhow::Result<ExitCode> {
         }
     }
     let t_up = t_up.ok_or_else(|| anyhow!("E_BENCH_NOT_UP: the sweep ended without SUBNET UP"))?;
+    let perf = if a.perf {
+        Some(perf_sweep(&mut fab, sm, &sw, now)?)
+    } else {
+        None
+    };
     let c = up_counters.unwrap_or_default();
     let t_disc = t_disc.unwrap_or_default();
     let t_lids = t_lids.unwrap_or(t_disc);
@@ -271,6 +280,14 @@ pub fn run(cmd: BenchCmd) -> anyhow::Result<ExitCode> {
         "peak_rss_bytes": peak,
         "peak_rss_mb": peak.map(|b| (b as f64 / 1048576.0 * 10.0).round() / 10.0),
     });
+    let mut report = report;
+    if let Some(p) = &perf {
+        report["perf"] = serde_json::json!({
+            "ports": p.stats.ports, "failed": p.stats.failed, "mads": p.stats.mads,
+            "clears": p.stats.clears, "virtual_ms": p.stats.duration as f64 / 1e6,
+            "wall_ms": ms(p.wall), "us_per_mad": p.us_per_mad(),
+        });
+    }
     if a.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
@@ -303,6 +320,72 @@ pub fn run(cmd: BenchCmd) -> anyhow::Result<ExitCode> {
         if let Some(p) = peak {
             println!("peak RSS: {:.1} MB", p as f64 / 1048576.0);
         }
+        if let Some(p) = &perf {
+            println!(
+                "counter sweep: {} ports read ({} given up), {} MADs, {} clears; {:.1} ms virtual, {:.1} ms wall ({:.2} us per MAD)",
+                p.stats.ports,
+                p.stats.failed,
+                p.stats.mads,
+                p.stats.clears,
+                p.stats.duration as f64 / 1e6,
+                ms(p.wall),
+                p.us_per_mad()
+            );
+        }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// One counter sweep's figures.
+struct PerfRun {
+    stats: sm_core::perf::PerfSweepStats,
+    wall: std::time::Duration,
+}
+
+impl PerfRun {
+    fn us_per_mad(&self) -> f64 {
+        let n = self.stats.mads.max(1) as f64;
+        (self.wall.as_secs_f64() * 1e6 / n * 1000.0).round() / 1000.0
+    }
+}
+
+/// One counter sweep of the performance manager over the fabric the sweeper brought up:
+/// its GMPs from the SM's port through the simulated fabric to every node's PMA and back.
+fn perf_sweep(
+    fab: &mut SimFabric,
+    sm: fabric_sim::AttachId,
+    sw: &Sweeper,
+    mut now: VTime,
+) -> anyhow::Result<PerfRun> {
+    use sm_core::perf::{PerfConfig, PerfEvent, PerfManager};
+    let start = Instant::now();
+    let mut p = PerfManager::new(PerfConfig::default());
+    p.set_fabric(now, sw.perf_targets(), true);
+    loop {
+        if p.poll_timeout().is_some_and(|t| t <= now) {
+            p.handle_timeout(now);
+        }
+        while let Some(tx) = p.poll_transmit(now) {
+            fab.send_gmp(now, sm, tx.dlid, fabric::PKey(0xFFFF), &tx.mad)
+                .map_err(|e| anyhow!("E_BENCH_SIM: {e}"))?;
+        }
+        while let Some(g) = fab.poll_recv_gmp(sm) {
+            p.handle_gmp(now, &g.mad);
+        }
+        while let Some(e) = p.poll_event() {
+            if let PerfEvent::SweepDone(stats) = e {
+                return Ok(PerfRun {
+                    stats,
+                    wall: start.elapsed(),
+                });
+            }
+        }
+        let next = [fab.next_event_time(), p.poll_timeout()]
+            .into_iter()
+            .flatten()
+            .min()
+            .ok_or_else(|| anyhow!("E_BENCH_STALL: the counter sweep has nothing scheduled"))?;
+        now = now.max(next);
+        fab.run_until(now);
+    }
 }
