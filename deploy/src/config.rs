@@ -557,7 +557,15 @@ impl TryFrom<FileConfig> for NodeConfig {
             qos,
             qos_policy_file,
             metrics_listen: f.metrics_listen,
-            perf,
+            perf: sm_core::perf::PerfConfig {
+                // Queries share the transport with the SMPs: never more in flight than the
+                // SMP window unless asked (128 on umad, ibsim's safe limit).
+                max_outstanding: match f.perfmgr_max_outstanding_queries {
+                    Some(n) => n,
+                    None => perf.max_outstanding.min(smp_window),
+                },
+                ..perf
+            },
             metrics_port_counters: f.metrics_port_counters.unwrap_or(true),
         })
     }

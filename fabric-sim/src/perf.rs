@@ -70,20 +70,7 @@ const XP: usize = 2;
 const RP: usize = 3;
 
 /// The error counters, in the order of their PortCounters CounterSelect bits 0..=11.
-pub(crate) const ERR_COUNTERS: [Counter; 12] = [
-    Counter::SymbolError,
-    Counter::LinkErrorRecovery,
-    Counter::LinkDowned,
-    Counter::RcvErrors,
-    Counter::RcvRemotePhysicalErrors,
-    Counter::RcvSwitchRelayErrors,
-    Counter::XmitDiscards,
-    Counter::XmitConstraintErrors,
-    Counter::RcvConstraintErrors,
-    Counter::LocalLinkIntegrityErrors,
-    Counter::ExcessiveBufferOverrunErrors,
-    Counter::Vl15Dropped,
-];
+pub(crate) const ERR_COUNTERS: [Counter; 12] = Counter::ERRORS;
 
 /// Positions in [`ERR_COUNTERS`] the packet paths bump.
 pub(crate) const E_LINK_DOWNED: usize = 2;

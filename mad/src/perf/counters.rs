@@ -130,6 +130,23 @@ pub enum Counter {
 }
 
 impl Counter {
+    /// The error counters, in the order of their PortCounters CounterSelect bits 0..=11
+    /// (SymbolErrorCounter through VL15Dropped, QP1Dropped aside).
+    pub const ERRORS: [Counter; 12] = [
+        Counter::SymbolError,
+        Counter::LinkErrorRecovery,
+        Counter::LinkDowned,
+        Counter::RcvErrors,
+        Counter::RcvRemotePhysicalErrors,
+        Counter::RcvSwitchRelayErrors,
+        Counter::XmitDiscards,
+        Counter::XmitConstraintErrors,
+        Counter::RcvConstraintErrors,
+        Counter::LocalLinkIntegrityErrors,
+        Counter::ExcessiveBufferOverrunErrors,
+        Counter::Vl15Dropped,
+    ];
+
     /// Every counter, in wire order.
     pub const ALL: [Counter; 18] = [
         Counter::SymbolError,

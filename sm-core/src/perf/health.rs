@@ -106,7 +106,7 @@ impl Links {
                         "{} port {} is {}",
                         e.target.node_guid,
                         e.target.port,
-                        state_name(e.target.state)
+                        crate::explain::port_state_name(e.target.state)
                     ));
                 }
             }
@@ -155,17 +155,5 @@ impl Links {
     /// Every link, ordered by its lower end.
     pub fn all(&self) -> Vec<LinkHealth> {
         self.by_key.values().cloned().collect()
-    }
-}
-
-/// PortInfo.PortState by name.
-pub fn state_name(s: u8) -> &'static str {
-    match s {
-        1 => "Down",
-        2 => "Init",
-        3 => "Armed",
-        4 => "Active",
-        5 => "ActiveDefer",
-        _ => "NoChange",
     }
 }

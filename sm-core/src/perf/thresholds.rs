@@ -13,22 +13,17 @@
 use crate::SmError;
 use mad::perf::Counter;
 
-/// The counters thresholds apply to, in `ibqueryerrors`' order.
-pub const CHECKED: [Counter; 13] = [
-    Counter::SymbolError,
-    Counter::LinkErrorRecovery,
-    Counter::LinkDowned,
-    Counter::RcvErrors,
-    Counter::RcvRemotePhysicalErrors,
-    Counter::RcvSwitchRelayErrors,
-    Counter::XmitDiscards,
-    Counter::XmitConstraintErrors,
-    Counter::RcvConstraintErrors,
-    Counter::LocalLinkIntegrityErrors,
-    Counter::ExcessiveBufferOverrunErrors,
-    Counter::Vl15Dropped,
-    Counter::XmitWait,
-];
+/// The counters thresholds apply to, in `ibqueryerrors`' order: the error counters, then
+/// PortXmitWait.
+pub const CHECKED: [Counter; 13] = {
+    let mut a = [Counter::XmitWait; 13];
+    let mut i = 0;
+    while i < Counter::ERRORS.len() {
+        a[i] = Counter::ERRORS[i];
+        i += 1;
+    }
+    a
+};
 
 /// Size limit of a thresholds text.
 pub const MAX_TEXT: usize = 64 * 1024;

@@ -16,10 +16,15 @@ use tokio::sync::oneshot;
 pub(super) type Waiting = HashMap<u64, oneshot::Sender<Result<QueryAnswer, String>>>;
 
 impl MasterActor {
-    /// The perf manager runs: it exists, the transport carries GMPs, and the subnet is up
-    /// under this master (not while it stands by for another SM).
+    /// The perf manager runs: it exists, the transport carries GMPs, the subnet is up under
+    /// this master (not while it stands by for another SM), and the sweeper is idle — a
+    /// sweep, programming or read-back under way has the transport to itself (its answers
+    /// still reach the perf manager; what timed out meanwhile is resent after).
     fn perf_active(&self) -> bool {
-        self.perf.is_some() && self.gmps && self.sweeper.is_subnet_up()
+        self.perf.is_some()
+            && self.gmps
+            && self.sweeper.is_subnet_up()
+            && self.sweeper.phase() == sm_core::Phase::Idle
     }
 
     /// When the perf manager wants time next (None while it does not run).
