@@ -4,7 +4,9 @@
 
 use super::{Phase, Sweeper};
 use crate::events::{Event, SweepReason};
-use crate::foreign::{Followed, ForeignSms, MasterPoll, QueryOutcome, RemoteSm, obeys_foreign_sms};
+use crate::foreign::{
+    Followed, ForeignSms, MasterPoll, QueryOutcome, RemoteSm, hands_over, obeys_foreign_sms,
+};
 use crate::io::{Op, Req};
 use fabric::Guid;
 use mad::{LinearForwardingTable, SmInfo, SmState, Smp, SmpAttribute};
@@ -82,7 +84,8 @@ impl Sweeper {
         self.ack_if_owed(req.node, req.port, &info);
         if self.phase == Phase::Light {
             let master = self.state == SmState::Master;
-            if self.sms.light_answer(&info, self.own_rank(), master) {
+            let hand = hands_over(&self.cfg);
+            if self.sms.light_answer(&info, self.own_rank(), master, hand) {
                 self.light.changed();
             }
             return;
@@ -101,7 +104,10 @@ impl Sweeper {
                 .push_back(Event::OtherSms(self.sms.remote().to_vec()));
         }
         let master = self.state == SmState::Master;
-        match self.sms.finish_query(self.own_rank(), master) {
+        match self
+            .sms
+            .finish_query(self.own_rank(), master, hands_over(&self.cfg))
+        {
             QueryOutcome::Proceed => self.pre_routing(Phase::Discovering),
             QueryOutcome::Handover(f) => self.send_handover(f),
             QueryOutcome::Standby { master, notify } => {
