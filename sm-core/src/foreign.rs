@@ -191,6 +191,11 @@ impl ForeignSms {
         self.master.is_some() || self.handing.is_some() || self.disabled
     }
 
+    /// Did `guid` hand over to this SM recently (its MASTER answers are then expected)?
+    pub fn handed_over_by(&self, guid: Guid) -> bool {
+        self.handed_by == Some(guid)
+    }
+
     /// A poll of the followed master (or of the SM handed over to) is in flight.
     pub fn polling(&self) -> bool {
         self.polling

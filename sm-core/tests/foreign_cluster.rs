@@ -211,3 +211,39 @@ fn cluster_without_peer_list_ignores_other_sms() {
     f.wait_for(a, "SUBNET UP", subnet_up);
     assert!(f.first(a, stands_by).is_none());
 }
+
+/// IBA 14.4.1: an SM whose SMInfo carries another SM_Key takes no part in the mastership
+/// decisions: a higher MASTER with another key does not make this SM stand by, and it is
+/// reported with its port GUID and LID.
+#[test]
+fn sm_with_another_sm_key_is_ignored_and_reported() {
+    let t = topo("ft2:4");
+    let (gf, ga, gc) = three_ports(&t);
+    let mut f = Fabric::new(&t);
+    let foreign = f.add(
+        gf,
+        SweeperConfig {
+            sm_key: 0x55,
+            ..cfg(15)
+        },
+    );
+    f.wait_for(foreign, "SUBNET UP", subnet_up);
+    let f_lid = f.sms[foreign].sw.sm_lid();
+    let a = f.add(ga, master_cfg(0, &[ga, gc]));
+    let at = f.wait_for(a, "SM_Key report", |e| {
+        matches!(e, Event::SmKeyIgnored { .. })
+    });
+    let (guid, lid, text) = f.sms[a]
+        .events
+        .iter()
+        .filter(|(t, _)| *t == at)
+        .find_map(|(_, e)| match e {
+            Event::SmKeyIgnored { guid, lid, .. } => Some((*guid, *lid, e.to_string())),
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!((guid, lid), (gf, f_lid));
+    assert!(text.contains("answers another SM_Key"), "{text}");
+    f.wait_for(a, "SUBNET UP", subnet_up);
+    assert!(f.first(a, stands_by).is_none(), "{}", f.log(a));
+}

@@ -82,6 +82,32 @@ impl Sweeper {
     /// An SMInfo answer.
     pub(super) fn on_sm_info(&mut self, req: Req, info: SmInfo) {
         self.ack_if_owed(req.node, req.port, &info);
+        // IBA 14.4.1: an SM with another SM_Key takes no part in the mastership decisions
+        // (a poll's answer is the followed master's: judged as it is).
+        let keyed = info.sm_key != 0 && self.cfg.sm_key != 0 && info.sm_key != self.cfg.sm_key;
+        if keyed && !self.sms.polling() {
+            self.events.push_back(Event::SmKeyIgnored {
+                guid: info.guid,
+                lid: self.disc.target_lid(req.node, req.port),
+                priority: info.priority,
+                state: info.state(),
+            });
+            return;
+        }
+        if !self.sms.polling()
+            && self.state == SmState::Master
+            && info.state() == Some(SmState::Master)
+            && !self.sms.handed_over_by(info.guid)
+        {
+            let (prio, guid) = self.own_rank();
+            if !crate::foreign::outranks(info.priority, info.guid, prio, guid) {
+                self.events.push_back(Event::RogueMaster {
+                    guid: info.guid,
+                    lid: self.disc.target_lid(req.node, req.port),
+                    priority: info.priority,
+                });
+            }
+        }
         if self.phase == Phase::Light {
             let master = self.state == SmState::Master;
             let hand = hands_over(&self.cfg);
@@ -211,6 +237,10 @@ impl Sweeper {
     /// A block read back: equal to what the routing wants?
     pub(super) fn on_lft_block(&mut self, req: Req, smp: &Smp) {
         let got = LinearForwardingTable::decode(&smp.data);
+        if self.phase == Phase::Light {
+            self.on_audit_block(req.node, req.arg, &got);
+            return;
+        }
         if self
             .prog
             .lft_block_matches(&self.disc, req.node, req.arg, &got)

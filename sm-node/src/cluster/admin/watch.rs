@@ -41,6 +41,7 @@ fn milestone_event(m: &Milestone) -> Option<(&'static str, String)> {
         ),
         MilestoneKind::SubnetUp { .. } => ("subnet", "SUBNET UP".to_string()),
         MilestoneKind::PerfAlarm { text } => ("alarm", text.clone()),
+        MilestoneKind::Rogue { text } => ("rogue", text.clone()),
         MilestoneKind::LinkHealth { text, .. } => ("link", text.clone()),
         MilestoneKind::PerfSweepDone {
             number,
