@@ -59,7 +59,7 @@ impl Sweeper {
         let n = self.disc.node(node);
         let sw = n.sw;
         let guid = n.guid;
-        let lid = self.disc.target_lid(node, 0);
+        let lid = self.disc.reported_lid(node, 0);
         self.disc.switch_mut(sw).lft_valid = false;
         self.light.changed();
         self.events.push_back(Event::LftDrift {

@@ -88,7 +88,7 @@ impl Sweeper {
         if keyed && !self.sms.polling() {
             self.events.push_back(Event::SmKeyIgnored {
                 guid: info.guid,
-                lid: self.disc.target_lid(req.node, req.port),
+                lid: self.disc.reported_lid(req.node, req.port),
                 priority: info.priority,
                 state: info.state(),
             });
@@ -103,7 +103,7 @@ impl Sweeper {
             if !crate::foreign::outranks(info.priority, info.guid, prio, guid) {
                 self.events.push_back(Event::RogueMaster {
                     guid: info.guid,
-                    lid: self.disc.target_lid(req.node, req.port),
+                    lid: self.disc.reported_lid(req.node, req.port),
                     priority: info.priority,
                 });
             }
