@@ -103,7 +103,10 @@ fn cluster_stands_by_for_a_higher_foreign_master_and_takes_over_with_read_back()
     let up = f.wait_for(b, "SUBNET UP", subnet_up);
     assert!(up > gone);
     assert_eq!(f.sms[b].sw.sm_state(), SmState::Master);
-    assert!(!f.sms[b].intents.is_empty(), "programming went through an intent");
+    assert!(
+        !f.sms[b].intents.is_empty(),
+        "programming went through an intent"
+    );
     check_routes(&f, &t);
     let log = f.fab.take_set_log();
     let lft_sets: Vec<_> = Fabric::sets_from(&log, gc)

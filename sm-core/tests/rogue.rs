@@ -81,7 +81,9 @@ fn rogue_lft_write_raises_an_alarm_within_one_sweep_and_is_rewritten() {
         .map(|(_, e)| MilestoneKind::from_event(e))
         .unwrap();
     assert!(matches!(ev, Some(MilestoneKind::Rogue { .. })), "{ev:?}");
-    let ok = f.run(10 * INTERVAL, |f| f.fab.lft(switches[k]).unwrap() == before[k]);
+    let ok = f.run(10 * INTERVAL, |f| {
+        f.fab.lft(switches[k]).unwrap() == before[k]
+    });
     assert!(ok, "the block was not rewritten; log:\n{}", f.log(a));
     let fixed = f.now;
     let log = f.fab.take_set_log();
@@ -90,8 +92,7 @@ fn rogue_lft_write_raises_an_alarm_within_one_sweep_and_is_rewritten() {
         .filter(|r| r.attr == LFT)
         .collect();
     assert!(
-        lft.iter()
-            .any(|r| r.node == switches[k] && r.attr_mod == 0),
+        lft.iter().any(|r| r.node == switches[k] && r.attr_mod == 0),
         "{lft:?}"
     );
     check_routes(&f, &t);

@@ -18,8 +18,8 @@ mod ibsim_common;
 
 use foreign_ibsim::*;
 use ibsim_common::*;
-use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::path::Path;
+use std::time::Instant;
 use umad::testing::{Ibsim, NET_2SW2PATH4HCA};
 
 #[test]

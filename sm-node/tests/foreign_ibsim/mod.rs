@@ -128,7 +128,7 @@ impl Watched {
 }
 
 impl Drop for Watched {
-    pub fn drop(&mut self) {
+    fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
