@@ -104,6 +104,14 @@ fn lines_all(reps: &mut [Option<Watched>], pred: impl Fn(&str) -> bool) -> Vec<S
         .collect()
 }
 
+/// The GUID of the MASTER `sminfo` at Hca4 names (None: no MASTER answer).
+fn master_guid(sim: &Ibsim) -> Option<u64> {
+    let o = sim
+        .run_tool("sminfo", &[], Some("Hca4"), TOOL_TIMEOUT)
+        .ok()?;
+    (o.success() && o.stdout.contains("SMINFO_MASTER")).then(|| parse_sminfo(&o.stdout).1)
+}
+
 #[test]
 fn cluster_stands_by_for_opensm_then_takes_over() {
     if !ready("cluster_stands_by_for_opensm_then_takes_over", &["opensm"]) {
@@ -200,20 +208,37 @@ fn opensm_stands_by_next_to_the_cluster_across_a_leader_kill() {
     let killed = Instant::now();
     let end = killed + SM_DEADLINE;
     let new = loop {
-        let out = sim.run_tool("sminfo", &[], Some("Hca4"), TOOL_TIMEOUT);
-        if let Ok(o) = out
-            && o.success()
-            && o.stdout.contains("SMINFO_MASTER")
+        if let Some(guid) = master_guid(&sim)
+            && guid != REPLICA_PORTS[leader]
+            && REPLICA_PORTS.contains(&guid)
         {
-            let (_, guid, _, _) = parse_sminfo(&o.stdout);
-            if guid != REPLICA_PORTS[leader] && REPLICA_PORTS.contains(&guid) {
-                break guid;
-            }
+            break guid;
         }
         assert!(Instant::now() < end, "no new master");
         std::thread::sleep(Duration::from_millis(100));
     };
     let failover = killed.elapsed();
+    // OpenSM's standby polls the master it knew (the killed replica) every 10 s and gives
+    // up on it after 4 misses; watch it for `QSM_OPENSM_WATCH_S` seconds more (default 12:
+    // past its first missed poll).
+    let watch: u64 = std::env::var("QSM_OPENSM_WATCH_S")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(12);
+    let watch_end = killed + Duration::from_secs(watch);
+    while Instant::now() < watch_end {
+        // Watching OpenSM's log for a state change over a fixed window.
+        std::thread::sleep(Duration::from_millis(250));
+        assert!(
+            !osm.drain()
+                .iter()
+                .any(|l| l.contains("Entering MASTER state")),
+            "OpenSM took over after the leader was killed:\n{}",
+            osm.drain().join("\n")
+        );
+    }
+    let new_now = master_guid(&sim).expect("a master after the watch");
+    assert_eq!(new_now, new, "the new master kept the subnet");
     assert!(
         failover < Duration::from_secs(20),
         "failover took {:.1} s",
@@ -227,7 +252,7 @@ fn opensm_stands_by_next_to_the_cluster_across_a_leader_kill() {
         osm.drain().join("\n")
     );
     println!(
-        "{line}\nleader replica {} killed; new master {new:#x} after {:.1} s; OpenSM still STANDBY",
+        "{line}\nleader replica {} killed; new master {new:#x} after {:.1} s; OpenSM still STANDBY {watch} s after the kill",
         leader + 1,
         failover.as_secs_f64()
     );
