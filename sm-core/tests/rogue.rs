@@ -10,8 +10,9 @@ use common::{ca_ports, topo};
 use fabric::{Lid, NodeId};
 use fabric_sim::Fault;
 use foreign_common::*;
-use mad::{AttributeId, LinearForwardingTable, Method, Smp};
+use mad::{AttributeId, LinearForwardingTable, Method, SmInfo, SmState, Smp};
 use sm_core::Event;
+use sm_core::SweeperConfig;
 use sm_core::milestone::MilestoneKind;
 
 #[test]
@@ -102,4 +103,83 @@ fn rogue_lft_write_raises_an_alarm_within_one_sweep_and_is_rewritten() {
         (fixed - at) / MS,
         lft.len()
     );
+}
+
+/// A lower-priority SM that answers MASTER (it lies about its state, or does not yield)
+/// next to a cluster master: the master carries on and raises a rogue alarm naming its
+/// port GUID and LID, at its heavy sweeps and at each light sweep that asks it again.
+#[test]
+fn lower_sm_claiming_master_raises_a_rogue_alarm() {
+    let t = topo("ft2:4");
+    let cas = ca_ports(&t);
+    let (ga, gl) = (cas[cas.len() - 1].2, cas[0].2);
+    let mut f = Fabric::new(&t);
+    let at = f.fab.attach(gl).unwrap();
+    f.stubs.push(Stub {
+        at,
+        info: SmInfo {
+            guid: gl,
+            sm_key: 1,
+            act_count: 0,
+            priority: 0,
+            sm_state: SmState::Master.to_wire(),
+        },
+        sets: Vec::new(),
+    });
+    let a = f.add(
+        ga,
+        SweeperConfig {
+            gate_programming: true,
+            peer_sms: vec![ga],
+            ..cfg(10)
+        },
+    );
+    // Known limit (IBA 14.4): DISCOVERING, A finds a MASTER and stands by whatever the
+    // priorities, telling it with a trap 144 that A outranks it; a liar that never hands
+    // over keeps A standing by. The alarm is checked on a master: a second fabric where
+    // the liar appears after A is up.
+    f.wait_for(a, "STANDBY", stands_by);
+    f.advance(5 * INTERVAL);
+    assert_eq!(f.sms[a].sw.sm_state(), SmState::Standby);
+    let mut f = Fabric::new(&t);
+    let a = f.add(
+        ga,
+        SweeperConfig {
+            gate_programming: true,
+            peer_sms: vec![ga],
+            ..cfg(10)
+        },
+    );
+    f.wait_for(a, "SUBNET UP", subnet_up);
+    let lid = f.fab.port_info(cas[0].0, cas[0].1).unwrap().lid;
+    let at = f.fab.attach(gl).unwrap();
+    f.stubs.push(Stub {
+        at,
+        info: SmInfo {
+            guid: gl,
+            sm_key: 1,
+            act_count: 0,
+            priority: 0,
+            sm_state: SmState::Master.to_wire(),
+        },
+        sets: Vec::new(),
+    });
+    let now = f.now;
+    f.sms[a].sw.request_sweep(now, true);
+    f.wait_for(
+        a,
+        "rogue master",
+        |e| matches!(e, Event::RogueMaster { guid, lid: l, priority: 0 } if *guid == gl && *l == lid),
+    );
+    f.advance(3 * INTERVAL);
+    assert_eq!(f.sms[a].sw.sm_state(), SmState::Master);
+    assert!(f.sms[a].sw.foreign_master().is_none());
+    let ev = f.sms[a]
+        .events
+        .iter()
+        .find(|(_, e)| matches!(e, Event::RogueMaster { .. }))
+        .map(|(_, e)| (e.to_string(), MilestoneKind::from_event(e)))
+        .unwrap();
+    assert!(matches!(ev.1, Some(MilestoneKind::Rogue { .. })), "{ev:?}");
+    println!("{}", ev.0);
 }
