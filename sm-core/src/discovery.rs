@@ -246,6 +246,15 @@ impl Discovery {
         n.port_index(n.path_port)
     }
 
+    /// The LID the port at `(node, port)` (a switch's port 0) reported in its last
+    /// PortInfo, whoever assigned it (0: none, or the node is unknown).
+    pub fn reported_lid(&self, node: u32, port: u8) -> Lid {
+        if node == NONE {
+            return Lid(0);
+        }
+        self.ports[self.route_port(node, port)].info.lid
+    }
+
     /// The LID a LID-routed SMP to `node` goes to (0 when it has none in the fabric yet).
     pub fn target_lid(&self, node: u32, port: u8) -> Lid {
         if node == NONE {

@@ -185,6 +185,39 @@ pub enum Event {
         /// Its priority.
         priority: u8,
     },
+    /// A lower-priority SM answered MASTER to this master's query (it should have yielded:
+    /// it may be writing): reported; this master carries on and expects its HANDOVER.
+    RogueMaster {
+        /// Its port GUID.
+        guid: fabric::Guid,
+        /// Its port's LID (0: none yet).
+        lid: fabric::Lid,
+        /// The priority it answered.
+        priority: u8,
+    },
+    /// A light sweep's LFT audit read back a block that is not what this master wants
+    /// (changed behind its back: a rogue SM, a switch that lost it): the switch's table
+    /// counts as unknown and the heavy sweep that follows rewrites it.
+    LftDrift {
+        /// The switch's node GUID.
+        switch: fabric::Guid,
+        /// Its LID (0: none known).
+        lid: fabric::Lid,
+        /// The LFT block.
+        block: u16,
+    },
+    /// An SM whose SMInfo answer carries another SM_Key (non-zero, not this SM's): it takes
+    /// no part in this SM's mastership decisions (IBA 14.4.1; OpenSM ignores such SMs too).
+    SmKeyIgnored {
+        /// Its port GUID.
+        guid: fabric::Guid,
+        /// Its port's LID (0: none yet).
+        lid: fabric::Lid,
+        /// The priority it answered.
+        priority: u8,
+        /// The state it answered.
+        state: Option<mad::SmState>,
+    },
     /// The foreign master this SM stood by for is gone: a heavy sweep as master follows.
     ForeignMasterGone {
         /// The master's port GUID.
@@ -404,6 +437,31 @@ impl fmt::Display for Event {
                 }
                 Ok(())
             }
+            Event::RogueMaster {
+                guid,
+                lid,
+                priority,
+            } => write!(
+                f,
+                "SM at port {guid} LID {} (priority {priority}) claims MASTER next to this master",
+                lid.0
+            ),
+            Event::LftDrift { switch, lid, block } => write!(
+                f,
+                "LFT block {block} of switch {switch} LID {} changed behind our back: rewriting",
+                lid.0
+            ),
+            Event::SmKeyIgnored {
+                guid,
+                lid,
+                priority,
+                state,
+            } => write!(
+                f,
+                "SM at port {guid} LID {} (priority {priority}, {}) answers another SM_Key: ignored",
+                lid.0,
+                state_name(*state)
+            ),
             Event::ForeignMaster { guid, priority } => write!(
                 f,
                 "Entering STANDBY state (master {guid} priority {priority})"

@@ -37,12 +37,14 @@
 //!   handover is due), or one that was MASTER or DISCOVERING (it may have written) and has
 //!   yielded since, means a heavy sweep.
 //!
-//! The rules are off for a Raft cluster's master (`gate_programming`), whose replicas are
-//! the other SMs it would find; [`crate::SweeperConfig::peer_sms`] names such peers for a
-//! driver that knows their port GUIDs.
+//! A Raft cluster's master (`gate_programming`) obeys the rules as the cluster's one SM
+//! when its driver names the replicas' SM ports ([`crate::SweeperConfig::peer_sms`]; never
+//! queried, as a standby replica answers STANDBY and sends nothing): it stands by for a
+//! foreign MASTER that outranks it (no intent, no Set), polls it, takes over with the LFT
+//! read-back, and takes a HANDOVER; it sends none ([`hands_over`]: Raft picks the replica
+//! that masters). Without `peer_sms` the rules are off for it.
 //!
-//! Not built: a graceful stop that hands over to a standby; foreign SMs next to a Raft
-//! cluster (the rules with `gate_programming` on: SMInfo Sets are then answered like a Get).
+//! Not built: a graceful stop that hands over to a standby.
 
 pub(crate) mod handover;
 
@@ -155,11 +157,20 @@ pub(crate) struct ForeignSms {
     polls_made: u32,
 }
 
-/// Are the rules on? Off for a Raft cluster's master (`gate_programming`): every other SM
-/// port it finds is one of its own replicas, which Raft fences, and a paused or
-/// partitioned replica would hold up every sweep by a full round of SMInfo resends.
+/// Are the rules on? For a Raft cluster's master (`gate_programming`) only when the
+/// driver names its replicas' SM ports ([`SweeperConfig::peer_sms`]): they are never
+/// queried (Raft fences them; a paused replica would hold up every sweep by a full round
+/// of SMInfo resends), so every SM it queries is a foreign one and the cluster obeys the
+/// rules as one SM.
 pub(crate) fn obeys_foreign_sms(cfg: &SweeperConfig) -> bool {
-    cfg.obey_foreign_sms && !cfg.gate_programming
+    cfg.obey_foreign_sms && (!cfg.gate_programming || !cfg.peer_sms.is_empty())
+}
+
+/// May this master send HANDOVER to a STANDBY SM that outranks it? Not a Raft cluster's
+/// master: which replica masters is Raft's choice (priorities included), and a replica
+/// missing from [`SweeperConfig::peer_sms`] answers STANDBY but never takes a HANDOVER.
+pub(crate) fn hands_over(cfg: &SweeperConfig) -> bool {
+    !cfg.gate_programming
 }
 
 impl ForeignSms {
@@ -178,6 +189,11 @@ impl ForeignSms {
     /// messages).
     pub fn standing_by(&self) -> bool {
         self.master.is_some() || self.handing.is_some() || self.disabled
+    }
+
+    /// Did `guid` hand over to this SM recently (its MASTER answers are then expected)?
+    pub fn handed_over_by(&self, guid: Guid) -> bool {
+        self.handed_by == Some(guid)
     }
 
     /// A poll of the followed master (or of the SM handed over to) is in flight.
@@ -222,7 +238,14 @@ impl ForeignSms {
 
     /// An SMInfo answer during a light sweep of this SM (rank `own`; `master`: this SM is
     /// MASTER). Returns true when it calls for a heavy sweep.
-    pub fn light_answer(&mut self, info: &SmInfo, own: (u8, Guid), master: bool) -> bool {
+    /// `hand_over`: a HANDOVER may be sent ([`hands_over`]).
+    pub fn light_answer(
+        &mut self,
+        info: &SmInfo,
+        own: (u8, Guid),
+        master: bool,
+        hand_over: bool,
+    ) -> bool {
         let (prio, guid) = own;
         let active = |s: Option<SmState>| matches!(s, Some(SmState::Master | SmState::Discovering));
         let was = self
@@ -240,6 +263,7 @@ impl ForeignSms {
         } else if info.state() == Some(SmState::Standby)
             && higher
             && master
+            && hand_over
             && !self.refused.contains(&info.guid)
         {
             // A handover is due: the heavy sweep this starts sends it.
@@ -270,8 +294,9 @@ impl ForeignSms {
         self.found_at.push((node, port));
     }
 
-    /// The post-discovery query ended (this SM: rank `own`; `master`: it is MASTER).
-    pub fn finish_query(&mut self, own: (u8, Guid), master: bool) -> QueryOutcome {
+    /// The post-discovery query ended (this SM: rank `own`; `master`: it is MASTER;
+    /// `hand_over`: a HANDOVER may be sent, [`hands_over`]).
+    pub fn finish_query(&mut self, own: (u8, Guid), master: bool, hand_over: bool) -> QueryOutcome {
         let (prio, guid) = own;
         // The SM that just handed over may still answer MASTER for a while (a query sent
         // before the HANDOVER arrived, or before the ACKNOWLEDGE reached it): it counts as
@@ -305,7 +330,10 @@ impl ForeignSms {
             }
         }
         let Some((k, r)) = best else {
-            if master && let Some(f) = self.handover_target(own) {
+            if master
+                && hand_over
+                && let Some(f) = self.handover_target(own)
+            {
                 return QueryOutcome::Handover(f);
             }
             return QueryOutcome::Proceed;

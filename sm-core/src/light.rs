@@ -8,10 +8,21 @@
 //! of the link. The other SMs the last heavy sweep found are asked for their SMInfo again:
 //! a MASTER that outranks this SM means a heavy sweep too (which then stands by; see
 //! `foreign`).
+//!
+//! LFT audit: each light sweep of a master that is up also reads back
+//! [`LFT_AUDIT_BLOCKS`] LinearForwardingTable blocks (a cursor walks every block of the
+//! routing in force, so a fabric of B blocks is covered every B / LFT_AUDIT_BLOCKS
+//! intervals; cost: that many Gets per interval). A block that differs from what this SM
+//! wants was changed behind its back (a rogue SM, a switch that reset one block):
+//! [`crate::Event::LftDrift`] names the switch, its LID and the block, the switch's table
+//! counts as unknown, and the heavy sweep that follows rewrites its blocks.
 
 use crate::counters::Counters;
 use crate::state::Switch;
 use mad::SwitchInfo;
+
+/// LFT blocks read back per light sweep (see the module documentation).
+pub const LFT_AUDIT_BLOCKS: usize = 8;
 
 /// The running (or last) light sweep.
 #[derive(Debug, Default)]
@@ -20,6 +31,8 @@ pub(crate) struct Light {
     changed: bool,
     /// The counters when it started.
     start: Counters,
+    /// The next LFT block the audit reads (index into the routing's blocks, wrapping).
+    audit_cursor: usize,
 }
 
 impl Light {
@@ -28,6 +41,17 @@ impl Light {
     pub fn start(&mut self, changed: bool, counters: Counters) {
         self.changed = changed;
         self.start = counters;
+    }
+
+    /// The audit's next `LFT_AUDIT_BLOCKS` of `total` blocks (indices); the cursor moves on.
+    pub fn audit_slice(&mut self, total: usize) -> Vec<usize> {
+        if total == 0 {
+            return Vec::new();
+        }
+        let n = LFT_AUDIT_BLOCKS.min(total);
+        let start = self.audit_cursor % total;
+        self.audit_cursor = (start + n) % total;
+        (0..n).map(|k| (start + k) % total).collect()
     }
 
     /// A change was found.

@@ -115,6 +115,14 @@ pub enum MilestoneKind {
         /// The alarm, as logged.
         text: String,
     },
+    /// Another SM acting behind this master's back: an LFT block changed
+    /// ([`Event::LftDrift`]), an SM with another SM_Key ([`Event::SmKeyIgnored`]), a
+    /// lower-priority SM claiming MASTER ([`Event::RogueMaster`]). The text names its port
+    /// GUID and LID.
+    Rogue {
+        /// The alarm, as logged.
+        text: String,
+    },
     /// A link's health changed.
     LinkHealth {
         /// `ok`, `degraded` or `down`.
@@ -173,6 +181,11 @@ impl MilestoneKind {
             | Event::SmInfoSetApplied { .. }
             | Event::SmInfoSetRefused { .. }
             | Event::FieldNotHeld { .. } => return None,
+            Event::LftDrift { .. } | Event::SmKeyIgnored { .. } | Event::RogueMaster { .. } => {
+                MilestoneKind::Rogue {
+                    text: e.to_string(),
+                }
+            }
             Event::RoutingDone {
                 engine, lft_blocks, ..
             } => MilestoneKind::RoutingDone {

@@ -177,6 +177,7 @@ fn an_in_process_replica_serves_strict_metrics_that_survive_a_master_restart() {
             heartbeat_ticks: 2,
             snapshot_every: 1000,
             port_guid: fabric::Guid(0),
+            peer_sm_guids: Vec::new(),
             voters: Vec::new(),
             bootstrap: true,
         };

@@ -102,6 +102,9 @@ pub struct Node {
     pub port_guid: Guid,
     /// SM priority (the world raises one to test priority transfer).
     pub priority: u8,
+    /// Every replica's SM port (`SweeperConfig::peer_sms`, as sm-node's
+    /// `--peer-sm-guids`): the masters obey the IBA rules towards any other SM.
+    pub peer_sms: Vec<Guid>,
     cfg: CoreConfig,
     disk: VolatileLog,
     core: Option<ReplicaCore<VolatileLog>>,
@@ -151,6 +154,7 @@ impl Node {
             id,
             port_guid,
             priority: 0,
+            peer_sms: Vec::new(),
             cfg,
             disk: VolatileLog::new(),
             core: None,
@@ -456,6 +460,7 @@ impl Node {
         }
         let mut scfg = Self::sweeper_config();
         seed.configure(&mut scfg);
+        scfg.peer_sms.clone_from(&self.peer_sms);
         let attached = Sweeper::new(scfg)
             .map_err(|e| e.to_string())
             .and_then(|sw| {

@@ -190,6 +190,10 @@ impl World {
                 phase,
             )?);
         }
+        let replica_ports: Vec<Guid> = nodes.iter().map(|n| n.port_guid).collect();
+        for n in &mut nodes {
+            n.peer_sms.clone_from(&replica_ports);
+        }
         let links = topo.links().map(|(a, _)| (a.node, a.port.0)).collect();
         let switches = topo.switches().map(|(id, _)| id).collect();
         let policies = policies(&cas);

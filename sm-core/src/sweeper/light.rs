@@ -3,7 +3,7 @@
 use super::{Phase, Sweeper};
 use crate::events::{Event, SweepReason};
 use crate::io::{Op, Req};
-use mad::SwitchInfo;
+use mad::{LinearForwardingTable, SmState, SwitchInfo};
 
 impl Sweeper {
     pub(super) fn start_light(&mut self) {
@@ -20,7 +20,53 @@ impl Sweeper {
             }
         }
         self.light_query_sms();
+        self.audit_lfts();
         self.advance();
+    }
+
+    /// The LFT audit (see `crate::light`): a master that is up reads the next few blocks
+    /// of the routing in force back.
+    fn audit_lfts(&mut self) {
+        if self.state != SmState::Master || !self.subnet_up {
+            return;
+        }
+        let Some(lfts) = self.prog.lfts() else {
+            return;
+        };
+        let mut blocks: Vec<(u32, u16)> = Vec::new();
+        for s in self.disc.switches() {
+            let Some(t) = lfts.switches.get(s.lft_idx as usize) else {
+                continue;
+            };
+            if !self.disc.seen(s.node) || !s.lft_valid {
+                continue;
+            }
+            let n = t.ports.len().div_ceil(64);
+            blocks.extend((0..n).map(|b| (s.node, b as u16)));
+        }
+        for k in self.light.audit_slice(blocks.len()) {
+            let (node, b) = blocks[k];
+            self.push(Op::LftGet, node, 0, b);
+        }
+    }
+
+    /// An LFT block read back by the audit: one that is not what this SM wants was
+    /// changed behind its back.
+    pub(super) fn on_audit_block(&mut self, node: u32, block: u16, got: &LinearForwardingTable) {
+        if self.prog.lft_block_matches(&self.disc, node, block, got) != Some(false) {
+            return;
+        }
+        let n = self.disc.node(node);
+        let sw = n.sw;
+        let guid = n.guid;
+        let lid = self.disc.reported_lid(node, 0);
+        self.disc.switch_mut(sw).lft_valid = false;
+        self.light.changed();
+        self.events.push_back(Event::LftDrift {
+            switch: guid,
+            lid,
+            block,
+        });
     }
 
     pub(super) fn on_light_switch_info(&mut self, req: Req, info: SwitchInfo) {

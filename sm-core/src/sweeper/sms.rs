@@ -4,7 +4,9 @@
 
 use super::{Phase, Sweeper};
 use crate::events::{Event, SweepReason};
-use crate::foreign::{Followed, ForeignSms, MasterPoll, QueryOutcome, RemoteSm, obeys_foreign_sms};
+use crate::foreign::{
+    Followed, ForeignSms, MasterPoll, QueryOutcome, RemoteSm, hands_over, obeys_foreign_sms,
+};
 use crate::io::{Op, Req};
 use fabric::Guid;
 use mad::{LinearForwardingTable, SmInfo, SmState, Smp, SmpAttribute};
@@ -80,9 +82,36 @@ impl Sweeper {
     /// An SMInfo answer.
     pub(super) fn on_sm_info(&mut self, req: Req, info: SmInfo) {
         self.ack_if_owed(req.node, req.port, &info);
+        // IBA 14.4.1: an SM with another SM_Key takes no part in the mastership decisions
+        // (a poll's answer is the followed master's: judged as it is).
+        let keyed = info.sm_key != 0 && self.cfg.sm_key != 0 && info.sm_key != self.cfg.sm_key;
+        if keyed && !self.sms.polling() {
+            self.events.push_back(Event::SmKeyIgnored {
+                guid: info.guid,
+                lid: self.disc.reported_lid(req.node, req.port),
+                priority: info.priority,
+                state: info.state(),
+            });
+            return;
+        }
+        if !self.sms.polling()
+            && self.state == SmState::Master
+            && info.state() == Some(SmState::Master)
+            && !self.sms.handed_over_by(info.guid)
+        {
+            let (prio, guid) = self.own_rank();
+            if !crate::foreign::outranks(info.priority, info.guid, prio, guid) {
+                self.events.push_back(Event::RogueMaster {
+                    guid: info.guid,
+                    lid: self.disc.reported_lid(req.node, req.port),
+                    priority: info.priority,
+                });
+            }
+        }
         if self.phase == Phase::Light {
             let master = self.state == SmState::Master;
-            if self.sms.light_answer(&info, self.own_rank(), master) {
+            let hand = hands_over(&self.cfg);
+            if self.sms.light_answer(&info, self.own_rank(), master, hand) {
                 self.light.changed();
             }
             return;
@@ -101,7 +130,10 @@ impl Sweeper {
                 .push_back(Event::OtherSms(self.sms.remote().to_vec()));
         }
         let master = self.state == SmState::Master;
-        match self.sms.finish_query(self.own_rank(), master) {
+        match self
+            .sms
+            .finish_query(self.own_rank(), master, hands_over(&self.cfg))
+        {
             QueryOutcome::Proceed => self.pre_routing(Phase::Discovering),
             QueryOutcome::Handover(f) => self.send_handover(f),
             QueryOutcome::Standby { master, notify } => {
@@ -205,6 +237,10 @@ impl Sweeper {
     /// A block read back: equal to what the routing wants?
     pub(super) fn on_lft_block(&mut self, req: Req, smp: &Smp) {
         let got = LinearForwardingTable::decode(&smp.data);
+        if self.phase == Phase::Light {
+            self.on_audit_block(req.node, req.arg, &got);
+            return;
+        }
         if self
             .prog
             .lft_block_matches(&self.disc, req.node, req.arg, &got)

@@ -8,7 +8,7 @@ use crate::common::ca_ports;
 use fabric::{Guid, Topology};
 use fabric_sim::{AttachId, SetRecord, SimConfig, SimFabric};
 use mad::{AttributeId, Method, SmInfo, Smp};
-use sm_core::{Event, Sweeper, SweeperConfig, VTime, route_inline};
+use sm_core::{Event, IntentEvent, Sweeper, SweeperConfig, VTime, route_inline};
 
 pub const SEC: VTime = 1_000_000_000;
 pub const MS: VTime = 1_000_000;
@@ -21,6 +21,9 @@ pub struct Sm {
     pub alive: bool,
     /// (virtual time, event) of every event but RoutingNeeded.
     pub events: Vec<(VTime, Event)>,
+    /// (virtual time, id) of every intent a gated (cluster) master asked to commit; the
+    /// harness commits each at once, as a Raft leader with a quorum does.
+    pub intents: Vec<(VTime, u64)>,
 }
 
 /// A scripted SM port: answers every SMInfo Get and Set with `info` (status 0), never
@@ -74,6 +77,7 @@ impl Fabric {
             sw,
             alive: true,
             events: Vec::new(),
+            intents: Vec::new(),
         });
         self.sms.len() - 1
     }
@@ -141,6 +145,12 @@ impl Fabric {
                         assert!(sm.events.len() < 100_000, "event storm");
                         sm.events.push((now, other));
                     }
+                }
+            }
+            while let Some(ie) = sm.sw.poll_intent() {
+                if let IntentEvent::Program(i) = ie {
+                    sm.intents.push((now, i.id));
+                    sm.sw.handle_intent_committed(now, i.id);
                 }
             }
         }

@@ -43,6 +43,10 @@ pub struct ClusterConfig {
     pub snapshot_every: u64,
     /// This replica's fabric port GUID (0 when the port is named otherwise).
     pub port_guid: Guid,
+    /// The SM port GUIDs of the other replicas (`--peer-sm-guids`): never queried as
+    /// foreign SMs. Non-empty: the master obeys the IBA 14.4 rules towards every other SM
+    /// as the cluster's one SM (see docs/foreign-sms.md); empty: the rules are off.
+    pub peer_sm_guids: Vec<Guid>,
     /// Voters of the initial membership, used only when the storage is first initialized
     /// (empty: every peer). A replica that joins later is started with the existing voters
     /// (it is not one of them, so it never campaigns) and added with ChangeMembership.

@@ -73,6 +73,8 @@ pub struct ReplicaArgs {
     pub snapshot_every: u64,
     pub node: NodeConfig,
     pub voters: Vec<u64>,
+    /// The other replicas' SM port GUIDs (`--peer-sm-guids`).
+    pub peer_sm_guids: Vec<u64>,
     /// An empty data directory belongs to a new cluster (else: recover a lost log).
     pub bootstrap: bool,
     /// Where to serve the read-only dashboard (None: not served).
@@ -115,6 +117,7 @@ pub fn run_replica(a: ReplicaArgs) -> anyhow::Result<ExitCode> {
         snapshot_every: a.snapshot_every.max(1),
         heartbeat_ticks: 2,
         port_guid,
+        peer_sm_guids: a.peer_sm_guids.into_iter().map(fabric::Guid).collect(),
         voters: a.voters,
         bootstrap: a.bootstrap,
     };

@@ -44,6 +44,13 @@ struct Cli {
     /// in --peers but not here starts as a non-voter and joins through `smctl members add`.
     #[arg(long, value_delimiter = ',')]
     voters: Vec<u64>,
+    /// Cluster mode: the SM port GUIDs of the replicas (hex, comma separated; this one's
+    /// may be listed too). Given, the master obeys the IBA priority rules towards every
+    /// other SM (OpenSM...) as the cluster's one SM: it stands by for a foreign MASTER that
+    /// outranks it and takes a HANDOVER; the replicas are never queried. Not given: other
+    /// SMs are not looked at (docs/foreign-sms.md).
+    #[arg(long, value_delimiter = ',', value_parser = parse_hex_guid)]
+    peer_sm_guids: Vec<u64>,
     /// Cluster mode: what an EMPTY data directory means. `new`: this replica is one of a new
     /// cluster (every replica starts empty and votes). `existing` (default): the cluster
     /// exists and this replica's log was lost or is new: it recovers from the leader and
@@ -218,9 +225,20 @@ fn run_cluster(cli: Cli) -> anyhow::Result<ExitCode> {
         snapshot_every: cli.snapshot_every,
         node: cfg,
         voters: cli.voters.clone(),
+        peer_sm_guids: cli.peer_sm_guids.clone(),
         bootstrap: cli.initial_cluster_state == InitialClusterState::New,
         dashboard_listen: cli.dashboard_listen,
     })
+}
+
+/// A GUID in hex, with or without 0x.
+fn parse_hex_guid(s: &str) -> Result<u64, String> {
+    let h = s.trim();
+    let h = h
+        .strip_prefix("0x")
+        .or_else(|| h.strip_prefix("0X"))
+        .unwrap_or(h);
+    u64::from_str_radix(h, 16).map_err(|e| format!("{s:?}: {e}"))
 }
 
 /// What an empty data directory of a cluster replica means (`--initial-cluster-state`).

@@ -41,6 +41,7 @@ fn milestone_event(m: &Milestone) -> Option<(&'static str, String)> {
         ),
         MilestoneKind::SubnetUp { .. } => ("subnet", "SUBNET UP".to_string()),
         MilestoneKind::PerfAlarm { text } => ("alarm", text.clone()),
+        MilestoneKind::Rogue { text } => ("rogue", text.clone()),
         MilestoneKind::LinkHealth { text, .. } => ("link", text.clone()),
         MilestoneKind::PerfSweepDone {
             number,
@@ -115,4 +116,26 @@ pub fn spawn(raft: Addr<RaftActor>, kinds: Vec<String>) -> mpsc::Receiver<Event>
         }
     });
     rx
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rogue_milestones_are_rogue_events() {
+        let ev = sm_core::Event::LftDrift {
+            switch: fabric::Guid(0x2001),
+            lid: fabric::Lid(9),
+            block: 0,
+        };
+        let kind = MilestoneKind::from_event(&ev).expect("a milestone");
+        let m = Milestone {
+            elapsed: Duration::ZERO,
+            kind,
+        };
+        let (k, text) = milestone_event(&m).expect("a watch event");
+        assert_eq!(k, "rogue");
+        assert!(text.contains("LID 9"), "{text}");
+    }
 }

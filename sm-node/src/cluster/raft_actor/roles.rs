@@ -20,6 +20,8 @@ impl RaftActor {
         let built = (|| -> Result<_, crate::NodeError> {
             let (mut scfg, _) = node_cfg.sweeper_config()?;
             seed.configure(&mut scfg);
+            // The replicas' SM ports: never queried; the rules are on when given.
+            scfg.peer_sms.clone_from(&self.cfg.peer_sm_guids);
             let sweeper = Sweeper::new(scfg)?;
             let (attached, _) = daemon::attach(&node_cfg)?;
             Ok((sweeper, attached))
