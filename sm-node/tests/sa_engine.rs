@@ -190,7 +190,7 @@ fn port_info_links_switches_and_lfts_match_the_fabric() {
     .0;
     let c: Vec<ClassPortInfo> = cpi.records().unwrap();
     assert_eq!(c[0].class_version, 2);
-    assert_eq!(c[0].resp_time_value, 18);
+    assert_eq!(c[0].resp_time_value, 16);
 }
 
 #[test]
