@@ -326,7 +326,10 @@ fn sa_answers_equal_opensms_on_net_2sw2path4hca() {
 ///   holds each table's first RMPP segment only (and, from OpenSM, a garbage record past it),
 ///   and osmtest then waits without a timeout for answers that need RMPP.
 /// - `-f s` (services): against OpenSM osmtest stops at "Data mismatch in service_data8";
-///   against ours earlier, at the first registration (ERR_REQ_INVALID_GID; open).
+///   against ours earlier, at the first registration, with ERR_REQ_INVALID_GID: this SA
+///   refuses a ServiceGID whose prefix is not the subnet's, and osmtest builds its
+///   ServiceGID from its port GUID and a prefix (0 in some osmtest versions) that OpenSM
+///   accepts (open).
 /// - `-f m` (multicast): against OpenSM osmtest stops at "Wasn't able to erase mgrp";
 ///   against ours earlier, where it expects a join refused with ERR_REQ_INVALID (ERR 0207;
 ///   open).
