@@ -171,11 +171,12 @@ fn pkey_table_record_golden() {
         table: t,
     };
     let b = r.to_bytes();
-    // ib_pkey_table_record_t: lid 0-1, block_num 2-3, port_num 4, reserved 5-7, table 8-71
+    // ib_pkey_table_record_t: lid 0-1, block_num 2-3 (host order, as OpenSM sends it),
+    // port_num 4, reserved 5-7, table 8-71
     assert_eq!(
         &b[0..12],
         &[
-            0x00, 0x12, 0x00, 0x01, 0x03, 0, 0, 0, 0xff, 0xff, 0x80, 0x01
+            0x00, 0x12, 0x01, 0x00, 0x03, 0, 0, 0, 0xff, 0xff, 0x80, 0x01
         ]
     );
     assert_eq!(b.len(), 72);

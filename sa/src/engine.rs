@@ -39,12 +39,28 @@ use std::sync::Arc;
 /// is 6.4 MB in RMPP segments); more is answered ERR_NO_RESOURCES.
 pub const MAX_PATH_PAIRS: usize = 100_000;
 
+/// The well-known Q_Key of QP1 (IBA 9.6.1.1.1).
+const QP1_QKEY: u32 = 0x8001_0000;
+
+/// P_KeyTableRecord ComponentMask bits of BlockNum and PortNum.
+const PKEY_CM_BLOCK: u64 = 1 << 1;
+const PKEY_CM_PORT_NUM: u64 = 1 << 2;
+
+/// A big-endian u16 at `o` of `b` (0 past the end).
+fn get_be16(b: &[u8], o: usize) -> u16 {
+    match b.get(o..o + 2) {
+        Some(&[h, l]) => u16::from_be_bytes([h, l]),
+        _ => 0,
+    }
+}
+
 /// SA settings.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SaConfig {
     /// SM_Key: requests carrying it are trusted (0: nobody is).
     pub sm_key: u64,
-    /// RespTimeValue reported in ClassPortInfo.
+    /// RespTimeValue reported in ClassPortInfo (OpenSM's 16: 4.096 µs * 2^16 = 268 ms,
+    /// from its 200 ms transaction timeout).
     pub resp_time_value: u8,
     /// PacketLifeTime of paths and groups.
     pub pkt_life: u8,
@@ -54,7 +70,7 @@ impl Default for SaConfig {
     fn default() -> SaConfig {
         SaConfig {
             sm_key: 1,
-            resp_time_value: 18,
+            resp_time_value: 16,
             pkt_life: 18,
         }
     }
@@ -256,6 +272,11 @@ impl SaEngine {
                     capability_mask: 0x2602,
                     capability_mask2: 0,
                     resp_time_value: self.cfg.resp_time_value,
+                    // As OpenSM: no redirection (QP1 with the well-known Q_Key), traps
+                    // to QP1's Q_Key too.
+                    redirect_qp: 1,
+                    redirect_qkey: QP1_QKEY,
+                    trap_qkey: QP1_QKEY,
                     ..ClassPortInfo::default()
                 };
                 self.single(req, c.to_data())
@@ -278,6 +299,9 @@ impl SaEngine {
             (AttributeId::SA_SWITCH_INFO_RECORD, _) => {
                 self.query(req, records::switch_info_records(v), mask, method)
             }
+            (AttributeId::SA_GUID_INFO_RECORD, Method::GET | Method::GET_TABLE) => {
+                self.query(req, records::guid_info_records(v), mask, method)
+            }
             (AttributeId::SA_LFT_RECORD, _) => {
                 self.query(req, records::lft_records(v), mask, method)
             }
@@ -285,7 +309,27 @@ impl SaEngine {
                 if !trusted {
                     return error_reply(req, sa_status::REQ_INVALID);
                 }
-                self.query(req, records::pkey_records(v), mask, method)
+                // As OpenSM: a request's BlockNum is read in network order (IBA; saquery
+                // sends it so) while the records carry it in host order (see
+                // `PKeyTableRecord::block`); a CA port is named by its LID, its PortNum is
+                // not matched (`saquery PKTR LID/2/0` of a CA answers port 1's table).
+                let q = &req.mad.data;
+                let want_block = (mask & PKEY_CM_BLOCK != 0).then(|| get_be16(q, 2));
+                let recs = records::pkey_records(v)
+                    .into_iter()
+                    .filter(|r| {
+                        let ca = v
+                            .port_by_lid(r.lid)
+                            .is_some_and(|(n, _)| v.nodes.get(n).is_some_and(|n| !n.is_switch()));
+                        let mut m = mask & !PKEY_CM_BLOCK;
+                        if ca {
+                            m &= !PKEY_CM_PORT_NUM;
+                        }
+                        want_block.is_none_or(|b| b == r.block)
+                            && comp_match(PKeyTableRecord::FIELDS, m, q, &r.to_data())
+                    })
+                    .collect();
+                self.answer(req, recs, method)
             }
             (AttributeId::SA_PATH_RECORD, Method::GET | Method::GET_TABLE) => {
                 match self.paths(req) {

@@ -61,13 +61,15 @@ fn port_speed(p: &ViewPort) -> u32 {
     lanes * lane
 }
 
-/// The MTU a port can carry (active neighbour MTU when known, else its capability).
+/// The MTU a port counts for on a path: its MtuCap, as OpenSM takes it for every port of
+/// the path (`pr_rcv_get_path_parms`); NeighborMTU only when MtuCap is unknown (0). A
+/// switch's port 0 has no neighbour (ibsim reports NeighborMTU 256 there): its MtuCap is
+/// what a path ending at it carries.
 fn port_mtu(p: &ViewPort) -> u8 {
-    match (p.info.neighbor_mtu, p.info.mtu_cap) {
+    match (p.info.mtu_cap, p.info.neighbor_mtu) {
         (0, 0) => 4,
-        (0, c) => c,
-        (n, 0) => n,
-        (n, c) => n.min(c),
+        (0, n) => n,
+        (c, _) => c,
     }
 }
 
@@ -108,7 +110,12 @@ pub fn walk(view: &FabricView, from: (usize, u8), dlid: Lid) -> Option<Route> {
     }
     for _ in 0..64 {
         let sw = view.nodes.get(node)?;
-        if view.port_by_lid(dlid).map(|x| x.0) == Some(node) {
+        if let Some(at) = view.port_by_lid(dlid).filter(|x| x.0 == node) {
+            // The path ends at this switch's port 0: its MTU and rate count too.
+            if let Some(p0) = view.port(at) {
+                route.mtu = route.mtu.min(port_mtu(p0));
+                route.speed = route.speed.min(port_speed(p0));
+            }
             return Some(route);
         }
         let out = sw.lft_port(dlid);

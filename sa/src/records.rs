@@ -6,10 +6,13 @@
 use crate::view::FabricView;
 use fabric::Lid;
 use mad::sa::{
-    LftRecord, LinkRecord, NodeRecord, PKeyTableRecord, PortInfoRecord, SmInfoRecord,
-    SwitchInfoRecord,
+    GuidInfoRecord, LftRecord, LinkRecord, NodeRecord, PKeyTableRecord, PortInfoRecord,
+    SmInfoRecord, SwitchInfoRecord,
 };
-use mad::{LinearForwardingTable, PKeyTable, SmInfo};
+use mad::{LinearForwardingTable, PKeyTable, PortInfo, SmInfo};
+
+/// PortInfo.PortState Down.
+const PORT_DOWN: u8 = 1;
 
 /// One NodeRecord per end port (a switch once, through port 0).
 pub fn node_records(view: &FabricView) -> Vec<NodeRecord> {
@@ -43,7 +46,17 @@ pub fn port_info_records(view: &FabricView) -> Vec<PortInfoRecord> {
             if lid.0 == 0 {
                 continue;
             }
-            let mut info = p.info;
+            let mut info = if p.info.port_state == PORT_DOWN {
+                // IBA C14-24.2.1: of a port in Down only PortState and PortPhysicalState
+                // are valid; OpenSM keeps only those (osm_physp_set_port_info).
+                PortInfo {
+                    port_state: PORT_DOWN,
+                    port_phys_state: p.info.port_phys_state,
+                    ..PortInfo::default()
+                }
+            } else {
+                p.info
+            };
             info.m_key = 0;
             out.push(PortInfoRecord {
                 lid,
@@ -146,19 +159,41 @@ pub fn lft_records(view: &FabricView) -> Vec<LftRecord> {
     out
 }
 
-/// One P_KeyTableRecord per 32-entry block of every port with a known table (switch
-/// ports carry the switch's LID and their port number; CA ports their own LID).
+/// One P_KeyTableRecord per 32-entry block of every port (switch ports carry the
+/// switch's LID and their port number; CA ports their own LID), as many blocks as the port
+/// can hold (NodeInfo.PartitionCap of a CA port, SwitchInfo.PartitionEnforcementCap of every
+/// port of a switch, port 0 included), as OpenSM answers. A port
+/// whose table the SM neither wrote nor read (a switch port it does not enforce on) holds the
+/// default table: 0xFFFF at index 0 on a linked port, nothing on a Down one.
 pub fn pkey_records(view: &FabricView) -> Vec<PKeyTableRecord> {
+    const DEFAULT: &[u16] = &[0xFFFF];
     let mut out = Vec::new();
     for n in &view.nodes {
+        let sw = n.is_switch();
         let sw_lid = n.ports.first().map(|p| p.lid).unwrap_or_default();
-        for p in n.ports.iter().filter(|p| p.present && !p.pkeys.is_empty()) {
-            let lid = if n.is_switch() { sw_lid } else { p.lid };
+        for p in n.ports.iter().filter(|p| p.present) {
+            let lid = if sw { sw_lid } else { p.lid };
             if lid.0 == 0 {
                 continue;
             }
-            for (b, chunk) in p.pkeys.chunks(32).enumerate() {
+            let cap = match n.switch_info {
+                Some(si) if sw => si.partition_enforcement_cap,
+                _ => n.info.partition_cap,
+            };
+            let keys: &[u16] = if !p.pkeys.is_empty() {
+                &p.pkeys
+            } else if p.info.port_state == PORT_DOWN {
+                &[]
+            } else {
+                DEFAULT
+            };
+            let blocks = usize::from(cap)
+                .div_ceil(32)
+                .max(keys.len().div_ceil(32))
+                .max(1);
+            for b in 0..blocks {
                 let mut table = PKeyTable::default();
+                let chunk = keys.get(b * 32..).unwrap_or_default();
                 for (k, v) in table.keys.iter_mut().zip(chunk) {
                     *k = fabric::PKey(*v);
                 }
@@ -169,6 +204,31 @@ pub fn pkey_records(view: &FabricView) -> Vec<PKeyTableRecord> {
                     table,
                 });
             }
+        }
+    }
+    out
+}
+
+/// One GUIDInfoRecord per block of every end port with a LID (GuidCap GUIDs, 8 a block; at
+/// least one block): index 0 of block 0 is the port GUID, the rest 0 (this SM assigns no
+/// alias GUIDs), as OpenSM answers for a port without aliases.
+pub fn guid_info_records(view: &FabricView) -> Vec<GuidInfoRecord> {
+    let mut out = Vec::new();
+    for (_, p) in view.end_ports() {
+        if p.lid.0 == 0 {
+            continue;
+        }
+        let blocks = usize::from(p.info.guid_cap).div_ceil(8).max(1);
+        for b in 0..blocks {
+            let mut guids = [0u64; 8];
+            if b == 0 {
+                guids[0] = p.guid.0;
+            }
+            out.push(GuidInfoRecord {
+                lid: p.lid,
+                block: b as u8,
+                guids,
+            });
         }
     }
     out

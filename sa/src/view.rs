@@ -168,8 +168,9 @@ impl FabricView {
 }
 
 /// What [`FabricView::from_topology`] builds a view from: the discovered topology and what
-/// the SM knows about it. PortInfo/SwitchInfo not given are filled from the topology (LID,
-/// LMC, MasterSMLID, link width/speed, state Active on linked ports, MTU 2048).
+/// the SM knows about it. NodeInfo/PortInfo/SwitchInfo not given are filled from the
+/// topology (LID, LMC, MasterSMLID, link width/speed, state Active on linked ports, MTU 2048,
+/// revision 0): the master gives what it read, so only a node or port it never read is.
 #[derive(Clone, Debug, Default)]
 pub struct ViewInput {
     /// Subnet prefix.
@@ -186,6 +187,8 @@ pub struct ViewInput {
     pub port_info: HashMap<(Guid, u8), PortInfo>,
     /// SwitchInfo as read, by switch GUID.
     pub switch_info: HashMap<Guid, SwitchInfo>,
+    /// NodeInfo as read, by node GUID (PortGUID and LocalPortNum are set per record).
+    pub node_info: HashMap<Guid, NodeInfo>,
     /// Partition SLs.
     pub partition_sl: HashMap<u16, u8>,
 }
@@ -284,7 +287,13 @@ impl FabricView {
                     .next()
                     .unwrap_or_default()
             };
-            let info = NodeInfo {
+            let read = inp.node_info.get(&n.node_guid).copied();
+            let info = read.map(|i| NodeInfo {
+                port_guid: first_guid,
+                local_port_num: if sw { 0 } else { 1 },
+                ..i
+            });
+            let info = info.unwrap_or(NodeInfo {
                 base_version: 1,
                 class_version: 1,
                 node_type: n.node_type.to_wire(),
@@ -297,7 +306,7 @@ impl FabricView {
                 revision: 0,
                 local_port_num: if sw { 0 } else { 1 },
                 vendor_id: n.vendor_id,
-            };
+            });
             let switch_info = sw.then(|| {
                 inp.switch_info
                     .get(&n.node_guid)

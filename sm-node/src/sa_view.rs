@@ -1,8 +1,9 @@
 //! Building the SA's [`FabricView`] from sm-core's [`Sweeper`]: the topology of its last
 //! discovery, its guid -> LID map, the LFTs and P_Key tables it programmed, its own SM
-//! identity, and every port's PortInfo as the sweeper last read it (its discovery Get or
-//! the answer to its own Set). PortInfo the caller gives wins; a port never read is filled
-//! from the topology (see [`ViewInput`]).
+//! identity, every node's NodeInfo, every switch's SwitchInfo and every port's PortInfo as
+//! the sweeper last read them (its discovery Get or the answer to its own Set). PortInfo the
+//! caller gives wins; a node or port never read is filled from the topology (see
+//! [`ViewInput`]).
 
 use fabric::Guid;
 use mad::PortInfo;
@@ -31,6 +32,16 @@ pub fn view_from_sweeper(
         }
     }
     infos.extend(port_info);
+    let mut node_info = HashMap::new();
+    let mut switch_info = HashMap::new();
+    for (_, n) in topo.nodes() {
+        if let Some(ni) = sw.node_info_as_read(n.node_guid) {
+            node_info.insert(n.node_guid, ni);
+        }
+        if let Some(si) = sw.switch_info_as_read(n.node_guid) {
+            switch_info.insert(n.node_guid, si);
+        }
+    }
     let mut lids = HashMap::new();
     for (g, lo, hi) in sw.guid2lid().iter() {
         let span = u32::from(hi.0.saturating_sub(lo.0)) + 1;
@@ -60,7 +71,8 @@ pub fn view_from_sweeper(
         lfts,
         pkeys: sw.pkey_tables().into_iter().collect(),
         port_info: infos,
-        switch_info: HashMap::new(),
+        switch_info,
+        node_info,
         partition_sl,
     };
     FabricView::from_topology(&topo, &inp)

@@ -324,7 +324,10 @@ impl SaRecord for LftRecord {
 pub struct PKeyTableRecord {
     /// Bytes 0-1: LID (a CA port's LID, a switch's port 0 LID).
     pub lid: Lid,
-    /// Bytes 2-3: block number.
+    /// Bytes 2-3: block number, carried little-endian as OpenSM writes it in its answers
+    /// and saquery prints it (`block_num` in host order on x86), not big-endian as IBA
+    /// 15.2.5.11 lays the field out (a big-endian 1 prints as block 256). OpenSM reads a
+    /// request's BlockNum big-endian (saquery sends it so): the SA engine does the same.
     pub block: u16,
     /// Byte 4: port number (switches; reserved for CAs).
     pub port_num: u8,
@@ -347,7 +350,7 @@ impl SaRecord for PKeyTableRecord {
     fn decode_data(b: &[u8; SA_DATA_LEN]) -> PKeyTableRecord {
         PKeyTableRecord {
             lid: Lid(get_u16(b, 0)),
-            block: get_u16(b, 2),
+            block: u16::from_le_bytes([b[2], b[3]]),
             port_num: b[4],
             table: extract(b, 8),
         }
@@ -356,7 +359,7 @@ impl SaRecord for PKeyTableRecord {
     fn encode_data(&self, b: &mut [u8; SA_DATA_LEN]) {
         b.fill(0);
         put_u16(b, 0, self.lid.0);
-        put_u16(b, 2, self.block);
+        b[2..4].copy_from_slice(&self.block.to_le_bytes());
         b[4] = self.port_num;
         embed(b, 8, &self.table);
     }

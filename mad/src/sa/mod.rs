@@ -24,6 +24,7 @@ mod mcast;
 mod path;
 mod record;
 mod service;
+mod table_records;
 
 pub use fabric_records::{
     LftRecord, LinkRecord, NodeRecord, PKeyTableRecord, PortInfoRecord, SmInfoRecord,
@@ -33,6 +34,7 @@ pub use mcast::{McMemberRecord, join_state};
 pub use path::{MultiPathRecord, PathRecord, selector};
 pub use record::{CompField, Gid, SaRecord, bits_equal, bits_value, comp_match, record_matches};
 pub use service::{ClassPortInfo, InformInfo, InformInfoRecord, ServiceRecord};
+pub use table_records::GuidInfoRecord;
 
 use crate::MadError;
 use crate::header::{MadHeader, MgmtClass, header_of};

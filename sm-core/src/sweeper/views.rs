@@ -34,6 +34,23 @@ impl Sweeper {
         let p = self.disc.port(n.port_index(port));
         (p.info_sweep != 0).then_some((p.info, p.info_sweep))
     }
+
+    /// NodeInfo of a node as this sweeper last read it (PortGUID and LocalPortNum are those
+    /// of the port the Get entered through). None when the node was never reached.
+    pub fn node_info_as_read(&self, node: fabric::Guid) -> Option<mad::NodeInfo> {
+        let i = self.disc.find(node)?;
+        let n = self.disc.node(i);
+        (n.seen != 0).then_some(n.info)
+    }
+
+    /// SwitchInfo of a switch as this sweeper last read it (its discovery Get, or the
+    /// answer to its own Set). None for a node that is not a switch or was never reached.
+    pub fn switch_info_as_read(&self, node: fabric::Guid) -> Option<mad::SwitchInfo> {
+        let i = self.disc.find(node)?;
+        let n = self.disc.node(i);
+        (n.seen != 0 && n.is_switch && n.sw != crate::state::NONE)
+            .then(|| self.disc.switch(n.sw).info)
+    }
 }
 
 impl Sweeper {
