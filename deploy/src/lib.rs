@@ -14,6 +14,7 @@ pub mod import;
 pub mod logging;
 pub mod opensm;
 pub mod roots;
+pub mod summary;
 
 use std::path::PathBuf;
 

@@ -7,7 +7,8 @@
 //! tonic handlers hold the RaftActor's `Addr`.
 
 pub mod admin;
-pub mod harness;
+/// The process-level test cluster (its own crate, `sm-harness`).
+pub use sm_harness as harness;
 pub mod net;
 pub mod preference;
 pub mod raft_actor;

@@ -2,14 +2,13 @@
 //! it (`Accept: application/openmetrics-text`, as Prometheus does), else the Prometheus
 //! text format 0.0.4.
 
-use super::{Format, m, render};
+use super::{Format, mark_served, render};
 use crate::cluster::raft_actor::RaftActor;
 use actix::Addr;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use std::net::SocketAddr;
-use std::sync::atomic::Ordering;
 
 /// Serves `GET /metrics` (on the current tokio runtime) at `listen` (the `metrics-listen`
 /// key or flag), else at `SM_METRICS_LISTEN` when set; with `SM_METRICS_PORT_PLUS_ID=1` the
@@ -39,9 +38,7 @@ pub fn spawn(
     std_l.set_nonblocking(true).map_err(|e| e.to_string())?;
     let local = std_l.local_addr().map_err(|e| e.to_string())?;
     let l = tokio::net::TcpListener::from_std(std_l).map_err(|e| e.to_string())?;
-    let mm = m();
-    mm.fabric.set_enabled(port_counters);
-    mm.served.store(true, Ordering::Relaxed);
+    mark_served(port_counters);
     let app = axum::Router::new()
         .route("/metrics", axum::routing::get(metrics))
         .with_state(raft);

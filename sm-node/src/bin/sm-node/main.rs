@@ -8,7 +8,7 @@ mod bench;
 mod cluster_cli;
 mod demo;
 mod stop;
-mod summary;
+
 mod tables;
 
 use anyhow::anyhow;
@@ -325,7 +325,7 @@ async fn serve(cfg: NodeConfig, exit_after: bool) -> anyhow::Result<ExitCode> {
     );
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     let master = daemon::start_master(&cfg, attached, vec![tx])?;
-    let mut sum = summary::Summary::default();
+    let mut sum = deploy::summary::Summary::default();
     let mut stopped = false;
     // The first heavy sweep certain to program a reloaded policy (None: no reload waiting).
     let mut reloaded: Option<u64> = None;

@@ -1,7 +1,7 @@
 //! [`RoleMetrics`]: what a master or standby SM actor reports to the process's registry.
 
 use super::m;
-use crate::milestone::{Milestone, MilestoneKind};
+use sm_core::milestone::{Milestone, MilestoneKind};
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 

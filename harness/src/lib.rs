@@ -4,8 +4,13 @@
 //! port, LIDs, P_Key tables, delivery between CAs).
 //!
 //! Waits poll the replicas' status; the bounds are failure bounds, not synchronisation.
+//!
+//! It must never be part of a daemon: it starts and kills processes by PID, and talks to
+//! the replicas in plain HTTP/2 on loopback (every replica is started with
+//! `--insecure-loopback`; a TLS test makes its own clients).
 
-use crate::daemon;
+pub mod bench;
+
 use fabric::{Guid, Lid, NodeId, PKey, Topology};
 use fabric_sim::server::ServerHandle;
 use fabric_sim::{SetRecord, SimConfig, SimFabric};
@@ -63,6 +68,18 @@ pub struct LocalCluster {
     pub common: Vec<String>,
 }
 
+/// A plain HTTP/2 channel to a replica's admin address, with the daemon's peer timeouts.
+fn channel(addr: &str) -> Result<tonic::transport::Channel, String> {
+    Ok(
+        tonic::transport::Endpoint::from_shared(format!("http://{addr}"))
+            .map_err(|e| format!("{addr}: {e}"))?
+            .connect_timeout(Duration::from_millis(300))
+            .timeout(Duration::from_secs(2))
+            .tcp_nodelay(true)
+            .connect_lazy(),
+    )
+}
+
 /// A free loopback port, held open by the returned listener: ports chosen while the earlier
 /// ones are still held are distinct (the kernel may hand a just-closed port out again).
 fn free_port() -> std::io::Result<(u16, std::net::TcpListener)> {
@@ -75,7 +92,7 @@ impl LocalCluster {
     pub fn new(bin: &Path, topology: &str, n: u64, dir: &Path) -> Result<LocalCluster, String> {
         let _ = std::fs::remove_dir_all(dir);
         std::fs::create_dir_all(dir).map_err(|e| e.to_string())?;
-        let topo = daemon::load_topology(topology).map_err(|e| e.to_string())?;
+        let topo = fabric_sim::server::load_topology(topology)?;
         let sim = SimFabric::new(&topo, SimConfig::default()).map_err(|e| e.to_string())?;
         let server =
             fabric_sim::server::spawn(sim, &dir.join("simd.sock")).map_err(|e| e.to_string())?;
@@ -259,7 +276,7 @@ impl LocalCluster {
 
     /// Replica `id`'s status.
     pub async fn status(&self, id: u64) -> Result<ClusterStatusReply, String> {
-        let ch = super::net::channel(&self.r(id).addr).map_err(|e| e.to_string())?;
+        let ch = channel(&self.r(id).addr)?;
         let mut c = SmAdminClient::new(ch);
         c.cluster_status(ClusterStatusRequest::default())
             .await
@@ -269,7 +286,7 @@ impl LocalCluster {
 
     /// An admin client of replica `id`.
     pub fn admin(&self, id: u64) -> Result<SmAdminClient<tonic::transport::Channel>, String> {
-        let ch = super::net::channel(&self.r(id).addr).map_err(|e| e.to_string())?;
+        let ch = channel(&self.r(id).addr)?;
         Ok(SmAdminClient::new(ch))
     }
 

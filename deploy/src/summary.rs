@@ -1,8 +1,9 @@
-//! The summary `sm-node` prints when it exits: what it did, with counts and times.
+//! The summary `sm-node` prints when it exits: what it did, with counts and times (pure:
+//! milestones in, text out).
 
+use crate::config::{FabricSpec, NodeConfig};
 use sm_core::Counters;
-use sm_node::config::{FabricSpec, NodeConfig};
-use sm_node::milestone::{Milestone, MilestoneKind};
+use sm_core::milestone::{Milestone, MilestoneKind};
 use std::fmt::Write;
 use std::time::Duration;
 
