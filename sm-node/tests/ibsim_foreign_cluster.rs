@@ -29,9 +29,10 @@ const REPLICA_PORTS: [u64; 3] = [0x100001, 0x100004, 0x100007];
 const OPENSM_PORT: u64 = 0x10000a;
 
 /// Starts the three replicas (sweep interval 1 s, SM priority `priority`), each told the
-/// replicas' SM ports.
-fn start_cluster(sim: &Ibsim, priority: u8) -> Vec<Option<Watched>> {
-    let base = 21000 + (std::process::id() % 2000) as u16 * 3;
+/// replicas' SM ports. `slot` keeps the listen ports of the tests of this binary (they run
+/// at the same time, in one process) apart.
+fn start_cluster(sim: &Ibsim, priority: u8, slot: u16) -> Vec<Option<Watched>> {
+    let base = 21000 + (std::process::id() % 1000) as u16 * 6 + slot * 3;
     let peers: String = (1..=3)
         .map(|i| format!("{i}=127.0.0.1:{}", base + i))
         .collect::<Vec<_>>()
@@ -120,7 +121,7 @@ fn cluster_stands_by_for_opensm_then_takes_over() {
     let sim = Ibsim::start(Path::new(NET_2SW2PATH4HCA), &[]).expect("ibsim");
     let mut osm = start_opensm(&sim, "Hca4", 15);
     osm.wait_for("SUBNET UP", |l| l.contains("SUBNET UP"));
-    let mut reps = start_cluster(&sim, 0);
+    let mut reps = start_cluster(&sim, 0, 0);
     let (leader, standby) = wait_any(&mut reps, "STANDBY for OpenSM", |l| {
         l.contains("Entering STANDBY state (master ")
     });
@@ -186,7 +187,7 @@ fn opensm_stands_by_next_to_the_cluster_across_a_leader_kill() {
         return;
     }
     let sim = Ibsim::start(Path::new(NET_2SW2PATH4HCA), &[]).expect("ibsim");
-    let mut reps = start_cluster(&sim, 10);
+    let mut reps = start_cluster(&sim, 10, 1);
     let (leader, _) = wait_any(&mut reps, "SUBNET UP", |l| l.contains("SUBNET UP after"));
     assert_sminfo_master(&sim, REPLICA_PORTS[leader], 10, "sminfo names the leader");
     let mut osm = start_opensm(&sim, "Hca4", 0);
