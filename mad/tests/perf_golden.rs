@@ -579,3 +579,11 @@ fn fields_in_perfquery_order() {
     assert_eq!(ext[2], "PortXmitData");
     assert_eq!(ext[9], "PortMulticastRcvPkts");
 }
+
+/// `Counter::index` is the position in `Counter::ALL`.
+#[test]
+fn counter_index_is_the_position_in_all() {
+    for (i, c) in mad::perf::Counter::ALL.into_iter().enumerate() {
+        assert_eq!(c.index(), i);
+    }
+}

@@ -19,7 +19,8 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, RwLock};
 
-pub use super::rows::{LinkHealth, LinkHealthRow, PortCounter, PortCounterRow};
+pub use super::rows::{EXPORTED, LinkHealth, LinkHealthRow, PortCounterRow, info};
+use mad::perf::Counter as PerfCounter;
 
 /// A port's label values, formatted once when the row is stored.
 #[derive(Debug)]
@@ -64,8 +65,10 @@ impl Collector for TablesCollector {
             return Ok(());
         };
         if !t.ports.is_empty() {
-            for c in PortCounter::ALL {
-                let (name, help) = c.info();
+            for c in EXPORTED {
+                let Some((name, help)) = info(c) else {
+                    continue;
+                };
                 let name = format!("ib_port_{name}");
                 let help = format!("{help}.");
                 let mut fam = enc.encode_descriptor(&name, &help, None, MetricType::Counter)?;
@@ -180,10 +183,11 @@ impl FabricMetrics {
     }
 
     /// Counts `n` alarms raised on `counter` (kept with the per-port families off).
-    pub fn add_port_alarms(&self, counter: PortCounter, n: u64) {
-        self.alarms
-            .get_or_create(&[("counter", counter.name())])
-            .inc_by(n);
+    pub fn add_port_alarms(&self, counter: PerfCounter, n: u64) {
+        let Some((name, _)) = info(counter) else {
+            return;
+        };
+        self.alarms.get_or_create(&[("counter", name)]).inc_by(n);
     }
 }
 
@@ -207,7 +211,7 @@ mod tests {
             port,
             ..PortCounterRow::default()
         };
-        for (i, c) in PortCounter::ALL.into_iter().enumerate() {
+        for (i, c) in EXPORTED.into_iter().enumerate() {
             *r.counter_mut(c) = base + i as u64;
         }
         r
@@ -222,8 +226,8 @@ mod tests {
     fn port_rows_become_one_counter_family_per_counter() {
         let s = text(|m| m.set_port_counters(&[row(0x0002_c903_0000_0001, 3, 100)]));
         let mut expected = String::new();
-        for (i, c) in PortCounter::ALL.iter().enumerate() {
-            let (name, help) = c.info();
+        for (i, c) in EXPORTED.iter().enumerate() {
+            let (name, help) = info(*c).unwrap();
             expected += &format!(
                 "# HELP ib_port_{name} {help}.\n# TYPE ib_port_{name} counter\nib_port_{name}_total{{node_guid=\"0x0002c90300000001\",port=\"3\"}} {}\n",
                 100 + i
@@ -232,7 +236,7 @@ mod tests {
         expected += "# EOF\n";
         assert_eq!(s, expected);
         // The 17 names as the dashboards know them.
-        let names: Vec<&str> = PortCounter::ALL.iter().map(|c| c.name()).collect();
+        let names: Vec<&str> = EXPORTED.iter().map(|c| info(*c).unwrap().0).collect();
         assert_eq!(
             names,
             [
@@ -306,9 +310,9 @@ mod tests {
                     health: LinkHealth::Down,
                 },
             ]);
-            m.add_port_alarms(PortCounter::SymbolError, 2);
-            m.add_port_alarms(PortCounter::SymbolError, 1);
-            m.add_port_alarms(PortCounter::LinkDowned, 1);
+            m.add_port_alarms(PerfCounter::SymbolError, 2);
+            m.add_port_alarms(PerfCounter::SymbolError, 1);
+            m.add_port_alarms(PerfCounter::LinkDowned, 1);
         });
         let help = "# HELP ib_link_health Health of the link at this port as the performance manager judges it: 0 ok, 1 degraded, 2 down.\n# TYPE ib_link_health gauge\n";
         assert!(s.contains(help), "{s}");
@@ -337,7 +341,7 @@ mod tests {
             m.set_port_counters(&[row(1, 1, 5)]);
             m.update_port_counters(&[row(1, 2, 5)]);
             m.set_link_health(&[LinkHealthRow::default()]);
-            m.add_port_alarms(PortCounter::XmitWait, 1);
+            m.add_port_alarms(PerfCounter::XmitWait, 1);
         });
         assert_eq!(
             s,

@@ -22,9 +22,10 @@ mod perf;
 mod role;
 pub mod rows;
 
-pub use perf::{metric_of, publish_perf};
+pub use mad::perf::Counter as PortCounter;
+pub use perf::publish_perf;
 pub use role::RoleMetrics;
-pub use rows::{LinkHealth, LinkHealthRow, PortCounter, PortCounterRow};
+pub use rows::{EXPORTED, LinkHealth, LinkHealthRow, PortCounterRow, info};
 
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;

@@ -147,6 +147,11 @@ impl Counter {
         Counter::Vl15Dropped,
     ];
 
+    /// Position in [`Counter::ALL`] (the declaration order, checked by a test).
+    pub const fn index(self) -> usize {
+        self as usize
+    }
+
     /// Every counter, in wire order.
     pub const ALL: [Counter; 18] = [
         Counter::SymbolError,

@@ -9,12 +9,6 @@ use std::collections::VecDeque;
 /// Counters kept per port, indexed as [`Counter::ALL`].
 pub const N: usize = Counter::ALL.len();
 
-/// Index of `c` in [`Counter::ALL`].
-pub fn idx(c: Counter) -> usize {
-    // Counter::ALL lists every variant once, in declaration order.
-    c as usize
-}
-
 /// The extended counter holding the 64-bit value of a 32-bit data counter.
 fn ext_of(c: Counter) -> Option<ExtCounter> {
     match c {
@@ -104,7 +98,7 @@ impl PortRecord {
             let mut reset = false;
             for c in Counter::ALL {
                 let (now, before) = (r.value(c), prev.value(c));
-                deltas[idx(c)] = if now >= before {
+                deltas[c.index()] = if now >= before {
                     now - before
                 } else {
                     reset = true;
@@ -161,14 +155,14 @@ impl PortRecord {
         CHECKED.iter().enumerate().any(|(i, &c)| {
             c != Counter::XmitWait
                 && self.exceeded & (1 << i) != 0
-                && self.window.iter().any(|s| s.deltas[idx(c)] > 0)
+                && self.window.iter().any(|s| s.deltas[c.index()] > 0)
         })
     }
 
     /// Increase of `c` over the window and the window's length.
     pub fn window_delta(&self, c: Counter) -> (u64, VTime) {
         self.window.iter().fold((0, 0), |(d, t), s| {
-            (d.saturating_add(s.deltas[idx(c)]), t + s.dt)
+            (d.saturating_add(s.deltas[c.index()]), t + s.dt)
         })
     }
 
@@ -218,13 +212,6 @@ mod tests {
     }
 
     #[test]
-    fn index_matches_all() {
-        for (i, c) in Counter::ALL.into_iter().enumerate() {
-            assert_eq!(idx(c), i);
-        }
-    }
-
-    #[test]
     fn deltas_resets_window_and_crossings() {
         let th = Thresholds::default();
         let mut r = rec();
@@ -236,13 +223,13 @@ mod tests {
         assert!(r.take(read(0, 2, 100), 2, &th).is_empty());
         let crossed = r.take(read(10, 12, 150), 2, &th);
         assert_eq!(crossed, vec![(Counter::SymbolError, 12)]);
-        assert_eq!(r.totals[idx(Counter::SymbolError)], 10);
-        assert_eq!(r.totals[idx(Counter::XmitData)], 50);
+        assert_eq!(r.totals[Counter::SymbolError.index()], 10);
+        assert_eq!(r.totals[Counter::XmitData.index()], 50);
         assert!(r.degraded());
         // Still over: no second alarm. A reset counts from 0.
         assert!(r.take(read(20, 13, 20), 2, &th).is_empty());
         assert_eq!(r.resets, 1);
-        assert_eq!(r.totals[idx(Counter::XmitData)], 70);
+        assert_eq!(r.totals[Counter::XmitData.index()], 70);
         assert_eq!(r.window.len(), 2);
         // Over, but no longer growing within the window: not degraded.
         r.take(read(30, 13, 20), 2, &th);

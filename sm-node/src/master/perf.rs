@@ -95,9 +95,7 @@ impl MasterActor {
                 });
             }
             PerfEvent::Alarm(a) => {
-                if let Some(c) = crate::metrics::metric_of(a.counter) {
-                    crate::metrics::add_port_alarms(c, 1);
-                }
+                crate::metrics::add_port_alarms(a.counter, 1);
                 let text = a.to_string();
                 tracing::warn!("E_NODE_PERF_ALARM: {text}");
                 self.notify(MilestoneKind::PerfAlarm { text });
