@@ -260,6 +260,20 @@ impl PhysState {
         }
     }
 
+    /// The name as `smpquery portinfo` prints it.
+    pub fn name(self) -> &'static str {
+        match self {
+            PhysState::NoChange => "NoChange",
+            PhysState::Sleep => "Sleep",
+            PhysState::Polling => "Polling",
+            PhysState::Disabled => "Disabled",
+            PhysState::Training => "PortConfigurationTraining",
+            PhysState::LinkUp => "LinkUp",
+            PhysState::LinkErrorRecovery => "LinkErrorRecovery",
+            PhysState::PhyTest => "PhyTest",
+        }
+    }
+
     /// Decodes the 4-bit wire value.
     pub fn from_wire(v: u8) -> Option<PhysState> {
         Some(match v {

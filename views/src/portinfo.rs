@@ -53,16 +53,7 @@ pub fn link_state(s: u8) -> &'static str {
 }
 
 fn phys_state(s: u8) -> &'static str {
-    match s {
-        1 => "Sleep",
-        2 => "Polling",
-        3 => "Disabled",
-        4 => "PortConfigurationTraining",
-        5 => "LinkUp",
-        6 => "LinkErrorRecovery",
-        7 => "PhyTest",
-        _ => "NoChange",
-    }
+    fabric::PhysState::from_wire(s).map_or("NoChange", fabric::PhysState::name)
 }
 
 fn mtu(m: u8) -> String {

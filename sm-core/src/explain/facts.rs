@@ -24,16 +24,11 @@ pub fn port_state_name(s: u8) -> &'static str {
 
 /// PortInfo.PortPhysicalState by name.
 pub fn phys_state_name(s: u8) -> &'static str {
-    match s {
-        0 => "unknown",
-        1 => "Sleep",
-        2 => "Polling",
-        3 => "Disabled",
-        4 => "PortConfigurationTraining",
-        5 => "LinkUp",
-        6 => "LinkErrorRecovery",
-        7 => "PhyTest",
-        _ => "reserved",
+    match fabric::PhysState::from_wire(s) {
+        // 0 in a PortInfo as read: not known (NoChange is a Set's value).
+        Some(fabric::PhysState::NoChange) => "unknown",
+        Some(p) => p.name(),
+        None => "reserved",
     }
 }
 
