@@ -250,13 +250,6 @@ struct InFlight {
     deadline: VTime,
 }
 
-/// A live query under way.
-#[derive(Clone, Debug)]
-struct LiveQuery {
-    answer: QueryAnswer,
-    want_ext: bool,
-}
-
 /// The performance manager of a master (see the module documentation).
 #[derive(Debug)]
 pub struct PerfManager {
@@ -281,7 +274,8 @@ pub struct PerfManager {
     waiting_cpi: HashMap<Lid, Vec<usize>>,
     sweeps: u64,
     last_sweep: Option<(PerfSweepStats, VTime)>,
-    live: HashMap<u64, LiveQuery>,
+    /// Live queries under way: the answer as far as known.
+    live: HashMap<u64, QueryAnswer>,
     next_live: u64,
     events: VecDeque<PerfEvent>,
 }
@@ -413,15 +407,12 @@ impl PerfManager {
         self.next_live += 1;
         self.live.insert(
             id,
-            LiveQuery {
-                answer: QueryAnswer {
-                    lid,
-                    port,
-                    cap_mask: self.caps.get(&lid).copied().flatten(),
-                    pc: None,
-                    ext: None,
-                },
-                want_ext: extended,
+            QueryAnswer {
+                lid,
+                port,
+                cap_mask: self.caps.get(&lid).copied().flatten(),
+                pc: None,
+                ext: None,
             },
         );
         let mad = if extended {

@@ -137,15 +137,12 @@ impl PerfManager {
                     return;
                 };
                 if ext {
-                    l.answer.ext = m.attr::<PortCountersExtended>().ok();
+                    l.ext = m.attr::<PortCountersExtended>().ok();
                 } else {
-                    l.answer.pc = m.attr::<PortCounters>().ok();
+                    l.pc = m.attr::<PortCounters>().ok();
                 }
-                debug_assert_eq!(ext, l.want_ext);
-                self.events.push_back(PerfEvent::QueryDone {
-                    id,
-                    result: Ok(l.answer),
-                });
+                self.events
+                    .push_back(PerfEvent::QueryDone { id, result: Ok(l) });
             }
         }
     }
