@@ -498,3 +498,71 @@ fn sigterm_on_the_master_hands_leadership_over_first() {
     drop(c);
     cleanup(&d);
 }
+
+/// The performance manager's calls asked of a follower are answered by the master: a port's
+/// counters read now (equal in their error counters to what the fabric's PMA holds), the
+/// ports over thresholds, every link's health; a LID out of range and a bad threshold text
+/// are refused with their codes.
+#[test]
+fn a_follower_forwards_counters_errors_and_link_health() {
+    use proto::admin::{GetCountersRequest, GetErrorsRequest, GetLinkHealthRequest};
+    let d = dir("perf-forward");
+    let mut c = LocalCluster::new(&bin(), "ft2:8", 3, &d).unwrap();
+    c.start_all().unwrap();
+    rt().block_on(async {
+        let st = c.wait_serving(0, BOUND).await.unwrap();
+        let follower = (1..=3).find(|i| *i != st.leader_id).unwrap();
+        let mut a = c.admin(follower).unwrap();
+        let (guid, lid) = c.ca_lids()[3];
+        let r = a
+            .get_counters(GetCountersRequest {
+                lid: u32::from(lid.0),
+                port: 1,
+                extended: false,
+            })
+            .await
+            .unwrap()
+            .into_inner();
+        assert_eq!(r.counters.len(), 21, "{r:?}");
+        let fab = c.with_sim(|s| {
+            let (node, port) = s.port_by_guid(guid).unwrap();
+            s.port_counters(node, port).unwrap()
+        });
+        let got = |n: &str| r.counters.iter().find(|f| f.name == n).unwrap().value;
+        assert_eq!(got("SymbolErrorCounter"), u64::from(fab.symbol_error));
+        assert_eq!(got("PortRcvErrors"), u64::from(fab.rcv_errors));
+        let h = a
+            .get_link_health(GetLinkHealthRequest {})
+            .await
+            .unwrap()
+            .into_inner();
+        assert_eq!(h.links.len(), c.topo.num_links(), "every link");
+        assert!(h.links.iter().all(|l| l.health == "ok"), "{h:?}");
+        let e = a
+            .get_errors(GetErrorsRequest::default())
+            .await
+            .unwrap()
+            .into_inner();
+        assert!(e.enabled && e.ports.is_empty(), "{e:?}");
+        let bad = a
+            .get_counters(GetCountersRequest {
+                lid: 0xC000,
+                port: 1,
+                extended: false,
+            })
+            .await
+            .unwrap_err();
+        assert_eq!(bad.code(), tonic::Code::InvalidArgument);
+        assert!(bad.message().starts_with("E_ADMIN_BAD_LID"), "{bad:?}");
+        let bad = a
+            .get_errors(GetErrorsRequest {
+                thresholds: "SymbolErrorCounter=ten\n".into(),
+            })
+            .await
+            .unwrap_err();
+        assert_eq!(bad.code(), tonic::Code::InvalidArgument);
+        assert!(bad.message().starts_with("SMC-E009"), "{bad:?}");
+    });
+    drop(c);
+    cleanup(&d);
+}
