@@ -5,10 +5,13 @@
 //! - [`import`]: `sm-node import-opensm`, the files side: reads opensm.conf, partitions.conf,
 //!   guid2lid and the root GUID file, checks them all, then writes the daemon's TOML
 //!   configuration and copies the files (nothing is written when any input is bad);
+//! - [`cli`]: the daemon's flags (every config key, cluster mode, admin security) overlaid
+//!   on the configuration file into a checked `NodeConfig`, pure;
 //! - [`roots`]: OpenSM's root GUID file (`root_guid_file`), read by `sm-node` too;
 //! - [`logging`]: the log set-up of the daemon binaries (`--log-format text|json`, colour
 //!   only on a terminal and without `NO_COLOR`).
 
+pub mod cli;
 pub mod config;
 pub mod import;
 pub mod logging;

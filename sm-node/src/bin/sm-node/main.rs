@@ -13,12 +13,12 @@ mod tables;
 
 use anyhow::anyhow;
 use clap::Parser;
+use deploy::cli::DaemonArgs;
+use sm_node::config::NodeConfig;
 use sm_node::config::SweeperConfigOf as _;
-use sm_node::config::{FileConfig, NodeConfig};
 use sm_node::daemon;
 use sm_node::master::{MasterActor, ReloadPolicy, Shutdown};
 use sm_node::milestone::MilestoneKind;
-use std::path::PathBuf;
 use std::process::ExitCode;
 
 /// Quorum SM daemon: one replica (with --id and --peers) of a Raft cluster, or a single
@@ -31,127 +31,19 @@ struct Cli {
     /// `demo` (fabric + three replicas in one command) or `status` (ask a replica).
     #[command(subcommand)]
     command: Option<cluster_cli::Sub>,
-    /// Cluster mode: this replica's Raft id (with --peers and --data-dir).
-    #[arg(long)]
-    id: Option<u64>,
-    /// Cluster mode: every replica as ID=IP:PORT, comma separated (this one included);
-    /// Peer and SmAdmin gRPC are served there, with mutual TLS (--tls-cert, --tls-key,
-    /// --tls-ca) or, on loopback only, plain HTTP/2 with --insecure-loopback.
-    #[arg(long)]
-    peers: Option<String>,
-    /// Cluster mode: the initial voters, comma separated (default: every replica in
-    /// --peers). Used only when the data directory is first initialized: a replica listed
-    /// in --peers but not here starts as a non-voter and joins through `smctl members add`.
-    #[arg(long, value_delimiter = ',')]
-    voters: Vec<u64>,
-    /// Cluster mode: the SM port GUIDs of the replicas (hex, comma separated; this one's
-    /// may be listed too). Given, the master obeys the IBA priority rules towards every
-    /// other SM (OpenSM...) as the cluster's one SM: it stands by for a foreign MASTER that
-    /// outranks it and takes a HANDOVER; the replicas are never queried. Not given: other
-    /// SMs are not looked at (docs/foreign-sms.md).
-    #[arg(long, value_delimiter = ',', value_parser = parse_hex_guid)]
-    peer_sm_guids: Vec<u64>,
-    /// Cluster mode: what an EMPTY data directory means. `new`: this replica is one of a new
-    /// cluster (every replica starts empty and votes). `existing` (default): the cluster
-    /// exists and this replica's log was lost or is new: it recovers from the leader and
-    /// neither votes nor campaigns until caught up, so it never votes with less than it
-    /// once acknowledged. Ignored when the data directory holds a log.
-    #[arg(long, value_enum, default_value_t = InitialClusterState::Existing)]
-    initial_cluster_state: InitialClusterState,
-    /// Cluster mode: listen address (default: this replica's address in --peers).
-    #[arg(long)]
-    listen: Option<std::net::SocketAddr>,
-    /// Cluster mode: serve the read-only web dashboard here (HTTPS with the admin TLS
-    /// settings; plain HTTP only with --insecure-loopback on a loopback address).
-    #[arg(long)]
-    dashboard_listen: Option<std::net::SocketAddr>,
-    /// Cluster mode: Raft tick in ms.
-    #[arg(long, default_value_t = 50)]
-    tick_ms: u64,
-    /// Cluster mode: election timeout in ticks (randomised up to twice that); at least 5.
-    #[arg(long, default_value_t = 10)]
-    election_ticks: usize,
-    /// Cluster mode: snapshot the replicated state and compact the log every N applied
-    /// entries.
-    #[arg(long, default_value_t = 1000)]
-    snapshot_every: u64,
-    /// TOML configuration file (keys as the long flags: fabric, priority, routing-engine,
-    /// sweep-interval, partitions, guid2lid, root-guid-file, data-dir, lmc, routing-workers,
-    /// sim-pace, sim-seed, smp-timeout-ms, smp-window, and an [admin] table for TLS and
-    /// tokens); flags override it. Example: /etc/quorum-sm/sm-node.toml.
-    #[arg(long)]
-    config: Option<PathBuf>,
-    /// Every key of the configuration file as a flag.
+    /// Every other flag.
     #[command(flatten)]
-    node: FileConfig,
-    /// Log lines as text or json (one JSON object per line).
-    #[arg(long, env = "SM_LOG_FORMAT", default_value = "text")]
-    log_format: deploy::logging::LogFormat,
-    /// Read and check the configuration (files included), print one line, exit.
-    #[arg(long)]
-    check_config: bool,
-    /// Exit once the first heavy sweep (the one that reaches SUBNET UP) completes.
-    #[arg(long)]
-    exit_after_subnet_up: bool,
-    /// After the first SUBNET UP, and again after the heavy sweep that programs a policy
-    /// reloaded by SIGHUP, write the master's LFTs and P_Key tables to this file
-    /// (`lft GUID LID PORT` and `pkeys GUID PORT KEYS...` lines).
-    #[arg(long)]
-    dump_tables: Option<PathBuf>,
-    /// Cluster mode security ([admin] in the config file): PEM certificate chain of this
-    /// replica.
-    #[arg(long)]
-    tls_cert: Option<PathBuf>,
-    /// PEM private key of --tls-cert.
-    #[arg(long)]
-    tls_key: Option<PathBuf>,
-    /// PEM CA of the replicas (verifies servers; the server requires client certificates).
-    #[arg(long)]
-    tls_ca: Option<PathBuf>,
-    /// Name checked in the other replicas' certificates (default localhost).
-    #[arg(long)]
-    tls_domain: Option<String>,
-    /// Admin bearer tokens file: `ROLE TOKEN` lines (roles read, admin).
-    #[arg(long)]
-    tokens_file: Option<PathBuf>,
-    /// Serve plain HTTP/2 without TLS: development only, refused unless the listen address
-    /// is loopback.
-    #[arg(long)]
-    insecure_loopback: bool,
-    /// Leave the per-port fabric families out of /metrics (`metrics-port-counters = false`).
-    #[arg(long, conflicts_with = "metrics_port_counters")]
-    no_metrics_port_counters: bool,
-}
-
-impl Cli {
-    fn overlay(&self) -> FileConfig {
-        FileConfig {
-            admin: Some(sm_node::config::AdminSecurity {
-                tls_cert: self.tls_cert.clone(),
-                tls_key: self.tls_key.clone(),
-                tls_ca: self.tls_ca.clone(),
-                tls_domain: self.tls_domain.clone(),
-                tokens_file: self.tokens_file.clone(),
-                insecure_loopback: self.insecure_loopback.then_some(true),
-            }),
-            metrics_port_counters: if self.no_metrics_port_counters {
-                Some(false)
-            } else {
-                self.node.metrics_port_counters
-            },
-            ..self.node.clone()
-        }
-    }
+    d: deploy::cli::DaemonArgs,
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    deploy::logging::init(cli.log_format);
+    deploy::logging::init(cli.d.log_format);
     let result = match &cli.command {
         Some(sub) => cluster_cli::run_sub(sub),
-        None if cli.check_config => check_config(&cli),
-        None if cli.id.is_some() => run_cluster(cli),
-        None => run(cli),
+        None if cli.d.check_config => check_config(&cli.d),
+        None if cli.d.id.is_some() => run_cluster(&cli.d),
+        None => run(&cli.d),
     };
     match result {
         Ok(code) => code,
@@ -162,46 +54,17 @@ fn main() -> ExitCode {
     }
 }
 
-/// The configuration file overlaid by the flags, resolved.
-fn node_config(cli: &Cli) -> anyhow::Result<NodeConfig> {
-    let file = match &cli.config {
-        Some(p) => FileConfig::load(p)?,
-        None => FileConfig::default(),
-    };
-    Ok(NodeConfig::try_from(file.overlay(cli.overlay()))?)
-}
-
 /// `--check-config`: everything start-up reads and checks (partitions, guid2lid and root
 /// GUID files included), one line, exit 0; an error exits non-zero.
-fn check_config(cli: &Cli) -> anyhow::Result<ExitCode> {
-    let cfg = node_config(cli)?;
+fn check_config(cli: &DaemonArgs) -> anyhow::Result<ExitCode> {
+    let cfg = cli.node_config()?;
     let (scfg, _) = cfg.sweeper_config()?;
-    let none = || PathBuf::from("none");
-    let (parts, g2l) = (cfg.partitions.clone(), cfg.guid2lid.clone());
-    let (parts, g2l) = (parts.unwrap_or_else(none), g2l.unwrap_or_else(none));
-    let (engines, roots, ports) = (
-        cfg.engines.join(","),
-        cfg.updn_roots.len(),
-        scfg.guid2lid.len(),
-    );
-    let (fabric, prio) = (&cfg.fabric, cfg.priority);
-    let metrics = match cfg.metrics_listen {
-        Some(a) => a.to_string(),
-        None => "not served".to_string(),
-    };
-    let per_port = if cfg.metrics_port_counters {
-        "on"
-    } else {
-        "off"
-    };
-    println!(
-        "config OK: {fabric:?}, priority {prio}, routing {engines}, {roots} root GUIDs, partitions {parts:?}, guid2lid {g2l:?} ({ports} ports), metrics {metrics} (per-port families {per_port})"
-    );
+    println!("{}", deploy::cli::check_line(&cfg, scfg.guid2lid.len()));
     Ok(ExitCode::SUCCESS)
 }
 
-fn run_cluster(cli: Cli) -> anyhow::Result<ExitCode> {
-    let cfg = node_config(&cli)?;
+fn run_cluster(cli: &DaemonArgs) -> anyhow::Result<ExitCode> {
+    let cfg = cli.node_config()?;
     cfg.sweeper_config()?;
     // LIDs are replicated through Raft; the guid2lid file (DATA_DIR/guid2lid or --guid2lid)
     // is read by a new cluster's first master only, never written.
@@ -226,32 +89,13 @@ fn run_cluster(cli: Cli) -> anyhow::Result<ExitCode> {
         node: cfg,
         voters: cli.voters.clone(),
         peer_sm_guids: cli.peer_sm_guids.clone(),
-        bootstrap: cli.initial_cluster_state == InitialClusterState::New,
+        bootstrap: cli.initial_cluster_state == deploy::cli::InitialClusterState::New,
         dashboard_listen: cli.dashboard_listen,
     })
 }
 
-/// A GUID in hex, with or without 0x.
-fn parse_hex_guid(s: &str) -> Result<u64, String> {
-    let h = s.trim();
-    let h = h
-        .strip_prefix("0x")
-        .or_else(|| h.strip_prefix("0X"))
-        .unwrap_or(h);
-    u64::from_str_radix(h, 16).map_err(|e| format!("{s:?}: {e}"))
-}
-
-/// What an empty data directory of a cluster replica means (`--initial-cluster-state`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-enum InitialClusterState {
-    /// A replica of a new cluster.
-    New,
-    /// A replica of an existing cluster whose log is recovered from the leader.
-    Existing,
-}
-
-fn run(cli: Cli) -> anyhow::Result<ExitCode> {
-    let cfg = node_config(&cli)?;
+fn run(cli: &DaemonArgs) -> anyhow::Result<ExitCode> {
+    let cfg = cli.node_config()?;
     // Check everything that can be wrong before touching the fabric.
     cfg.sweeper_config()?;
     if cfg.guid2lid.is_none() {
