@@ -23,6 +23,8 @@ use mad::{NodeDescription, NodeInfo, PortInfo, SwitchInfo};
 use routing::Lfts;
 use std::collections::{BTreeMap, HashMap};
 
+mod targeted;
+
 /// P_KeyTables known to be held, by (node GUID, port) (`SweeperConfig::known_pkeys`).
 type KnownPKeys = BTreeMap<(Guid, u8), Vec<u16>>;
 
@@ -50,6 +52,8 @@ pub(crate) struct Discovery {
     ports_read: u64,
     /// Minimum SMPs this sweep's discovery needs (SMInfo Gets of other SMs included).
     min_smps: u64,
+    /// A targeted sweep's state (idle in a full discovery).
+    retarget: targeted::Retarget,
 }
 
 /// What a finished discovery found.
@@ -82,6 +86,7 @@ impl Discovery {
             links: 0,
             ports_read: 0,
             min_smps: 0,
+            retarget: targeted::Retarget::default(),
         }
     }
 
@@ -422,6 +427,7 @@ impl Discovery {
         self.links = 0;
         self.ports_read = 0;
         self.min_smps = 1;
+        self.retarget = targeted::Retarget::default();
         for s in &mut self.switches {
             s.psc_seen = false;
             s.lft_failed = false;
@@ -531,7 +537,26 @@ impl Discovery {
             // Link parent.port <-> idx.local_port_num.
             let pp = self.nodes[req.node as usize].port_index(req.port);
             let rp = self.nodes[idx as usize].port_index(info.local_port_num);
-            if rp < self.ports.len() && self.ports[pp].remote_sweep != sweep {
+            let new_link = self.ports[pp].remote_sweep != sweep;
+            if self.targeted() && rp < self.ports.len() {
+                // A port's far end that changed (a cable moved between traps) is settled
+                // by a full discovery; a link that came up to a known node has that
+                // node's port read again (it was down when last read).
+                let (a, b) = (&self.ports[pp], &self.ports[rp]);
+                if (!new_link && (a.remote, a.remote_port) != (idx, info.local_port_num))
+                    || (b.remote_sweep == sweep
+                        && (b.remote, b.remote_port) != (req.node, req.port))
+                {
+                    self.want_full();
+                }
+                let known_entry =
+                    self.nodes[idx as usize].is_switch || self.routes[rp].sweep == sweep;
+                if new_link && self.nodes[idx as usize].seen == sweep && known_entry {
+                    self.min_smps += 1;
+                    gets.push((Op::PortInfoGet, idx, info.local_port_num));
+                }
+            }
+            if rp < self.ports.len() && new_link {
                 self.links += 1;
                 self.min_smps += 1;
             }
@@ -608,6 +633,11 @@ impl Discovery {
             let n = &self.nodes[node as usize];
             (n.is_switch, n.port_index(port))
         };
+        let target = self.is_target(node);
+        let up = info.port_state >= 2;
+        if target && port != 0 && !up {
+            self.unlink(pi);
+        }
         let p = &mut self.ports[pi];
         p.info = info;
         p.info_sweep = sweep;
@@ -615,12 +645,21 @@ impl Discovery {
             p.fresh = info.lid.0 == 0;
         }
         self.ports_read += 1;
-        let up = info.port_state >= 2;
-        up && port != 0 && p.remote_sweep != sweep && (is_switch || node == self.local)
+        // A targeted sweep probes every up port of a target again (its far end may have
+        // changed); a full one only the ports whose peer is not known yet.
+        let probe = up
+            && port != 0
+            && (p.remote_sweep != sweep || target)
+            && (is_switch || node == self.local);
+        if probe && target && p.remote_sweep == sweep {
+            self.min_smps += 1;
+        }
+        probe
     }
 
-    /// A SwitchInfo Get answered.
-    pub fn on_switch_info(&mut self, node: u32, info: SwitchInfo) {
+    /// A SwitchInfo Get answered; returns the reads a targeted sweep calls for.
+    pub fn on_switch_info(&mut self, node: u32, info: SwitchInfo) -> targeted::Gets {
+        let gets = self.targeted_switch_info(node, info.port_state_change);
         let sw = self.nodes[node as usize].sw;
         let s = &mut self.switches[sw as usize];
         if s.lft_valid && info.linear_fdb_top != s.fdb_top {
@@ -629,11 +668,13 @@ impl Discovery {
         }
         s.psc_seen |= info.port_state_change;
         s.info = info;
+        gets
     }
 
     /// Nothing of the discovery is left in flight: what fresh ports no longer hold and
     /// what unreached switches hold is marked unknown, and what was found is summed up.
     pub fn finish(&mut self) -> Found {
+        self.end_targeted();
         let sweep = self.sweep;
         let mut all_active = true;
         for n in self.nodes.iter().filter(|n| n.seen == sweep) {

@@ -330,6 +330,9 @@ pub enum SweepReason {
     Change,
     /// A trap (128 link state, 144 capability change, ...).
     Trap(u16),
+    /// Link-state traps (128) from this many switches, and nothing else: a targeted sweep
+    /// re-reads those switches only (`discovery::targeted`).
+    LinkTraps(u32),
     /// The foreign master this SM stood by for went away.
     MasterGone,
     /// The master handed over to this SM (SubnSet(SMInfo) HANDOVER).

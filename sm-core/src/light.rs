@@ -29,6 +29,12 @@ pub const LFT_AUDIT_BLOCKS: usize = 8;
 pub(crate) struct Light {
     /// A change was found (a heavy sweep follows).
     changed: bool,
+    /// A change only a full discovery settles was found (or asked for at the start).
+    full: bool,
+    /// Switches (node indices) that answered with PortStateChange and nothing else wrong.
+    links_changed: Vec<u32>,
+    /// Switches (node indices) whose poll did not answer.
+    unreached: Vec<u32>,
     /// The counters when it started.
     start: Counters,
     /// The next LFT block the audit reads (index into the routing's blocks, wrapping).
@@ -40,6 +46,9 @@ impl Light {
     /// whatever it finds.
     pub fn start(&mut self, changed: bool, counters: Counters) {
         self.changed = changed;
+        self.full = changed;
+        self.links_changed.clear();
+        self.unreached.clear();
         self.start = counters;
     }
 
@@ -57,13 +66,37 @@ impl Light {
     /// A change was found.
     pub fn changed(&mut self) {
         self.changed = true;
+        self.full = true;
     }
 
-    /// A switch answered its SwitchInfo poll with `info`.
+    /// A switch answered its SwitchInfo poll with `info`: a lost table calls for a full
+    /// heavy sweep, a PortStateChange alone for one that re-reads that switch.
     pub fn on_switch_info(&mut self, s: &Switch, info: &SwitchInfo) {
-        if info.port_state_change || !s.lft_valid || info.linear_fdb_top != s.fdb_top {
+        if !s.lft_valid || info.linear_fdb_top != s.fdb_top {
+            self.changed();
+        } else if info.port_state_change {
             self.changed = true;
+            self.links_changed.push(s.node);
         }
+    }
+
+    /// A switch did not answer its poll: a link on its directed path may be down (the
+    /// switches at its ends say which with their PortStateChange; alone, it calls for a
+    /// full heavy sweep).
+    pub fn unreached(&mut self, node: u32) {
+        self.changed = true;
+        self.unreached.push(node);
+    }
+
+    /// The switches the last light sweep could not reach (a targeted heavy sweep checks
+    /// them); forgotten once taken.
+    pub fn take_unreached(&mut self) -> Vec<u32> {
+        std::mem::take(&mut self.unreached)
+    }
+
+    /// The switches whose links changed, when nothing else did (None: a full discovery).
+    pub fn links_changed(&self) -> Option<&[u32]> {
+        (!self.full).then_some(&self.links_changed)
     }
 
     /// The light sweep ended: whether it found a change, and the SMPs sent since it

@@ -23,6 +23,11 @@ pub(crate) struct Schedule {
     first_done: bool,
     /// The counters when the running (or last) heavy sweep started.
     started: Counters,
+    /// LIDs of the switches whose link-state changes (trap 128, PortStateChange) asked for
+    /// the pending heavy sweep.
+    trap_lids: Vec<fabric::Lid>,
+    /// The pending heavy sweep was also asked for another reason: a full discovery.
+    full: bool,
 }
 
 impl Schedule {
@@ -34,17 +39,39 @@ impl Schedule {
             dirty: false,
             first_done: false,
             started: Counters::default(),
+            trap_lids: Vec::new(),
+            full: true,
         }
     }
 
     /// Asks for a heavy sweep (a reason already given is kept).
     pub fn request_heavy(&mut self, reason: SweepReason) {
+        self.full = true;
         self.heavy.get_or_insert(reason);
     }
 
     /// A heavy sweep is asked for, replacing any reason given.
     pub fn force_heavy(&mut self, reason: SweepReason) {
+        self.full = true;
         self.heavy = Some(reason);
+    }
+
+    /// A change of link state at the switch at `lid` (its trap 128, or its PortStateChange
+    /// seen by a light sweep) asks for a heavy sweep that may re-read that switch alone.
+    pub fn request_for_links(&mut self, reason: SweepReason, lid: fabric::Lid) {
+        if !self.trap_lids.contains(&lid) {
+            self.trap_lids.push(lid);
+        }
+        self.heavy.get_or_insert(reason);
+    }
+
+    /// The switches a starting heavy sweep may re-read alone: the LIDs of the link-state
+    /// changes that asked for it, when nothing else did (None: a full discovery). Forgets
+    /// them either way.
+    pub fn take_trap_lids(&mut self) -> Option<Vec<fabric::Lid>> {
+        let lids = std::mem::take(&mut self.trap_lids);
+        let full = std::mem::replace(&mut self.full, false);
+        (!full && !lids.is_empty()).then_some(lids)
     }
 
     /// Is a heavy sweep asked for?

@@ -49,6 +49,12 @@ fn link_down_trap_heavy_sweep_rewrites_only_affected_blocks() {
     let start = h.events.len();
     assert!(h.heavy_done());
     let ev = &h.events[start..];
+    eprintln!(
+        "EVENTS {:?}",
+        ev.iter()
+            .filter(|e| !matches!(e, Event::RoutingNeeded(_)))
+            .collect::<Vec<_>>()
+    );
     assert!(
         ev.iter()
             .any(|e| matches!(e, Event::Trap { number: 128, .. })),
@@ -58,7 +64,7 @@ fn link_down_trap_heavy_sweep_rewrites_only_affected_blocks() {
     assert!(ev.iter().any(|e| matches!(
         e,
         Event::HeavySweepStarted {
-            reason: SweepReason::Trap(128),
+            reason: SweepReason::LinkTraps(_),
             ..
         }
     )));
@@ -152,7 +158,7 @@ fn rebooted_switch_is_detected_and_reprogrammed() {
     assert!(h.events.iter().any(|e| matches!(
         e,
         Event::HeavySweepStarted {
-            reason: SweepReason::Change | SweepReason::Trap(_),
+            reason: SweepReason::Change | SweepReason::Trap(_) | SweepReason::LinkTraps(_),
             ..
         }
     )));

@@ -12,6 +12,10 @@ use routing::{EngineOptions, RoutingInput};
 impl Sweeper {
     /// Starts a heavy sweep: discovery from the SM's own node.
     pub(super) fn start_heavy(&mut self, reason: SweepReason) {
+        if let Some(targets) = self.link_trap_targets(reason) {
+            self.start_targeted(&targets);
+            return;
+        }
         self.disc.start();
         self.phase = Phase::Discovering;
         self.sched.heavy_started(*self.io.counters());
@@ -23,10 +27,54 @@ impl Sweeper {
         self.push(Op::Probe, NONE, 0, 0);
     }
 
+    /// The switches a heavy sweep asked for by link-state changes alone (traps 128, a light
+    /// sweep's PortStateChange) re-reads, when the last heavy sweep left a clean picture to
+    /// start from and every one is a switch it found (None: a full discovery).
+    fn link_trap_targets(&mut self, reason: SweepReason) -> Option<Vec<u32>> {
+        let lids = self.sched.take_trap_lids()?;
+        if !matches!(reason, SweepReason::Trap(128) | SweepReason::Change)
+            || !self.sched.first_done()
+            || self.sched.is_dirty()
+        {
+            return None;
+        }
+        lids.iter().map(|&l| self.disc.switch_at_lid(l)).collect()
+    }
+
+    /// Starts a targeted heavy sweep: the trapping switches' ports are read again.
+    fn start_targeted(&mut self, targets: &[u32]) {
+        let gets = self.disc.start_targeted(targets);
+        self.phase = Phase::Discovering;
+        self.sched.heavy_started(*self.io.counters());
+        self.prog.start_sweep();
+        self.events.push_back(Event::HeavySweepStarted {
+            sweep: self.disc.sweep(),
+            reason: SweepReason::LinkTraps(targets.len() as u32),
+        });
+        for (op, node, port) in gets {
+            self.push(op, node, port, 0);
+        }
+    }
+
     /// Discovery has nothing left in flight: report it, then other SMs (or straight on
     /// to the pre-routing steps), or end the sweep when the SM's own port has no link.
     pub(super) fn finish_discovery(&mut self) {
+        let targeted = self.disc.targeted();
+        if targeted && !self.disc.needs_full() {
+            let unreached = self.light.take_unreached();
+            for (op, node, port) in self.disc.settle_round(&unreached) {
+                self.push(op, node, port, 0);
+            }
+            if !self.io.idle() {
+                return;
+            }
+        }
         let found = self.disc.finish();
+        if targeted && self.disc.needs_full() {
+            // What changed is more than the trapping switches tell: discover everything.
+            self.start_heavy(SweepReason::Trap(128));
+            return;
+        }
         self.io.set_all_active(found.all_active);
         self.events.push_back(Event::DiscoveryDone {
             nodes: found.nodes,

@@ -79,8 +79,15 @@ impl Sweeper {
         let (changed, smps) = self.light.finish(self.io.counters());
         self.events
             .push_back(Event::LightSweepComplete { changed, smps });
-        if changed {
-            self.sched.request_heavy(SweepReason::Change);
+        match self.light.links_changed() {
+            Some(nodes) if changed && !nodes.is_empty() => {
+                for &n in nodes {
+                    let lid = self.disc.reported_lid(n, 0);
+                    self.sched.request_for_links(SweepReason::Change, lid);
+                }
+            }
+            _ if changed => self.sched.request_heavy(SweepReason::Change),
+            _ => {}
         }
         self.schedule_next();
     }

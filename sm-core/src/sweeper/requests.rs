@@ -158,9 +158,12 @@ impl Sweeper {
                     self.push(Op::Probe, req.node, req.port, 0);
                 }
             }
-            Op::SwitchInfoGet => self
-                .disc
-                .on_switch_info(req.node, SwitchInfo::decode(&smp.data)),
+            Op::SwitchInfoGet => {
+                let gets = (self.disc).on_switch_info(req.node, SwitchInfo::decode(&smp.data));
+                for (op, node, port) in gets {
+                    self.push(op, node, port, 0);
+                }
+            }
             Op::LightSwitchInfo => self.on_light_switch_info(req, SwitchInfo::decode(&smp.data)),
             Op::SwitchInfoRecheck => {
                 self.on_switch_info_recheck(req, SwitchInfo::decode(&smp.data))
@@ -193,9 +196,13 @@ impl Sweeper {
             // The sweep goes on with what it has, but is not clean: no SUBNET UP from it,
             // and the next interval brings a heavy sweep.
             Op::Probe | Op::NodeDesc | Op::PortInfoGet | Op::SwitchInfoGet => {
+                if self.disc.targeted() {
+                    // A targeted sweep cannot tell what it did not read.
+                    self.disc.want_full();
+                }
                 self.sched.mark_dirty()
             }
-            Op::LightSwitchInfo => self.light.changed(),
+            Op::LightSwitchInfo => self.light.unreached(req.node),
             Op::ReadBack => self.on_readback_failed(req),
             Op::SlToVlGet | Op::VlArbGet => self.on_vl_readback(req, None),
             // Another SM that does not answer (or a block not read back) stops nothing: the
@@ -292,7 +299,12 @@ impl Sweeper {
             issuer: n.issuer_lid,
         });
         if matches!(number, 128 | 144 | 145) {
-            self.sched.request_heavy(SweepReason::Trap(number));
+            if number == 128 {
+                self.sched
+                    .request_for_links(SweepReason::Trap(128), n.issuer_lid);
+            } else {
+                self.sched.request_heavy(SweepReason::Trap(number));
+            }
             if self.phase == Phase::Idle {
                 self.start_pending_heavy();
             }
