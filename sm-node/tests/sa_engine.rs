@@ -602,7 +602,10 @@ fn services_register_expire_and_delete() {
         ..ServiceRecord::default()
     };
     s.set_name("storage");
-    let mask = ServiceRecord::CM_ID | ServiceRecord::CM_GID | ServiceRecord::CM_PKEY;
+    let mask = ServiceRecord::CM_ID
+        | ServiceRecord::CM_GID
+        | ServiceRecord::CM_PKEY
+        | ServiceRecord::CM_LEASE;
     let put = SaMad::request(Method::SET, ServiceRecord::ID, 1, mask, s.to_data());
     let (r, changed) = ask(&mut e, me, 0, put.clone(), 1_000);
     assert_eq!(r.status(), 0);
@@ -655,6 +658,28 @@ fn services_register_expire_and_delete() {
     assert_eq!(
         ask(&mut e, me, 0, del, 1_000_000).0.status(),
         sa_status::NO_RECORDS
+    );
+    // As OpenSM: ServiceID and ServiceGID suffice, the GID names its port by its GUID
+    // (osmtest sends the prefix in host order), and a lease left out is infinite.
+    let mut s2 = ServiceRecord {
+        id: 0x43,
+        gid: Gid::new(PREFIX.swap_bytes(), g.0),
+        ..s
+    };
+    s2.lease = 5;
+    let cm = ServiceRecord::CM_ID | ServiceRecord::CM_GID;
+    let put = SaMad::request(Method::SET, ServiceRecord::ID, 1, cm, s2.to_data());
+    let (r, changed) = ask(&mut e, me, 0, put, 2_000_000);
+    assert_eq!(r.status(), 0);
+    assert!(changed);
+    let got = r.records::<ServiceRecord>().unwrap();
+    assert_eq!(got[0].lease, ServiceRecord::INFINITE_LEASE);
+    assert!(!e.expire(u64::MAX / 2));
+    // Without the ServiceGID: insufficient components.
+    let put = SaMad::request(Method::SET, ServiceRecord::ID, 1, ServiceRecord::CM_ID, s2.to_data());
+    assert_eq!(
+        ask(&mut e, me, 0, put, 2_000_000).0.status(),
+        sa_status::REQ_INSUFFICIENT_COMPONENTS
     );
 }
 
