@@ -9,8 +9,8 @@ use mad::sa::{
     record_matches,
 };
 use mad::sa::{GuidInfoRecord, MftRecord};
-use mad::{MulticastForwardingTable, SlToVlTable, VlArbitrationTable};
 use mad::{Method, NodeDescription, NodeInfo, PKeyTable, SaMad, SmInfo, SmpAttribute};
+use mad::{MulticastForwardingTable, SlToVlTable, VlArbitrationTable};
 use proptest::prelude::*;
 
 /// decode(bytes) re-encodes to `bytes` with undefined bits cleared, decodes to the same
@@ -435,7 +435,9 @@ fn sl_to_vl_record_golden() {
     // 8-15 (SL0 in the high nibble of byte 8).
     assert_eq!(
         b,
-        [1, 2, 3, 7, 0, 0, 0, 0, 0x01, 0x23, 0x45, 0x67, 0x01, 0x23, 0x45, 0x67]
+        [
+            1, 2, 3, 7, 0, 0, 0, 0, 0x01, 0x23, 0x45, 0x67, 0x01, 0x23, 0x45, 0x67
+        ]
     );
     assert_eq!(SlToVlRecord::attr_offset(), 2);
     let q = SlToVlRecord {

@@ -7,8 +7,8 @@
 use crate::view::FabricView;
 use fabric::Lid;
 use mad::sa::{
-    GuidInfoRecord, LftRecord, LinkRecord, MftRecord, NodeRecord, PKeyTableRecord,
-    PortInfoRecord, SlToVlRecord, SmInfoRecord, SwitchInfoRecord, VlArbRecord,
+    GuidInfoRecord, LftRecord, LinkRecord, MftRecord, NodeRecord, PKeyTableRecord, PortInfoRecord,
+    SlToVlRecord, SmInfoRecord, SwitchInfoRecord, VlArbRecord,
 };
 use mad::{LinearForwardingTable, MulticastForwardingTable, PKeyTable, PortInfo, SmInfo};
 
@@ -290,7 +290,11 @@ pub fn sl_to_vl_records(view: &FabricView) -> Vec<SlToVlRecord> {
                 continue;
             }
             for (input, table) in &p.sl2vl {
-                let (in_port, out_port) = if n.is_switch() { (*input, p.num) } else { (0, 0) };
+                let (in_port, out_port) = if n.is_switch() {
+                    (*input, p.num)
+                } else {
+                    (0, 0)
+                };
                 out.push(SlToVlRecord {
                     lid,
                     in_port,

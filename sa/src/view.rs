@@ -302,8 +302,16 @@ impl FabricView {
                     remote,
                     pkeys,
                     present,
-                    sl2vl: inp.sl2vl.get(&(n.node_guid, num)).cloned().unwrap_or_default(),
-                    vlarb: inp.vlarb.get(&(n.node_guid, num)).cloned().unwrap_or_default(),
+                    sl2vl: inp
+                        .sl2vl
+                        .get(&(n.node_guid, num))
+                        .cloned()
+                        .unwrap_or_default(),
+                    vlarb: inp
+                        .vlarb
+                        .get(&(n.node_guid, num))
+                        .cloned()
+                        .unwrap_or_default(),
                 });
             }
             let first_guid = if sw {

@@ -76,7 +76,11 @@ pub fn view_from_sweeper(
         switch_info,
         node_info,
         partition_sl,
-        mfts: sw.mft_tables().iter().map(|(g, t)| (*g, t.clone())).collect(),
+        mfts: sw
+            .mft_tables()
+            .iter()
+            .map(|(g, t)| (*g, t.clone()))
+            .collect(),
         sl2vl,
         vlarb,
     };

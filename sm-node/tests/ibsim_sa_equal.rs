@@ -40,6 +40,12 @@ const DIVERGES: &[(&str, &str, &str)] = &[
         "the port's PortInfo as read: OpenSM writes HOQLife 16/18 on switch ports, this SM does not",
     ),
     (
+        "PIR",
+        "LocalPort:",
+        "a switch port's LocalPortNum is the port the SM's Get entered the switch by: each SM's \
+         discovery path (they differ between equal paths, on the torus)",
+    ),
+    (
         "SL2VL",
         "",
         "this SM reads no SLtoVL table it does not write (QoS off: none, no record); OpenSM \
@@ -414,7 +420,10 @@ fn sa_answers_equal_opensms_on_net_2sw2path4hca() {
 
 #[test]
 fn sa_answers_equal_opensms_on_ft2_8() {
-    if !ready("sa_answers_equal_opensms_on_ft2_8", &["opensm", "saquery", "osmtest"]) {
+    if !ready(
+        "sa_answers_equal_opensms_on_ft2_8",
+        &["opensm", "saquery", "osmtest"],
+    ) {
         return;
     }
     let (c, dir) = Case::generated("ft2:8", "ft2:8", 4);
@@ -424,7 +433,10 @@ fn sa_answers_equal_opensms_on_ft2_8() {
 
 #[test]
 fn sa_answers_equal_opensms_on_a_torus() {
-    if !ready("sa_answers_equal_opensms_on_a_torus", &["opensm", "saquery", "osmtest"]) {
+    if !ready(
+        "sa_answers_equal_opensms_on_a_torus",
+        &["opensm", "saquery", "osmtest"],
+    ) {
         return;
     }
     let (c, dir) = Case::generated("torus:3x3", "torus:3x3", 6);
@@ -433,19 +445,19 @@ fn sa_answers_equal_opensms_on_a_torus() {
 }
 
 /// osmtest's flows against our SA on net.2sw2path4hca: inventory (`-f c`) and event
-/// forwarding (`-f e`) pass, as they do against OpenSM on ibsim. The other flows fail
-/// against OpenSM on ibsim too, and are not run here:
+/// forwarding (`-f e`) pass, as they do against OpenSM on ibsim. The others fail against
+/// OpenSM on ibsim too:
+/// - `-f s` (services) stops against both SMs at the same check, osmtest's own "Data
+///   mismatch in service_data8" after its fourth registration (the one with ServiceData);
+///   every registration before it is accepted (run here, so a refusal shows). Both SMs echo
+///   the record osmtest sent; why osmtest finds other data in the answer is not established.
 /// - `-f a` (validation) hangs against both SMs: the inventory `-f c` writes under umad2sim
 ///   holds each table's first RMPP segment only (and, from OpenSM, a garbage record past it),
-///   and osmtest then waits without a timeout for answers that need RMPP.
-/// - `-f s` (services): against OpenSM osmtest stops at "Data mismatch in service_data8";
-///   against ours earlier, at the first registration, with ERR_REQ_INVALID_GID: this SA
-///   refuses a ServiceGID whose prefix is not the subnet's, and osmtest builds its
-///   ServiceGID from its port GUID and a prefix (0 in some osmtest versions) that OpenSM
-///   accepts (open).
+///   and osmtest then waits without a timeout for answers that need RMPP. Not run.
 /// - `-f m` (multicast): against OpenSM osmtest stops at "Wasn't able to erase mgrp";
-///   against ours earlier, where it expects a join refused with ERR_REQ_INVALID (ERR 0207;
-///   open).
+///   against ours earlier (ERR 0207): it creates a group asking a rate GreaterThan the
+///   largest there is and expects ERR_REQ_INVALID (o15-0.1.8); this SA does not check a
+///   create's MTU and rate selectors against what can be realized (open). Not run.
 #[test]
 fn osmtest_inventory_and_event_forwarding_pass_against_our_sa() {
     let test = "osmtest_inventory_and_event_forwarding_pass_against_our_sa";
@@ -471,6 +483,20 @@ fn osmtest_inventory_and_event_forwarding_pass_against_our_sa() {
             out.describe()
         );
     }
+    let out = sim
+        .run_tool(
+            "osmtest",
+            &["-f", "s", "-i", inv],
+            Some("Hca4"),
+            TOOL_TIMEOUT,
+        )
+        .expect("osmtest");
+    let text = format!("{}{}", out.stdout, out.stderr);
+    assert!(
+        text.contains("Data mismatch in service_data8") && !text.contains("ERR 4A02"),
+        "osmtest -f s did not stop where it stops against OpenSM: {}",
+        out.describe()
+    );
     drop(sm);
     sim.stop();
 }

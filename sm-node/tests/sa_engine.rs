@@ -676,7 +676,13 @@ fn services_register_expire_and_delete() {
     assert_eq!(got[0].lease, ServiceRecord::INFINITE_LEASE);
     assert!(!e.expire(u64::MAX / 2));
     // Without the ServiceGID: insufficient components.
-    let put = SaMad::request(Method::SET, ServiceRecord::ID, 1, ServiceRecord::CM_ID, s2.to_data());
+    let put = SaMad::request(
+        Method::SET,
+        ServiceRecord::ID,
+        1,
+        ServiceRecord::CM_ID,
+        s2.to_data(),
+    );
     assert_eq!(
         ask(&mut e, me, 0, put, 2_000_000).0.status(),
         sa_status::REQ_INSUFFICIENT_COMPONENTS

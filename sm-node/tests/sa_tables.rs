@@ -36,10 +36,9 @@ fn sl_to_vl_records_are_the_tables_programmed() {
     let up = qos_up();
     let mut e = up.engine();
     let me = up.lid_of_guid(up.sm_port);
-    let all: Vec<SlToVlRecord> =
-        query(&mut e, me, Method::GET_TABLE, 0, &SlToVlRecord::default())
-            .records()
-            .unwrap();
+    let all: Vec<SlToVlRecord> = query(&mut e, me, Method::GET_TABLE, 0, &SlToVlRecord::default())
+        .records()
+        .unwrap();
     let known = up
         .sw
         .vl_tables()
@@ -166,7 +165,10 @@ fn mft_records_list_every_block_up_to_the_highest_in_use() {
         assert_eq!(mine[0].table.port_masks, [0; 32]);
         assert_eq!((mine[1].position, mine[1].block), (0, 1));
         assert_eq!(mine[1].table.port_masks, blocks[&(0, 1)]);
-        assert_ne!(mine[1].table.port_masks[1], 0, "MLID 0xC021 is entry 1 of block 1");
+        assert_ne!(
+            mine[1].table.port_masks[1], 0,
+            "MLID 0xC021 is entry 1 of block 1"
+        );
     }
     // Position and BlockNum select; a block past the highest in use is no record.
     let (g, _) = known.iter().next().unwrap();
@@ -175,7 +177,9 @@ fn mft_records_list_every_block_up_to_the_highest_in_use() {
         block: 1,
         ..Default::default()
     };
-    let one: Vec<MftRecord> = query(&mut e, me, Method::GET, 0b1011, &q).records().unwrap();
+    let one: Vec<MftRecord> = query(&mut e, me, Method::GET, 0b1011, &q)
+        .records()
+        .unwrap();
     assert_eq!(one.len(), 1);
     let q = MftRecord { block: 2, ..q };
     let none = query(&mut e, me, Method::GET, 0b1011, &q);
@@ -191,10 +195,9 @@ fn without_qos_no_vl_table_record_is_answered() {
     let up = bring_up("ft2:4", None);
     let mut e = up.engine();
     let me = up.lid_of_guid(up.sm_port);
-    let sl: Vec<SlToVlRecord> =
-        query(&mut e, me, Method::GET_TABLE, 0, &SlToVlRecord::default())
-            .records()
-            .unwrap();
+    let sl: Vec<SlToVlRecord> = query(&mut e, me, Method::GET_TABLE, 0, &SlToVlRecord::default())
+        .records()
+        .unwrap();
     let vla: Vec<VlArbRecord> = query(&mut e, me, Method::GET_TABLE, 0, &VlArbRecord::default())
         .records()
         .unwrap();

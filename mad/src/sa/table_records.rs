@@ -5,9 +5,9 @@
 
 use super::record::{CompField, SaRecord, cf};
 use crate::header::AttributeId;
-use crate::{MulticastForwardingTable, SlToVlTable, SmpAttribute, VlArbitrationTable};
 use crate::sa::SA_DATA_LEN;
 use crate::wire::*;
+use crate::{MulticastForwardingTable, SlToVlTable, SmpAttribute, VlArbitrationTable};
 use fabric::Lid;
 
 /// GUIDInfoRecord (attribute 0x0030), 72 bytes: LID, block, 8 GUIDs (IBA 15.2.5.18;

@@ -8,7 +8,7 @@ use fabric::{Guid, Lid, NodeId, Topology};
 use fabric_sim::{AttachId, SimConfig, SimFabric};
 use mad::Method;
 use mad::sa::{SaMad, SaRecord};
-use sa::{FabricView, RmppConfig, RmppSender, Request, SaClient, SaConfig, SaEngine, SaResponse};
+use sa::{FabricView, Request, RmppConfig, RmppSender, SaClient, SaConfig, SaEngine, SaResponse};
 use sm_core::{Event, Sweeper, SweeperConfig, VTime, route_inline};
 use sm_node::sa_view::view_from_sweeper;
 use std::collections::HashMap;
@@ -198,7 +198,13 @@ pub fn ask(e: &mut SaEngine, slid: Lid, sm_key: u64, m: SaMad, now_ms: u64) -> (
     panic!("no end");
 }
 
-pub fn query<R: SaRecord>(e: &mut SaEngine, slid: Lid, method: Method, mask: u64, r: &R) -> SaResponse {
+pub fn query<R: SaRecord>(
+    e: &mut SaEngine,
+    slid: Lid,
+    method: Method,
+    mask: u64,
+    r: &R,
+) -> SaResponse {
     ask(
         e,
         slid,
