@@ -5,9 +5,12 @@ use fabric::{Guid, Lid, PKey};
 use mad::sa::{
     ClassPortInfo, Gid, InformInfo, InformInfoRecord, LftRecord, LinkRecord, McMemberRecord,
     MultiPathRecord, NodeRecord, PKeyTableRecord, PathRecord, PortInfoRecord, SaRecord,
-    ServiceRecord, SmInfoRecord, SwitchInfoRecord, comp_match, record_matches,
+    ServiceRecord, SlToVlRecord, SmInfoRecord, SwitchInfoRecord, VlArbRecord, comp_match,
+    record_matches,
 };
+use mad::sa::{GuidInfoRecord, MftRecord};
 use mad::{Method, NodeDescription, NodeInfo, PKeyTable, SaMad, SmInfo, SmpAttribute};
+use mad::{MulticastForwardingTable, SlToVlTable, VlArbitrationTable};
 use proptest::prelude::*;
 
 /// decode(bytes) re-encodes to `bytes` with undefined bits cleared, decodes to the same
@@ -53,6 +56,10 @@ proptest! {
         round_trip::<ClassPortInfo>(&b);
         round_trip::<InformInfo>(&b);
         round_trip::<InformInfoRecord>(&b);
+        round_trip::<GuidInfoRecord>(&b);
+        round_trip::<SlToVlRecord>(&b);
+        round_trip::<VlArbRecord>(&b);
+        round_trip::<MftRecord>(&b);
     }
 }
 
@@ -409,4 +416,103 @@ fn ipoib_mgid_uses_the_full_key() {
     assert!(g.is_multicast());
     assert_eq!(g.mc_scope(), 5);
     assert_eq!(PKeyTable::LEN, 64);
+}
+
+#[test]
+fn sl_to_vl_record_golden() {
+    let mut vl = [0u8; 16];
+    for (sl, v) in vl.iter_mut().enumerate() {
+        *v = (sl % 8) as u8;
+    }
+    let r = SlToVlRecord {
+        lid: Lid(0x0102),
+        in_port: 3,
+        out_port: 7,
+        table: SlToVlTable { vl },
+    };
+    let b = r.to_bytes();
+    // ib_slvl_table_record_t: lid 0-1, in_port_num 2, out_port_num 3, resv 4-7, slvl_tbl
+    // 8-15 (SL0 in the high nibble of byte 8).
+    assert_eq!(
+        b,
+        [
+            1, 2, 3, 7, 0, 0, 0, 0, 0x01, 0x23, 0x45, 0x67, 0x01, 0x23, 0x45, 0x67
+        ]
+    );
+    assert_eq!(SlToVlRecord::attr_offset(), 2);
+    let q = SlToVlRecord {
+        lid: Lid(0x0102),
+        out_port: 7,
+        ..Default::default()
+    };
+    // LID (bit 0) and OutputPortNum (bit 2) match; InputPortNum (bit 1) does not.
+    assert!(record_matches(0b101, &q, &r));
+    assert!(!record_matches(0b111, &q, &r));
+}
+
+#[test]
+fn vl_arb_record_golden() {
+    let mut t = VlArbitrationTable::default();
+    t.entries[0].vl = 1;
+    t.entries[0].weight = 0x40;
+    t.entries[31].vl = 0xF;
+    t.entries[31].weight = 0xFF;
+    let r = VlArbRecord {
+        lid: Lid(0x0005),
+        port: 2,
+        block: VlArbitrationTable::HIGH_0_31 as u8,
+        table: t,
+    };
+    let b = r.to_bytes();
+    // ib_vl_arb_table_record_t: lid 0-1, port_num 2, block_num 3, reserved 4-7, vl_arb_tbl
+    // 8-71 (entry i: VL in the low nibble of byte 8+2i, weight at 9+2i).
+    assert_eq!(&b[..10], &[0, 5, 2, 3, 0, 0, 0, 0, 0x01, 0x40]);
+    assert_eq!(&b[70..], &[0x0F, 0xFF]);
+    assert_eq!(b.len(), 72);
+    let q = VlArbRecord {
+        block: 3,
+        ..Default::default()
+    };
+    assert!(record_matches(0b100, &q, &r));
+    assert!(!record_matches(0b110, &q, &r));
+}
+
+#[test]
+fn mft_record_golden() {
+    let mut t = MulticastForwardingTable::default();
+    t.port_masks[0] = 0x0006;
+    t.port_masks[31] = 0x8001;
+    let r = MftRecord {
+        lid: Lid(0x0010),
+        position: 1,
+        block: 0x1FF,
+        table: t,
+    };
+    let b = r.to_bytes();
+    // ib_mft_record_t: lid 0-1, position_block_num 2-3 (position bits 15-12, block bits
+    // 8-0), resv0 4-7, mft 8-71.
+    assert_eq!(&b[..10], &[0x00, 0x10, 0x11, 0xFF, 0, 0, 0, 0, 0x00, 0x06]);
+    assert_eq!(&b[70..], &[0x80, 0x01]);
+    // The 3 reserved bits between Position and BlockNum are not kept.
+    let mut d = [0u8; 200];
+    d[2] = 0x1E;
+    d[3] = 0x02;
+    let back = MftRecord::decode_data(&d);
+    assert_eq!((back.position, back.block), (1, 2));
+    assert_eq!(&back.to_data()[2..4], &[0x10, 0x02]);
+    // Position (bit 1) and BlockNum (bit 3) select their bits only.
+    let q = MftRecord {
+        position: 1,
+        block: 0x1FF,
+        ..Default::default()
+    };
+    assert!(record_matches(0b1010, &q, &r));
+    assert!(!record_matches(0b1011, &q, &r));
+    let q2 = MftRecord {
+        position: 1,
+        block: 0x0FF,
+        ..Default::default()
+    };
+    assert!(!record_matches(0b1000, &q2, &r));
+    assert!(record_matches(0b0010, &q2, &r));
 }

@@ -8,6 +8,7 @@
 //! |---|---|---|---|---|---|
 //! | ClassPortInfo | yes | | | | |
 //! | NodeRecord, PortInfoRecord, LinkRecord, SMInfoRecord, SwitchInfoRecord, LinearForwardingTableRecord | yes | yes | | | |
+//! | MulticastForwardingTableRecord, SLtoVLMappingTableRecord, VLArbitrationTableRecord | yes | yes | | | |
 //! | P_KeyTableRecord | trusted | trusted | | | untrusted: ERR_REQ_INVALID (as OpenSM) |
 //! | PathRecord | yes | yes | | | |
 //! | MultiPathRecord | | yes | | | GetMulti (single-MAD request) |
@@ -39,12 +40,19 @@ use std::sync::Arc;
 /// is 6.4 MB in RMPP segments); more is answered ERR_NO_RESOURCES.
 pub const MAX_PATH_PAIRS: usize = 100_000;
 
+/// ClassPortInfo.CapabilityMask2 of the SA: IsMulticastFDBTopSupported.
+const CAP2_MCAST_TOP: u32 = 1 << 3;
+
 /// The well-known Q_Key of QP1 (IBA 9.6.1.1.1).
 const QP1_QKEY: u32 = 0x8001_0000;
 
 /// P_KeyTableRecord ComponentMask bits of BlockNum and PortNum.
 const PKEY_CM_BLOCK: u64 = 1 << 1;
 const PKEY_CM_PORT_NUM: u64 = 1 << 2;
+/// SLtoVLMappingTableRecord ComponentMask bits of InputPortNum and OutputPortNum.
+const SL2VL_CM_PORTS: u64 = 0b110;
+/// VLArbitrationTableRecord ComponentMask bit of OutputPortNum.
+const VLARB_CM_PORT: u64 = 1 << 1;
 
 /// A big-endian u16 at `o` of `b` (0 past the end).
 fn get_be16(b: &[u8], o: usize) -> u16 {
@@ -184,6 +192,11 @@ impl SaEngine {
         self.view = view;
     }
 
+    /// Takes the MFT blocks the switches now hold (see [`FabricView::set_mfts`]).
+    pub fn set_mfts(&mut self, mfts: &std::collections::HashMap<fabric::Guid, crate::MftBlocks>) {
+        Arc::make_mut(&mut self.view).set_mfts(mfts);
+    }
+
     /// The fabric view.
     pub fn view(&self) -> &FabricView {
         &self.view
@@ -270,7 +283,10 @@ impl SaEngine {
                     base_version: 1,
                     class_version: 2,
                     capability_mask: 0x2602,
-                    capability_mask2: 0,
+                    // IsMulticastFDBTopSupported (bit 3): the SM keeps SwitchInfo.
+                    // MulticastFDBTop (sm-core `mcast`), as OpenSM with `use_mfttop`.
+                    // Nothing else: no alias GUIDs, QoS classes, extended speeds...
+                    capability_mask2: CAP2_MCAST_TOP,
                     resp_time_value: self.cfg.resp_time_value,
                     // As OpenSM: no redirection (QP1 with the well-known Q_Key), traps
                     // to QP1's Q_Key too.
@@ -304,6 +320,22 @@ impl SaEngine {
             }
             (AttributeId::SA_LFT_RECORD, _) => {
                 self.query(req, records::lft_records(v), mask, method)
+            }
+            (AttributeId::SA_MFT_RECORD, Method::GET | Method::GET_TABLE) => {
+                self.query(req, records::mft_records(v), mask, method)
+            }
+            // A CA port is named by its LID: the port numbers of the request are not
+            // matched (reserved in an SLtoVL record of a CA, IBA 15.2.5.4; OpenSM takes
+            // the port of the LID for a VLArb record).
+            (AttributeId::SA_SL_TO_VL_RECORD, Method::GET | Method::GET_TABLE) => {
+                let recs = records::sl_to_vl_records(v);
+                let recs = self.matching_ca_lenient(req, recs, SL2VL_CM_PORTS, |r| r.lid);
+                self.answer(req, recs, method)
+            }
+            (AttributeId::SA_VL_ARBITRATION_RECORD, Method::GET | Method::GET_TABLE) => {
+                let recs = records::vl_arb_records(v);
+                let recs = self.matching_ca_lenient(req, recs, VLARB_CM_PORT, |r| r.lid);
+                self.answer(req, recs, method)
             }
             (AttributeId::SA_P_KEY_TABLE_RECORD, _) => {
                 if !trusted {
@@ -458,6 +490,27 @@ impl SaEngine {
             .filter(|r| comp_match(R::FIELDS, mask, q, &r.to_data()))
             .collect();
         self.answer(req, recs, method)
+    }
+
+    /// The records of `all` the request's ComponentMask selects, where the bits
+    /// `ignore_on_ca` are not matched on a record of a CA port (named by its LID).
+    fn matching_ca_lenient<R: SaRecord>(
+        &self,
+        req: &Request,
+        all: Vec<R>,
+        ignore_on_ca: u64,
+        lid: fn(&R) -> Lid,
+    ) -> Vec<R> {
+        let (v, q, mask) = (&*self.view, &req.mad.data, req.mad.header.comp_mask);
+        all.into_iter()
+            .filter(|r| {
+                let ca = v
+                    .port_by_lid(lid(r))
+                    .is_some_and(|(n, _)| v.nodes.get(n).is_some_and(|n| !n.is_switch()));
+                let m = if ca { mask & !ignore_on_ca } else { mask };
+                comp_match(R::FIELDS, m, q, &r.to_data())
+            })
+            .collect()
     }
 
     fn path_query(&self, mask: u64, p: &PathRecord) -> PathQuery {

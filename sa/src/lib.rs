@@ -36,7 +36,7 @@ pub use mcast::{PolicyGroup, policy_groups};
 pub use rmpp::{RmppConfig, RmppReceiver, RmppSender, SenderState};
 pub use server::{SaAction, SaServer};
 pub use service::Outgoing;
-pub use view::{FabricView, SmSelf, ViewInput, ViewNode, ViewPort};
+pub use view::{FabricView, MftBlocks, SmSelf, ViewInput, ViewNode, ViewPort};
 
 /// Time as the caller gives it (no clock is read here).
 pub type VTime = u64;

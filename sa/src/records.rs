@@ -1,15 +1,16 @@
 //! The records read straight from the fabric view: NodeRecord, PortInfoRecord,
-//! LinkRecord, SMInfoRecord, SwitchInfoRecord, LinearForwardingTableRecord and
-//! P_KeyTableRecord. Each function lists every candidate; the engine filters by the
-//! ComponentMask.
+//! LinkRecord, SMInfoRecord, SwitchInfoRecord, LinearForwardingTableRecord,
+//! P_KeyTableRecord, GUIDInfoRecord, MulticastForwardingTableRecord,
+//! SLtoVLMappingTableRecord and VLArbitrationTableRecord. Each function lists every
+//! candidate; the engine filters by the ComponentMask.
 
 use crate::view::FabricView;
 use fabric::Lid;
 use mad::sa::{
-    GuidInfoRecord, LftRecord, LinkRecord, NodeRecord, PKeyTableRecord, PortInfoRecord,
-    SmInfoRecord, SwitchInfoRecord,
+    GuidInfoRecord, LftRecord, LinkRecord, MftRecord, NodeRecord, PKeyTableRecord, PortInfoRecord,
+    SlToVlRecord, SmInfoRecord, SwitchInfoRecord, VlArbRecord,
 };
-use mad::{LinearForwardingTable, PKeyTable, PortInfo, SmInfo};
+use mad::{LinearForwardingTable, MulticastForwardingTable, PKeyTable, PortInfo, SmInfo};
 
 /// PortInfo.PortState Down.
 const PORT_DOWN: u8 = 1;
@@ -231,5 +232,101 @@ pub fn guid_info_records(view: &FabricView) -> Vec<GuidInfoRecord> {
             });
         }
     }
+    out
+}
+
+/// MulticastForwardingTableRecords as OpenSM lists them: for every switch with a LID and a
+/// non-zero MFT block, every block from 0 to the highest non-zero one, each for every
+/// position the switch has (16 ports a position, port 0 included), block by block. A block
+/// the SM did not program holds zero (a switch's power-up table, as the sweeper takes it).
+pub fn mft_records(view: &FabricView) -> Vec<MftRecord> {
+    let mut out = Vec::new();
+    for n in view.nodes.iter().filter(|n| n.is_switch()) {
+        let lid = n.ports.first().map(|p| p.lid).unwrap_or_default();
+        let top = n
+            .mft
+            .iter()
+            .filter(|(_, m)| **m != [0; 32])
+            .map(|((_, b), _)| *b)
+            .max();
+        let (Some(top), true) = (top, lid.0 != 0) else {
+            continue;
+        };
+        // Positions covering ports 0..=NumPorts.
+        let positions = (usize::from(n.info.num_ports) + 1).div_ceil(16).max(1) as u8;
+        for block in 0..=top {
+            for position in 0..positions {
+                let port_masks = n.mft.get(&(position, block)).copied().unwrap_or([0; 32]);
+                out.push(MftRecord {
+                    lid,
+                    position,
+                    block,
+                    table: MulticastForwardingTable { port_masks },
+                });
+            }
+        }
+    }
+    out
+}
+
+/// The LID that names a port of `n` in a table record (a switch's port-0 LID).
+fn record_lid(n: &crate::view::ViewNode, p: &crate::view::ViewPort) -> Lid {
+    if n.is_switch() {
+        n.ports.first().map(|x| x.lid).unwrap_or_default()
+    } else {
+        p.lid
+    }
+}
+
+/// One SLtoVLMappingTableRecord per SLtoVL table the SM knows a port holds (it wrote it):
+/// a switch's per (input port, output port), a CA port's with both port numbers 0
+/// (reserved for a CA, IBA 15.2.5.4). Ports without a LID are left out.
+pub fn sl_to_vl_records(view: &FabricView) -> Vec<SlToVlRecord> {
+    let mut out = Vec::new();
+    for n in &view.nodes {
+        for p in n.ports.iter().filter(|p| p.present) {
+            let lid = record_lid(n, p);
+            if lid.0 == 0 {
+                continue;
+            }
+            for (input, table) in &p.sl2vl {
+                let (in_port, out_port) = if n.is_switch() {
+                    (*input, p.num)
+                } else {
+                    (0, 0)
+                };
+                out.push(SlToVlRecord {
+                    lid,
+                    in_port,
+                    out_port,
+                    table: *table,
+                });
+            }
+        }
+    }
+    out.sort_by_key(|r| (r.lid.0, r.out_port, r.in_port));
+    out
+}
+
+/// One VLArbitrationTableRecord per VLArb block the SM knows a port holds (it wrote it).
+pub fn vl_arb_records(view: &FabricView) -> Vec<VlArbRecord> {
+    let mut out = Vec::new();
+    for n in &view.nodes {
+        for p in n.ports.iter().filter(|p| p.present) {
+            let lid = record_lid(n, p);
+            if lid.0 == 0 {
+                continue;
+            }
+            for (block, table) in &p.vlarb {
+                out.push(VlArbRecord {
+                    lid,
+                    port: p.num,
+                    block: *block,
+                    table: *table,
+                });
+            }
+        }
+    }
+    out.sort_by_key(|r| (r.lid.0, r.port, r.block));
     out
 }

@@ -88,6 +88,9 @@ pub struct SaServer {
     log: Vec<LogLine>,
     /// Requests answered (for logs and benches).
     pub answered: u64,
+    /// The last replicated state given to [`SaServer::load`] did not load: the clients'
+    /// registrations are lost (the daemon has their ports reregister).
+    pub state_lost: bool,
 }
 
 fn trust_key(sm_key: u64) -> u64 {
@@ -152,12 +155,25 @@ impl SaServer {
             first_segment_only,
             log: Vec::new(),
             answered: 0,
+            state_lost: false,
         }
     }
 
     /// The engine (tests, admin reads).
     pub fn engine(&self) -> &SaEngine {
         &self.engine
+    }
+
+    /// True when `mad` (a received GMP) asks for MulticastForwardingTableRecords: the
+    /// caller hands in the MFT blocks as they are now ([`SaServer::set_mfts`]) first.
+    pub fn asks_for_mfts(mad: &[u8]) -> bool {
+        mad::MadHeader::decode(mad)
+            .is_ok_and(|h| h.attr_id == mad::AttributeId::SA_MFT_RECORD && !h.method.is_response())
+    }
+
+    /// Takes the MFT blocks the switches now hold, by switch GUID.
+    pub fn set_mfts(&mut self, mfts: &std::collections::HashMap<fabric::Guid, crate::MftBlocks>) {
+        self.engine.set_mfts(mfts);
     }
 
     /// The lines to log since the last call, in order.
@@ -176,7 +192,9 @@ impl SaServer {
         state: &proto::state::SaState,
         policy: Option<&partitions::Policy>,
     ) -> Option<SaAction> {
-        if let Err(e) = self.engine.load(state) {
+        let loaded = self.engine.load(state);
+        self.state_lost = loaded.is_err();
+        if let Err(e) = loaded {
             self.note(
                 Level::Error,
                 format!("{e}; the SA starts from an empty database"),
@@ -265,6 +283,9 @@ impl SaServer {
     ) -> Vec<SaAction> {
         let mut out = Vec::new();
         let mut held: Vec<(Reply, u32)> = Vec::new();
+        // Services whose lease ended leave the replicated state with the first batch after
+        // (queries never list them): the purge is proposed like any change.
+        let purged = self.engine.expire(now_ms);
         for g in batch {
             let m = match SaMad::decode(&g.mad) {
                 Ok(m) => m,
@@ -300,7 +321,7 @@ impl SaServer {
                 self.reply(now, reply, qpn, &mut out);
             }
         }
-        if !held.is_empty() {
+        if !held.is_empty() || purged {
             out.push(SaAction::Propose {
                 state: self.engine.state(),
                 replies: held,
@@ -423,6 +444,7 @@ mod tests {
             ..Default::default()
         };
         assert!(sa.load(&bad, None).is_none());
+        assert!(sa.state_lost);
         let log = sa.take_log();
         assert_eq!(log.len(), 2, "{log:?}");
         assert_eq!(log[0].level, Level::Debug);
@@ -438,5 +460,39 @@ mod tests {
                 .ends_with("; the SA starts from an empty database")
         );
         assert!(sa.take_log().is_empty());
+    }
+
+    #[test]
+    fn an_ended_lease_is_purged_through_a_proposal() {
+        let mut sa = SaServer::new(7, None, false);
+        let rec = mad::sa::ServiceRecord {
+            id: 0x10,
+            lease: 5,
+            ..Default::default()
+        };
+        let state = |expires_ms| proto::state::SaState {
+            services: vec![proto::state::ServiceRecord {
+                service_data: mad::sa::SaRecord::to_bytes(&rec),
+                expires_ms,
+                ..Default::default()
+            }],
+            ..Default::default()
+        };
+        assert!(sa.load(&state(5_000), None).is_none());
+        assert!(!sa.state_lost);
+        // Before the lease ends: nothing to propose.
+        assert!(sa.handle(0, 4_999, []).is_empty());
+        assert_eq!(sa.state().services.len(), 1);
+        // After: the purge is proposed, with no answer held; once only.
+        let out = sa.handle(0, 5_000, []);
+        let [SaAction::Propose { state: st, replies }] = out.as_slice() else {
+            panic!("no proposal: {out:?}");
+        };
+        assert!(st.services.is_empty() && replies.is_empty());
+        assert!(sa.handle(0, 6_000, []).is_empty());
+        // An infinite lease (0 in the state) is never purged.
+        assert!(sa.load(&state(0), None).is_none());
+        assert!(sa.handle(0, u64::MAX, []).is_empty());
+        assert_eq!(sa.state().services.len(), 1);
     }
 }

@@ -39,13 +39,19 @@ pub fn register(
     r: &ServiceRecord,
     now_ms: u64,
 ) -> Result<ServiceRecord, u16> {
-    let need = ServiceRecord::CM_ID | ServiceRecord::CM_GID | ServiceRecord::CM_PKEY;
+    // ServiceID and ServiceGID name the service; ServiceP_Key may be left out, and a
+    // ServiceLease left out is infinite (as OpenSM: osmtest registers so).
+    let need = ServiceRecord::CM_ID | ServiceRecord::CM_GID;
     if mask & need != need {
         return Err(sa_status::REQ_INSUFFICIENT_COMPONENTS);
     }
-    if r.gid.prefix() != view.subnet_prefix {
-        return Err(sa_status::REQ_INVALID_GID);
+    let mut r = *r;
+    if mask & ServiceRecord::CM_LEASE == 0 {
+        r.lease = ServiceRecord::INFINITE_LEASE;
     }
+    let r = &r;
+    // The port is named by the GID's interface id alone, as OpenSM names it
+    // (`osm_get_port_by_alias_guid`): osmtest sends a prefix in host byte order.
     let at = view
         .port_by_guid(fabric::Guid(r.gid.guid()))
         .ok_or(sa_status::REQ_INVALID_GID)?;

@@ -4,8 +4,14 @@
 //! the replicated state) knows; never changed by the SA.
 
 use fabric::{Guid, Lid, NodeType};
-use mad::{LinearForwardingTable, NodeDescription, NodeInfo, PortInfo, SwitchInfo};
-use std::collections::HashMap;
+use mad::{
+    LinearForwardingTable, NodeDescription, NodeInfo, PortInfo, SlToVlTable, SwitchInfo,
+    VlArbitrationTable,
+};
+use std::collections::{BTreeMap, HashMap};
+
+/// MFT blocks of one switch by (position, block): the 32 port masks (absent: all zero).
+pub type MftBlocks = BTreeMap<(u8, u16), [u16; 32]>;
 
 /// One port of a node.
 #[derive(Clone, Debug, Default)]
@@ -27,6 +33,11 @@ pub struct ViewPort {
     pub pkeys: Vec<u16>,
     /// True for a port that exists (index 0 of a CA is a placeholder).
     pub present: bool,
+    /// SLtoVLMappingTables known to be held, by input port (this port the output; a CA
+    /// port's one table under input 0).
+    pub sl2vl: Vec<(u8, SlToVlTable)>,
+    /// VLArbitrationTable blocks known to be held, by block (1-4).
+    pub vlarb: Vec<(u8, VlArbitrationTable)>,
 }
 
 /// One node.
@@ -40,6 +51,8 @@ pub struct ViewNode {
     pub switch_info: Option<SwitchInfo>,
     /// A switch's LFT, indexed by LID ([`LinearForwardingTable::NO_PATH`] beyond).
     pub lft: Vec<u8>,
+    /// A switch's MFT blocks as the SM programmed them (non-zero ones).
+    pub mft: MftBlocks,
     /// Ports indexed by number (0..=NumPorts).
     pub ports: Vec<ViewPort>,
 }
@@ -134,6 +147,14 @@ impl FabricView {
         v
     }
 
+    /// Takes the MFT blocks the switches now hold (by switch GUID): a multicast pass between
+    /// sweeps changes them without a new view.
+    pub fn set_mfts(&mut self, mfts: &HashMap<Guid, MftBlocks>) {
+        for n in self.nodes.iter_mut().filter(|n| n.is_switch()) {
+            n.mft = mfts.get(&n.info.node_guid).cloned().unwrap_or_default();
+        }
+    }
+
     /// The end port owning `lid` (any LID of its LMC range).
     pub fn port_by_lid(&self, lid: Lid) -> Option<(usize, u8)> {
         self.by_lid.get(&lid.0).copied()
@@ -191,6 +212,12 @@ pub struct ViewInput {
     pub node_info: HashMap<Guid, NodeInfo>,
     /// Partition SLs.
     pub partition_sl: HashMap<u16, u8>,
+    /// MFT blocks the switches are known to hold, by switch GUID.
+    pub mfts: HashMap<Guid, MftBlocks>,
+    /// SLtoVL tables known, by (node GUID, output port): (input port, table).
+    pub sl2vl: HashMap<(Guid, u8), Vec<(u8, SlToVlTable)>>,
+    /// VLArb blocks known, by (node GUID, port): (block, table).
+    pub vlarb: HashMap<(Guid, u8), Vec<(u8, VlArbitrationTable)>>,
 }
 
 impl FabricView {
@@ -275,6 +302,16 @@ impl FabricView {
                     remote,
                     pkeys,
                     present,
+                    sl2vl: inp
+                        .sl2vl
+                        .get(&(n.node_guid, num))
+                        .cloned()
+                        .unwrap_or_default(),
+                    vlarb: inp
+                        .vlarb
+                        .get(&(n.node_guid, num))
+                        .cloned()
+                        .unwrap_or_default(),
                 });
             }
             let first_guid = if sw {
@@ -328,6 +365,7 @@ impl FabricView {
                 desc: NodeDescription::from_text(&n.description),
                 switch_info,
                 lft: inp.lfts.get(&n.node_guid).cloned().unwrap_or_default(),
+                mft: inp.mfts.get(&n.node_guid).cloned().unwrap_or_default(),
                 ports,
             });
         }

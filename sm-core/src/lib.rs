@@ -108,7 +108,10 @@ pub use io::Transmit;
 pub use mcast::{McastGroup, MftBlockWrite, MftTables, mlid_masks};
 pub use readback::{PortTable, ReadbackId, ReadbackReport};
 pub use sweeper::{Phase, Sweeper};
-pub use vl::{VlAttr, VlBlockWrite, VlTables, sl2vl_data, vlarb_data};
+pub use vl::{
+    Sl2VlByPort, VlArbByPort, VlAttr, VlBlockWrite, VlTables, sl2vl_data, tables_by_port,
+    vlarb_data,
+};
 
 /// Virtual time in nanoseconds.
 pub type VTime = u64;

@@ -57,6 +57,9 @@ pub(crate) struct Port {
     pub fresh: bool,
     /// This sweeper has written the port's PortInfo at least once.
     pub programmed: bool,
+    /// ClientReregister is to be set with the port's next PortInfo Set (the SA's state was
+    /// lost: [`crate::Sweeper::reregister_clients`]).
+    pub rereg_wanted: bool,
     /// The SMA does not hold M_KeyLeasePeriod (a Set's answer kept another value; ibsim
     /// does this): the value it holds is written back instead of rewritten every sweep.
     pub lease_not_held: bool,

@@ -314,6 +314,33 @@ pub fn vlarb_data(t: &VlArbitrationTable) -> Vec<u8> {
     d.to_vec()
 }
 
+/// SLtoVL tables by (node GUID, output port): (input port, table).
+pub type Sl2VlByPort = HashMap<(Guid, u8), Vec<(u8, SlToVlTable)>>;
+/// VLArb blocks by (node GUID, port): (block, table).
+pub type VlArbByPort = HashMap<(Guid, u8), Vec<(u8, VlArbitrationTable)>>;
+
+/// The blocks of `t` by port, as the SA lists them (a CA's SLtoVL under input port 0).
+pub fn tables_by_port(t: &VlTables) -> (Sl2VlByPort, VlArbByPort) {
+    let (mut sl2vl, mut vlarb) = (Sl2VlByPort::new(), VlArbByPort::new());
+    for ((g, attr, m), data) in t {
+        let mut d = [0u8; 64];
+        let n = data.len().min(64);
+        d[..n].copy_from_slice(&data[..n]);
+        let port = (m & 0xFF) as u8;
+        match attr {
+            VlAttr::SlToVl => sl2vl
+                .entry((*g, port))
+                .or_default()
+                .push((((m >> 8) & 0xFF) as u8, SlToVlTable::decode(&d))),
+            VlAttr::VlArb => vlarb
+                .entry((*g, port))
+                .or_default()
+                .push(((m >> 16) as u8, VlArbitrationTable::decode(&d))),
+        }
+    }
+    (sl2vl, vlarb)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

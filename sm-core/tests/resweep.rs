@@ -212,4 +212,25 @@ fn guid2lid_keeps_every_lid_across_a_restart() {
     assert!(log.is_empty(), "takeover wrote: {log:?}");
     assert_eq!(all_lids(&h4, &t), lids);
     h4.check_programmed(&t);
+
+    // The SA's replicated state did not load: the next heavy sweep writes one PortInfo
+    // (with ClientReregister) to every CA port, and nothing else; the one after, nothing.
+    h4.sw.reregister_clients(h4.now);
+    assert!(h4.heavy_done());
+    let log = h4.fab.take_set_log();
+    let cas = ca_ports(&t);
+    assert_eq!(log.len(), cas.len(), "{log:?}");
+    for &(n, p, g) in &cas {
+        assert!(
+            log.iter()
+                .any(|r| r.attr == 0x15 && r.node == n && r.in_port == p),
+            "no PortInfo Set to {g}: {log:?}"
+        );
+        assert!(h4.fab.port_info(n, p).unwrap().client_reregister, "{g}");
+    }
+    h4.sw.request_sweep(h4.now, true);
+    assert!(h4.heavy_done());
+    let log = h4.fab.take_set_log();
+    assert!(log.is_empty(), "reregistered twice: {log:?}");
+    assert_eq!(all_lids(&h4, &t), lids);
 }

@@ -844,7 +844,7 @@ impl StreamHandler<Vec<crate::transport::InboundGmp>> for MasterActor {
             self.pump(ctx);
         }
         let Some(sa) = self.sa.as_mut() else { return };
-        let out = sa.handle(now, now_ms, batch);
+        let out = sa.handle(&self.sweeper, now, now_ms, batch);
         self.sa_run(out, ctx);
     }
 
@@ -867,9 +867,9 @@ impl Handler<SetSaState> for MasterActor {
     fn handle(&mut self, m: SetSaState, ctx: &mut Context<Self>) {
         self.sa_proposer = Some(m.proposer);
         let Some(sa) = self.sa.as_mut() else { return };
-        let first = sa.load(&m.state, &self.sweeper);
-        let groups = sa.mcast_groups();
         let now = self.clock.now();
+        let first = sa.load(&m.state, &mut self.sweeper, now);
+        let groups = sa.mcast_groups();
         self.sweeper.set_multicast(now, groups);
         if let Some(a) = first {
             self.sa_run(vec![a], ctx);

@@ -57,9 +57,18 @@ impl SaService {
     }
 
     /// Loads the replicated SA state (a new master), then makes sure the policy's groups
-    /// exist. Returns a proposal when that created groups.
-    pub fn load(&mut self, state: &proto::state::SaState, sweeper: &Sweeper) -> Option<SaAction> {
+    /// exist. Returns a proposal when that created groups. A state that does not load
+    /// has every client port reregister (`Sweeper::reregister_clients`).
+    pub fn load(
+        &mut self,
+        state: &proto::state::SaState,
+        sweeper: &mut Sweeper,
+        now: VTime,
+    ) -> Option<SaAction> {
         let a = self.server.load(state, policy_of(sweeper).as_ref());
+        if self.server.state_lost {
+            sweeper.reregister_clients(now);
+        }
         self.log();
         a
     }
@@ -107,8 +116,19 @@ impl SaService {
             .collect()
     }
 
-    /// Answers a batch of GMPs at daemon time `now` (ns) and wall time `now_ms` (leases).
-    pub fn handle(&mut self, now: VTime, now_ms: u64, batch: Vec<InboundGmp>) -> Vec<SaAction> {
+    /// Answers a batch of GMPs at daemon time `now` (ns) and wall time `now_ms` (leases);
+    /// MFTRecords from the blocks `sweeper` holds now.
+    pub fn handle(
+        &mut self,
+        sweeper: &Sweeper,
+        now: VTime,
+        now_ms: u64,
+        batch: Vec<InboundGmp>,
+    ) -> Vec<SaAction> {
+        if batch.iter().any(|g| SaServer::asks_for_mfts(&g.mad)) {
+            let mfts = sweeper.mft_tables().iter().map(|(g, t)| (*g, t.clone()));
+            self.server.set_mfts(&mfts.collect());
+        }
         let gmps = batch.into_iter().map(|g| Gmp {
             slid: g.slid,
             src_qpn: g.src_qpn,

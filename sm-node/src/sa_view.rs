@@ -1,7 +1,8 @@
 //! Building the SA's [`FabricView`] from sm-core's [`Sweeper`]: the topology of its last
 //! discovery, its guid -> LID map, the LFTs and P_Key tables it programmed, its own SM
 //! identity, every node's NodeInfo, every switch's SwitchInfo and every port's PortInfo as
-//! the sweeper last read them (its discovery Get or the answer to its own Set). PortInfo the
+//! the sweeper last read them (its discovery Get or the answer to its own Set), the MFT
+//! blocks and VL tables it programmed. PortInfo the
 //! caller gives wins; a node or port never read is filled from the topology (see
 //! [`ViewInput`]).
 
@@ -58,6 +59,7 @@ pub fn view_from_sweeper(
         })
         .unwrap_or_default();
     let cfg = sw.config();
+    let (sl2vl, vlarb) = sm_core::tables_by_port(sw.vl_tables());
     let inp = ViewInput {
         subnet_prefix,
         sm: SmSelf {
@@ -74,6 +76,13 @@ pub fn view_from_sweeper(
         switch_info,
         node_info,
         partition_sl,
+        mfts: sw
+            .mft_tables()
+            .iter()
+            .map(|(g, t)| (*g, t.clone()))
+            .collect(),
+        sl2vl,
+        vlarb,
     };
     FabricView::from_topology(&topo, &inp)
 }

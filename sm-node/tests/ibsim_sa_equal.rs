@@ -25,7 +25,8 @@ const DIVERGES: &[(&str, &str, &str)] = &[
     (
         "CPI",
         "Capability mask 2",
-        "OpenSM's CapabilityMask2 0xB5E8 advertises features this SA does not have",
+        "OpenSM's CapabilityMask2 0xB5E8 advertises features this SA does not have (alias \
+         GUIDs, QoS...); this SA's 0x8 is IsMulticastFDBTopSupported only",
     ),
     ("SMIR", "ActCount", "ActCount counts the SM's own activity"),
     (
@@ -34,71 +35,105 @@ const DIVERGES: &[(&str, &str, &str)] = &[
         "the switch's SwitchInfo as read: OpenSM writes LifeTimeValue 18, this SM does not write it",
     ),
     (
-        "SWIR",
-        "MulticastFDBTop",
-        "saquery prints MulticastFDBTop for OpenSM's record only (open, see docs/sa.md)",
-    ),
-    (
         "PIR",
         "HoqLife",
         "the port's PortInfo as read: OpenSM writes HOQLife 16/18 on switch ports, this SM does not",
     ),
     (
+        "PIR",
+        "LocalPort:",
+        "a switch port's LocalPortNum is the port the SM's Get entered the switch by: each SM's \
+         discovery path (they differ between equal paths, on the torus)",
+    ),
+    (
         "SL2VL",
         "",
-        "SLtoVLMappingTableRecord not built (MAD_STATUS 0x0C)",
+        "this SM reads no SLtoVL table it does not write (QoS off: none, no record); OpenSM \
+         reads every port's",
     ),
     (
         "VLAR",
         "",
-        "VLArbitrationTableRecord not built (MAD_STATUS 0x0C)",
-    ),
-    (
-        "MFTR",
-        "",
-        "MulticastForwardingTableRecord not built (MAD_STATUS 0x0C)",
+        "this SM reads no VLArbitration table it does not write (QoS off: none, no record); \
+         OpenSM reads every port's",
     ),
 ];
 
-/// Ports per node of net.2sw2path4hca (switches 8, CAs 2) and its LIDs once OpenSM ran.
-const LIDS: std::ops::RangeInclusive<u16> = 1..=6;
-const MAX_PORT: u8 = 8;
+/// One fabric to compare on: its net file, where OpenSM / our SM run and the client asks,
+/// how many LIDs OpenSM assigns (1..=lids: every end port, LMC 0), the most ports a node
+/// has, and the LIDs whose ports and paths are asked one by one (all of them on a small
+/// fabric; a sample, spread over the LIDs, on a larger one, to keep the test's run time).
+struct Case {
+    name: &'static str,
+    net: PathBuf,
+    sm_host: String,
+    client: String,
+    lids: u16,
+    max_port: u8,
+    sample: Vec<u16>,
+    /// Minimum-hop routing has ties OpenSM and this SM break differently (a torus): the
+    /// LFTRecords are compared with the LFTs this SM dumped instead of OpenSM's answers.
+    routing_ties: bool,
+}
+
+impl Case {
+    /// A generated fabric (`spec`), the SM at its first CA, the client at its last; about
+    /// `sample` LIDs asked per port and per path.
+    fn generated(name: &'static str, spec: &str, sample: usize) -> (Case, PathBuf) {
+        let (topo, dir, net) = generated_net(spec, &format!("sa-equal-{name}"));
+        let lids = topo.switches().count() + ca_ports(&topo).len();
+        let lids = u16::try_from(lids).expect("LIDs");
+        let max_port = topo.nodes().map(|(_, n)| n.num_ports()).max().unwrap_or(1);
+        let step = usize::from(lids).div_ceil(sample).max(1);
+        let case = Case {
+            name,
+            net,
+            sm_host: first_ca_host(&topo),
+            client: last_ca_host(&topo),
+            lids,
+            max_port,
+            sample: (1..=lids).step_by(step).collect(),
+            routing_ties: spec.starts_with("torus"),
+        };
+        (case, dir)
+    }
+}
 
 /// Every question, as (name, saquery arguments).
-fn questions() -> Vec<(String, Vec<String>)> {
+fn questions(c: &Case) -> Vec<(String, Vec<String>)> {
     let mut q: Vec<(String, Vec<String>)> = Vec::new();
     let mut add = |name: String, args: &[&str]| {
         q.push((name, args.iter().map(|s| s.to_string()).collect()));
     };
     add("CPI".into(), &["-c"]);
     add("SMIR".into(), &["SMIR"]);
-    for lid in LIDS {
+    for lid in 1..=c.lids {
         let l = lid.to_string();
         add(format!("NR {l}"), &["NR", &l]);
         add(format!("SWIR {l}"), &["SWIR", &l]);
         add(format!("LR {l}"), &["LR", &l]);
         add(format!("LFTR {l}/0"), &["LFTR", &format!("{l}/0")]);
         add(format!("GIR {l}/0"), &["GIR", &format!("{l}/0")]);
-        for p in 0..=MAX_PORT {
+    }
+    for &lid in &c.sample {
+        let l = lid.to_string();
+        for p in 0..=c.max_port {
             add(format!("PIR {l}/{p}"), &["PIR", &format!("{l}/{p}")]);
             for b in 0..2 {
                 let a = format!("{l}/{p}/{b}");
                 add(format!("PKTR {a}"), &["--smkey", "1", "PKTR", &a]);
             }
         }
-        for d in LIDS {
+        for d in 1..=c.lids {
             let pair = format!("{l}:{d}");
             add(format!("PR {pair}"), &["-p", "--src-to-dst", &pair]);
         }
+        add(format!("SL2VL {l}"), &["SL2VL", &format!("{l}/0/0")]);
+        add(format!("VLAR {l}"), &["VLAR", &format!("{l}/1/1")]);
     }
     add("MCMR".into(), &["-m"]);
     add("MCG".into(), &["-g"]);
     add("MFTR".into(), &["MFTR"]);
-    for lid in LIDS {
-        let l = lid.to_string();
-        add(format!("SL2VL {l}"), &["SL2VL", &format!("{l}/0/0")]);
-        add(format!("VLAR {l}"), &["VLAR", &format!("{l}/1/1")]);
-    }
     add("SR".into(), &["-S"]);
     add("IIR".into(), &["-I"]);
     q
@@ -110,9 +145,10 @@ struct Answers {
     inventory: String,
 }
 
-fn ask(sim: &Ibsim, host: &str, dir: &Path) -> Answers {
+fn ask(sim: &Ibsim, c: &Case, dir: &Path) -> Answers {
+    let host = c.client.as_str();
     let mut saquery = BTreeMap::new();
-    for (name, args) in questions() {
+    for (name, args) in questions(c) {
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
         let out = sim
             .run_tool("saquery", &args, Some(host), TOOL_TIMEOUT)
@@ -183,6 +219,24 @@ fn without(text: &str, field: &str) -> String {
         .collect()
 }
 
+/// The entries (LID -> port) a `saquery LFTR` answer lists.
+fn lft_answer(text: &str) -> BTreeMap<u16, u8> {
+    text.lines()
+        .filter_map(|l| {
+            let (a, b) = l.trim().split_once('\t')?;
+            Some((a.parse().ok()?, b.parse().ok()?))
+        })
+        .collect()
+}
+
+/// The switch (node GUID) whose LID this SM dumped as `lid`.
+fn switch_of(t: &SmTables, lid: u16) -> Option<fabric::Guid> {
+    t.lids
+        .iter()
+        .find(|(g, l)| **l == lid && t.lfts.contains_key(g))
+        .map(|(g, _)| *g)
+}
+
 /// Starts OpenSM at `host` (it stays up), its log and cache in `dir`; waits for SUBNET UP
 /// in its log.
 fn start_opensm(sim: &Ibsim, host: &str, dir: &Path) -> std::process::Child {
@@ -217,21 +271,16 @@ fn start_opensm(sim: &Ibsim, host: &str, dir: &Path) -> std::process::Child {
     }
 }
 
-#[test]
-fn sa_answers_equal_opensms_on_net_2sw2path4hca() {
-    let test = "sa_answers_equal_opensms_on_net_2sw2path4hca";
-    if !ready(test, &["opensm", "saquery", "osmtest"]) {
-        return;
-    }
-    let net = PathBuf::from(NET_2SW2PATH4HCA);
-    let dir = std::env::temp_dir().join(format!("qsm-sa-equal-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    let (sm_host, client) = ("Hca1", "Hca4");
+/// Asks both SMs every question of `c` on fresh ibsim instances of its fabric (working
+/// files under `dir`) and fails with every answer that differs beyond [`DIVERGES`].
+fn compare(c: &Case, dir: &Path) {
+    let _ = std::fs::remove_dir_all(dir);
+    let (net, sm_host) = (&c.net, c.sm_host.as_str());
 
-    let sim = Ibsim::start(&net, &[]).expect("ibsim");
+    let sim = Ibsim::start(net, &[]).expect("ibsim");
     let osm_dir = dir.join("opensm");
     let mut osm = start_opensm(&sim, sm_host, &osm_dir);
-    let theirs = ask(&sim, client, &osm_dir);
+    let theirs = ask(&sim, c, &osm_dir);
     // SIGTERM: OpenSM writes its guid2lid as it exits.
     let term = std::process::Command::new("kill")
         .args(["-TERM", &osm.id().to_string()])
@@ -250,24 +299,49 @@ fn sa_answers_equal_opensms_on_net_2sw2path4hca() {
         osm_dir.display()
     );
 
-    let sim = Ibsim::start(&net, &[]).expect("ibsim");
+    let sim = Ibsim::start(net, &[]).expect("ibsim");
     let g2l = osm_dir.join("guid2lid");
-    let sm = start_sm(&sim, sm_host, &["--guid2lid", g2l.to_str().unwrap()]);
+    let mut sm = start_sm(&sim, sm_host, &["--guid2lid", g2l.to_str().unwrap()]);
     let ours_dir = dir.join("ours");
     std::fs::create_dir_all(&ours_dir).unwrap();
-    let ours = ask(&sim, client, &ours_dir);
+    let ours = ask(&sim, c, &ours_dir);
+    let tables = std::mem::take(&mut sm.tables);
     drop(sm);
     sim.stop();
 
     let mut differ = Vec::new();
     let mut exempt = 0;
+    let mut tie_entries = 0;
     for (name, want) in &theirs.saquery {
         let got = &ours.saquery[name];
+        if c.routing_ties && name.starts_with("LFTR") {
+            // Ours must be the LFT this SM programmed; OpenSM's may route ties elsewhere.
+            let lid: u16 = name[5..].split('/').next().unwrap().parse().unwrap();
+            let mine = lft_answer(got);
+            let (theirs_lft, sw) = (lft_answer(want), switch_of(&tables, lid));
+            let Some(dumped) = sw.and_then(|g| tables.lfts.get(&g)) else {
+                assert!(mine.is_empty() && theirs_lft.is_empty(), "{name}: {got}");
+                continue;
+            };
+            for l in 0..64u16 {
+                let port = dumped.get(&l).copied().unwrap_or(255);
+                assert_eq!(mine.get(&l), Some(&port), "{name} LID {l}:\n{got}");
+                tie_entries += usize::from(theirs_lft.get(&l) != Some(&port));
+            }
+            continue;
+        }
         let (mut w, mut g) = (without(want, "\u{0}"), without(got, "\u{0}"));
         // (NUL is in no line: this only drops the ibwarn lines.)
         for (q, field, why) in DIVERGES.iter().filter(|(q, _, _)| name.starts_with(q)) {
             let (w2, g2) = (without(&w, field), without(&g, field));
-            if w2 != w || g2 != g {
+            // Counted where the lines left out differ (or one side has them only).
+            let only = |t: &str| -> Vec<String> {
+                t.lines()
+                    .filter(|l| field.is_empty() || l.contains(field))
+                    .map(str::to_string)
+                    .collect()
+            };
+            if only(&w) != only(&g) {
                 println!("{name}: {field:?} differs on purpose ({q}: {why})");
                 exempt += 1;
             }
@@ -303,36 +377,94 @@ fn sa_answers_equal_opensms_on_net_2sw2path4hca() {
             ours.inventory
         );
     }
+    if c.routing_ties {
+        println!(
+            "{}: LFTRecords equal to the LFTs this SM programmed; {tie_entries} entries route \
+             a minimum-hop tie differently from OpenSM",
+            c.name
+        );
+    }
     println!(
-        "net.2sw2path4hca: {} saquery answers compared ({exempt} documented field differences); \
+        "{}: {} saquery answers compared ({exempt} documented field differences); \
          inventory: {common} records in both, all equal ({} in OpenSM's, {} in ours)",
+        c.name,
         theirs.saquery.len(),
         inv_t.len(),
         inv_o.len()
     );
     assert!(
         differ.is_empty(),
-        "{} answers differ from OpenSM's:\n{}",
+        "{}: {} answers differ from OpenSM's:\n{}",
+        c.name,
         differ.len(),
         differ.join("\n")
     );
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn sa_answers_equal_opensms_on_net_2sw2path4hca() {
+    if !ready(
+        "sa_answers_equal_opensms_on_net_2sw2path4hca",
+        &["opensm", "saquery", "osmtest"],
+    ) {
+        return;
+    }
+    // Switches have 8 ports, CAs 2; OpenSM gives LIDs 1-6.
+    let c = Case {
+        name: "net.2sw2path4hca",
+        net: PathBuf::from(NET_2SW2PATH4HCA),
+        sm_host: "Hca1".into(),
+        client: "Hca4".into(),
+        lids: 6,
+        max_port: 8,
+        sample: (1..=6).collect(),
+        routing_ties: false,
+    };
+    let dir = std::env::temp_dir().join(format!("qsm-sa-equal-{}", std::process::id()));
+    compare(&c, &dir);
+}
+
+#[test]
+fn sa_answers_equal_opensms_on_ft2_8() {
+    if !ready(
+        "sa_answers_equal_opensms_on_ft2_8",
+        &["opensm", "saquery", "osmtest"],
+    ) {
+        return;
+    }
+    let (c, dir) = Case::generated("ft2:8", "ft2:8", 4);
+    compare(&c, &dir.join("run"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn sa_answers_equal_opensms_on_a_torus() {
+    if !ready(
+        "sa_answers_equal_opensms_on_a_torus",
+        &["opensm", "saquery", "osmtest"],
+    ) {
+        return;
+    }
+    let (c, dir) = Case::generated("torus:3x3", "torus:3x3", 6);
+    compare(&c, &dir.join("run"));
     let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// osmtest's flows against our SA on net.2sw2path4hca: inventory (`-f c`) and event
-/// forwarding (`-f e`) pass, as they do against OpenSM on ibsim. The other flows fail
-/// against OpenSM on ibsim too, and are not run here:
+/// forwarding (`-f e`) pass, as they do against OpenSM on ibsim. The others fail against
+/// OpenSM on ibsim too:
+/// - `-f s` (services) stops against both SMs at the same check, osmtest's own "Data
+///   mismatch in service_data8" after its fourth registration (the one with ServiceData);
+///   every registration before it is accepted (run here, so a refusal shows). Both SMs echo
+///   the record osmtest sent; why osmtest finds other data in the answer is not established.
 /// - `-f a` (validation) hangs against both SMs: the inventory `-f c` writes under umad2sim
 ///   holds each table's first RMPP segment only (and, from OpenSM, a garbage record past it),
-///   and osmtest then waits without a timeout for answers that need RMPP.
-/// - `-f s` (services): against OpenSM osmtest stops at "Data mismatch in service_data8";
-///   against ours earlier, at the first registration, with ERR_REQ_INVALID_GID: this SA
-///   refuses a ServiceGID whose prefix is not the subnet's, and osmtest builds its
-///   ServiceGID from its port GUID and a prefix (0 in some osmtest versions) that OpenSM
-///   accepts (open).
+///   and osmtest then waits without a timeout for answers that need RMPP. Not run.
 /// - `-f m` (multicast): against OpenSM osmtest stops at "Wasn't able to erase mgrp";
-///   against ours earlier, where it expects a join refused with ERR_REQ_INVALID (ERR 0207;
-///   open).
+///   against ours earlier (ERR 0207): it creates a group asking a rate GreaterThan the
+///   largest there is and expects ERR_REQ_INVALID (o15-0.1.8); this SA does not check a
+///   create's MTU and rate selectors against what can be realized (open). Not run.
 #[test]
 fn osmtest_inventory_and_event_forwarding_pass_against_our_sa() {
     let test = "osmtest_inventory_and_event_forwarding_pass_against_our_sa";
@@ -358,6 +490,20 @@ fn osmtest_inventory_and_event_forwarding_pass_against_our_sa() {
             out.describe()
         );
     }
+    let out = sim
+        .run_tool(
+            "osmtest",
+            &["-f", "s", "-i", inv],
+            Some("Hca4"),
+            TOOL_TIMEOUT,
+        )
+        .expect("osmtest");
+    let text = format!("{}{}", out.stdout, out.stderr);
+    assert!(
+        text.contains("Data mismatch in service_data8") && !text.contains("ERR 4A02"),
+        "osmtest -f s did not stop where it stops against OpenSM: {}",
+        out.describe()
+    );
     drop(sm);
     sim.stop();
 }

@@ -13,58 +13,10 @@ use mad::sa::{
 };
 use mad::{AttributeId, Method};
 use proptest::prelude::*;
-use sa::{RmppConfig, RmppSender, SaClient, SaEngine, SaResponse, policy_groups};
+use sa::{SaEngine, SaResponse, policy_groups};
 use sa_common::*;
 use std::collections::HashMap;
 use std::sync::Arc;
-
-/// Sends one request through the engine and reassembles the answer (RMPP in memory).
-fn ask(e: &mut SaEngine, slid: Lid, sm_key: u64, m: SaMad, now_ms: u64) -> (SaResponse, bool) {
-    let mut c = SaClient::new(0, sm_key);
-    let (mut q, mut t) = c.request(
-        m.header.mad.method,
-        m.header.mad.attr_id,
-        m.header.comp_mask,
-        m.data,
-    );
-    q.header.sm_key = sm_key;
-    let h = e.handle(now_ms, &req(slid, q));
-    let reply = h.reply.expect("an answer");
-    assert_eq!(reply.dlid, slid);
-    if let Some(one) = reply.single() {
-        let st = t.handle(&one).unwrap();
-        return (st.done.expect("complete"), h.changed);
-    }
-    let mut s = RmppSender::new(
-        reply.mad.clone(),
-        reply.table.clone().unwrap(),
-        RmppConfig::default(),
-    );
-    for _ in 0..10_000 {
-        let Some(seg) = s.poll_transmit(0) else {
-            panic!("sender stalled in {:?}", s.state());
-        };
-        let st = t.handle(&seg).unwrap();
-        if let Some(a) = st.send {
-            s.handle(0, &a);
-        }
-        if let Some(done) = st.done {
-            return (done, h.changed);
-        }
-    }
-    panic!("no end");
-}
-
-fn query<R: SaRecord>(e: &mut SaEngine, slid: Lid, method: Method, mask: u64, r: &R) -> SaResponse {
-    ask(
-        e,
-        slid,
-        0,
-        SaMad::request(method, R::ID, 1, mask, r.to_data()),
-        0,
-    )
-    .0
-}
 
 #[test]
 fn node_records_are_the_fabric_nodes() {
@@ -650,7 +602,10 @@ fn services_register_expire_and_delete() {
         ..ServiceRecord::default()
     };
     s.set_name("storage");
-    let mask = ServiceRecord::CM_ID | ServiceRecord::CM_GID | ServiceRecord::CM_PKEY;
+    let mask = ServiceRecord::CM_ID
+        | ServiceRecord::CM_GID
+        | ServiceRecord::CM_PKEY
+        | ServiceRecord::CM_LEASE;
     let put = SaMad::request(Method::SET, ServiceRecord::ID, 1, mask, s.to_data());
     let (r, changed) = ask(&mut e, me, 0, put.clone(), 1_000);
     assert_eq!(r.status(), 0);
@@ -703,6 +658,34 @@ fn services_register_expire_and_delete() {
     assert_eq!(
         ask(&mut e, me, 0, del, 1_000_000).0.status(),
         sa_status::NO_RECORDS
+    );
+    // As OpenSM: ServiceID and ServiceGID suffice, the GID names its port by its GUID
+    // (osmtest sends the prefix in host order), and a lease left out is infinite.
+    let mut s2 = ServiceRecord {
+        id: 0x43,
+        gid: Gid::new(PREFIX.swap_bytes(), g.0),
+        ..s
+    };
+    s2.lease = 5;
+    let cm = ServiceRecord::CM_ID | ServiceRecord::CM_GID;
+    let put = SaMad::request(Method::SET, ServiceRecord::ID, 1, cm, s2.to_data());
+    let (r, changed) = ask(&mut e, me, 0, put, 2_000_000);
+    assert_eq!(r.status(), 0);
+    assert!(changed);
+    let got = r.records::<ServiceRecord>().unwrap();
+    assert_eq!(got[0].lease, ServiceRecord::INFINITE_LEASE);
+    assert!(!e.expire(u64::MAX / 2));
+    // Without the ServiceGID: insufficient components.
+    let put = SaMad::request(
+        Method::SET,
+        ServiceRecord::ID,
+        1,
+        ServiceRecord::CM_ID,
+        s2.to_data(),
+    );
+    assert_eq!(
+        ask(&mut e, me, 0, put, 2_000_000).0.status(),
+        sa_status::REQ_INSUFFICIENT_COMPONENTS
     );
 }
 

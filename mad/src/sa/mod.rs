@@ -34,7 +34,7 @@ pub use mcast::{McMemberRecord, join_state};
 pub use path::{MultiPathRecord, PathRecord, selector};
 pub use record::{CompField, Gid, SaRecord, bits_equal, bits_value, comp_match, record_matches};
 pub use service::{ClassPortInfo, InformInfo, InformInfoRecord, ServiceRecord};
-pub use table_records::GuidInfoRecord;
+pub use table_records::{GuidInfoRecord, MftRecord, SlToVlRecord, VlArbRecord};
 
 use crate::MadError;
 use crate::header::{MadHeader, MgmtClass, header_of};

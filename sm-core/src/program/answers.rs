@@ -107,6 +107,7 @@ impl Programming {
         }
         p.info = info;
         p.programmed = true;
+        p.rereg_wanted = false;
         not_held
             .into_iter()
             .map(|(field, wrote, holds)| Event::FieldNotHeld {
@@ -188,10 +189,11 @@ pub(crate) fn desired(
         };
         let rereg_cap =
             p.info.capability_mask & PortInfo::CAP_IS_CLIENT_REREGISTRATION_SUPPORTED != 0;
-        // ClientReregister where the port is new to this SM or its LID changes, with the
-        // Set that writes its fields (stage 1, or stage 3 for a port still in INIT).
+        // ClientReregister where the port is new to this SM (or the SA's state was lost) or
+        // its LID changes, with the Set that writes its fields (stage 1, or stage 3 for a
+        // port still in INIT).
         let writes_fields = stage == 1 || (stage == 3 && p.info.port_state == INIT);
-        let new_to_us = !p.programmed && cfg.reregister_on_takeover;
+        let new_to_us = (!p.programmed && cfg.reregister_on_takeover) || p.rereg_wanted;
         if writes_fields && !n.is_switch && rereg_cap && (new_to_us || p.info.lid != p.lid) {
             pi.client_reregister = true;
         }

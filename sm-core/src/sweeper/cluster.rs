@@ -22,6 +22,27 @@ impl Sweeper {
         self.fencing.is_fenced()
     }
 
+    /// The SA's state could not be restored (a new master whose replicated SA state did
+    /// not load): every CA and router port gets ClientReregister (IBA 14.2.5.6, when its
+    /// CapabilityMask says it takes it) with a PortInfo Set in the next heavy sweep,
+    /// requested now, so its clients register their services, joins and subscriptions
+    /// again. Returns the number of the first heavy sweep certain to do it.
+    pub fn reregister_clients(&mut self, now: VTime) -> u64 {
+        let ports: Vec<usize> = self
+            .disc
+            .nodes()
+            .iter()
+            .filter(|n| !n.is_switch)
+            .flat_map(|n| (1..=n.nports).map(move |p| n.port_index(p)))
+            .collect();
+        for pi in ports {
+            self.disc.port_mut(pi).rereg_wanted = true;
+        }
+        let first = self.disc.sweep() + 1;
+        self.request_sweep(now, true);
+        first
+    }
+
     /// Sets the write lease: Sets leave only while the sweeper's time is before `until`
     /// (None, the default: no lease needed). A cluster driver extends it each time a quorum
     /// confirms its leadership (e.g. to the quorum's acknowledgement time plus the lease

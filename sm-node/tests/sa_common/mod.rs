@@ -6,7 +6,9 @@
 
 use fabric::{Guid, Lid, NodeId, Topology};
 use fabric_sim::{AttachId, SimConfig, SimFabric};
-use sa::{FabricView, Request, SaConfig, SaEngine};
+use mad::Method;
+use mad::sa::{SaMad, SaRecord};
+use sa::{FabricView, Request, RmppConfig, RmppSender, SaClient, SaConfig, SaEngine, SaResponse};
 use sm_core::{Event, Sweeper, SweeperConfig, VTime, route_inline};
 use sm_node::sa_view::view_from_sweeper;
 use std::collections::HashMap;
@@ -42,6 +44,17 @@ pub fn ca_ports(t: &Topology) -> Vec<(NodeId, u8, Guid)> {
 
 /// Brings `spec` up with `partitions` (None: no file) and the SM on the first CA port.
 pub fn bring_up(spec: &str, partitions: Option<&str>) -> Up {
+    let cfg = SweeperConfig {
+        partitions_conf: partitions.map(str::to_string),
+        sm_key: 1,
+        ..SweeperConfig::default()
+    };
+    bring_up_with(spec, cfg, Vec::new())
+}
+
+/// Brings `spec` up with `cfg`, the multicast `groups` handed over before the first sweep
+/// (its programming writes their MFT blocks), the SM on the first CA port.
+pub fn bring_up_with(spec: &str, cfg: SweeperConfig, groups: Vec<sm_core::McastGroup>) -> Up {
     let t = topo(spec);
     let mut fab = SimFabric::new(
         &t,
@@ -53,13 +66,11 @@ pub fn bring_up(spec: &str, partitions: Option<&str>) -> Up {
     .unwrap();
     let sm_port = ca_ports(&t)[0].2;
     let sm = fab.attach(sm_port).unwrap();
-    let cfg = SweeperConfig {
-        partitions_conf: partitions.map(str::to_string),
-        sm_key: 1,
-        ..SweeperConfig::default()
-    };
     let mut sw = Sweeper::new(cfg).unwrap();
     let mut now: VTime = 0;
+    if !groups.is_empty() {
+        sw.set_multicast(now, groups);
+    }
     let mut up = false;
     for _ in 0..2_000_000 {
         while let Some(tx) = sw.poll_transmit() {
@@ -148,4 +159,58 @@ impl Up {
 /// A request from `slid`.
 pub fn req(slid: Lid, mad: mad::sa::SaMad) -> Request {
     Request { slid, mad }
+}
+
+/// Sends one request through the engine and reassembles the answer (RMPP in memory).
+pub fn ask(e: &mut SaEngine, slid: Lid, sm_key: u64, m: SaMad, now_ms: u64) -> (SaResponse, bool) {
+    let mut c = SaClient::new(0, sm_key);
+    let (mut q, mut t) = c.request(
+        m.header.mad.method,
+        m.header.mad.attr_id,
+        m.header.comp_mask,
+        m.data,
+    );
+    q.header.sm_key = sm_key;
+    let h = e.handle(now_ms, &req(slid, q));
+    let reply = h.reply.expect("an answer");
+    assert_eq!(reply.dlid, slid);
+    if let Some(one) = reply.single() {
+        let st = t.handle(&one).unwrap();
+        return (st.done.expect("complete"), h.changed);
+    }
+    let mut s = RmppSender::new(
+        reply.mad.clone(),
+        reply.table.clone().unwrap(),
+        RmppConfig::default(),
+    );
+    for _ in 0..10_000 {
+        let Some(seg) = s.poll_transmit(0) else {
+            panic!("sender stalled in {:?}", s.state());
+        };
+        let st = t.handle(&seg).unwrap();
+        if let Some(a) = st.send {
+            s.handle(0, &a);
+        }
+        if let Some(done) = st.done {
+            return (done, h.changed);
+        }
+    }
+    panic!("no end");
+}
+
+pub fn query<R: SaRecord>(
+    e: &mut SaEngine,
+    slid: Lid,
+    method: Method,
+    mask: u64,
+    r: &R,
+) -> SaResponse {
+    ask(
+        e,
+        slid,
+        0,
+        SaMad::request(method, R::ID, 1, mask, r.to_data()),
+        0,
+    )
+    .0
 }
