@@ -2,6 +2,7 @@
 
 use crate::VTime;
 use crate::sim::{EvKind, SimFabric};
+use crate::state::NONE;
 use mad::{Method, NoticeDetails};
 
 /// Outcome of the M_Key check (IBA 14.2.4.1, as linux qib/hfi1 implement it).
@@ -22,10 +23,22 @@ impl SimFabric {
             let s = &self.slots[slot as usize].smp;
             (s.m_key, s.method)
         };
+        // A switch's port 0 without a lease running: its key is in the node record.
+        let n = &self.st.nodes[self.st.ports[mp as usize].node as usize];
+        debug_assert!(
+            n.sw == NONE || {
+                let c = &self.st.cold[mp as usize];
+                (c.info.m_key, c.lease_deadline != 0) == (n.mkey, n.lease_running)
+            }
+        );
+        if n.sw != NONE && !n.lease_running && (n.mkey == 0 || n.mkey == key) {
+            return MKeyCheck::Pass;
+        }
         let p = &mut self.st.cold[mp as usize];
         if p.info.m_key == 0 || p.info.m_key == key {
             if p.lease_deadline != 0 {
                 p.lease_deadline = 0;
+                self.st.sync_mkey(mp);
             }
             return MKeyCheck::Pass;
         }
@@ -42,6 +55,7 @@ impl SimFabric {
         if p.lease_deadline == 0 && p.info.m_key_lease_period != 0 {
             let deadline = t + u64::from(p.info.m_key_lease_period) * 1_000_000_000;
             p.lease_deadline = deadline;
+            self.st.sync_mkey(mp);
             self.push(deadline, EvKind::LeaseCheck { port: mp });
         }
         let s = &self.slots[slot as usize].smp;
@@ -70,6 +84,7 @@ impl SimFabric {
         if p.lease_deadline != 0 && p.lease_deadline <= t {
             p.lease_deadline = 0;
             p.info.m_key_protect_bits = 0;
+            self.st.sync_mkey(port);
         }
     }
 }

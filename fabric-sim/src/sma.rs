@@ -619,6 +619,7 @@ impl SimFabric {
         i.m_key_violations = new.m_key_violations;
         i.p_key_violations = new.p_key_violations;
         i.q_key_violations = new.q_key_violations;
+        self.st.sync_mkey(target);
         if sw_port0 {
             return 0;
         }

@@ -24,6 +24,13 @@ pub(crate) struct SimNode {
     pub sys_guid: Guid,
     pub vendor_id: u32,
     pub device_id: u16,
+    /// Switches: port 0's M_Key and whether its M_Key lease runs, copies of what its
+    /// [`PortCold`] holds (kept by [`State::sync_mkey`] at every write of either), so that
+    /// the M_Key check of an SMP to a switch reads only this record, which the hop has
+    /// just read, instead of the port's cold record (a cache and TLB miss per SMP on a
+    /// large fabric). Unused (0, false) on a CA: its ports' checks read the cold record.
+    pub mkey: u64,
+    pub lease_running: bool,
 }
 
 /// One port slot (switch port 0 included; CA slot 0 exists but is unused): what moving an
@@ -271,6 +278,8 @@ impl State {
                 sys_guid: n.sys_image_guid,
                 vendor_id: n.vendor_id,
                 device_id: n.device_id,
+                mkey: 0,
+                lease_running: false,
             });
             descs.push(NodeDescription::from_text(&n.description));
         }
@@ -286,7 +295,7 @@ impl State {
                 p.phys = PhysState::LinkUp;
             }
         }
-        State {
+        let mut st = State {
             nodes,
             ports,
             cold,
@@ -295,7 +304,11 @@ impl State {
             by_node_guid,
             descs,
             mft_top_reset,
+        };
+        for i in 0..st.nodes.len() {
+            st.sync_mkey(st.nodes[i].port_base);
         }
+        st
     }
 
     /// Port index of port `num` of node `node`.
@@ -329,6 +342,19 @@ impl State {
     #[inline]
     pub fn source_lid(&self, port: u32) -> Lid {
         Lid(self.lid_range(port).0)
+    }
+
+    /// Copies the M_Key and lease state of `port` into its node's record when `port` is a
+    /// switch's port 0 (see [`SimNode::mkey`]); to be called after every write of either.
+    #[inline]
+    pub fn sync_mkey(&mut self, port: u32) {
+        let node = self.ports[port as usize].node as usize;
+        let n = &mut self.nodes[node];
+        if n.sw != NONE && n.port_base == port {
+            let c = &self.cold[port as usize];
+            n.mkey = c.info.m_key;
+            n.lease_running = c.lease_deadline != 0;
+        }
     }
 
     /// The port whose M_Key and MasterSMLID govern SMPs arriving at `port`: the port
@@ -409,6 +435,7 @@ impl State {
             p.guids = None;
             p.lease_deadline = 0;
         }
+        self.sync_mkey(base);
         if sw != NONE {
             self.switches[sw as usize] = SwitchState {
                 mft_top: self.mft_top_reset,

@@ -187,3 +187,48 @@ fn switch_port0_m_key_protects_the_whole_switch() {
     let (_, pi) = dr_get_key::<PortInfo>(&mut s.fab, s.sm, S2_PATH, 2, KEY).unwrap();
     assert_eq!(pi.m_key, KEY);
 }
+
+/// A switch's key is checked from a copy in its node record (fabric-sim `SimNode::mkey`):
+/// the lease, a valid key stopping it, its expiry and a reboot act on a switch exactly
+/// as on a CA port (test builds also assert the copy equals the port's at every check).
+#[test]
+fn a_switch_key_follows_its_lease_and_a_reboot() {
+    let mut s = small(SimConfig::default());
+    s.bring_up();
+    let st = modify_port_info(&mut s.fab, s.sm, S2_PATH, 0, |pi| {
+        pi.port_state = 0;
+        pi.port_phys_state = 0;
+        pi.m_key = KEY;
+        pi.m_key_protect_bits = 2;
+        pi.m_key_lease_period = 1;
+    });
+    assert_eq!(st, 0);
+    // A wrong key starts the lease; the right key within it stops it.
+    let now = s.fab.now();
+    let q = Smp::dr_get(tid(), PortInfo::ID, 0, S2_PATH)
+        .unwrap()
+        .with_m_key(WRONG);
+    s.fab.send(now, s.sm, &q).unwrap();
+    s.fab.run_until(now + 500_000_000);
+    let q = Smp::dr_get(tid(), PortInfo::ID, 0, S2_PATH)
+        .unwrap()
+        .with_m_key(KEY);
+    s.fab.send(s.fab.now(), s.sm, &q).unwrap();
+    settle(&mut s.fab);
+    assert_eq!(s.fab.port_info(s.s2, 0).unwrap().m_key_protect_bits, 2);
+    let (_, lft) = small_lfts();
+    let t = LinearForwardingTable { ports: lft };
+    assert!(dr_set_key(&mut s.fab, s.sm, S2_PATH, 0, &t, WRONG).is_none());
+    // dr() settles up to 10 s: the lease started by that Set has run out.
+    assert_eq!(s.fab.port_info(s.s2, 0).unwrap().m_key_protect_bits, 0);
+    let (st, pi) = dr_get_key::<PortInfo>(&mut s.fab, s.sm, S2_PATH, 0, WRONG).unwrap();
+    assert_eq!((st, pi.m_key), (0, KEY));
+    // A reboot clears the key: any key is accepted again.
+    s.fab
+        .inject(s.fab.now(), fabric_sim::Fault::RebootSwitch { node: s.s2 })
+        .unwrap();
+    settle(&mut s.fab);
+    assert_eq!(s.fab.port_info(s.s2, 0).unwrap().m_key, 0);
+    let (st, _) = dr_set_key(&mut s.fab, s.sm, S2_PATH, 0, &t, WRONG).unwrap();
+    assert_eq!(st, 0);
+}
