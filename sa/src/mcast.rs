@@ -208,13 +208,17 @@ pub fn join(
     let port_at = view
         .port_by_guid(fabric::Guid(req.port_gid.guid()))
         .ok_or(sa_status::REQ_INVALID_GID)?;
-    if Some(port_at) != requester && !(req.proxy_join && trusted) {
-        return Err(sa_status::REQ_DENIED);
-    }
     let pkeys = view
         .port(port_at)
         .map(|p| p.pkeys.clone())
         .unwrap_or_default();
+    // A join for another port (a proxy join) is taken from a port that shares a partition
+    // with it, or from a trusted requester, as OpenSM takes it; the member then records
+    // that it was joined by proxy (o15-0.1.2).
+    let proxy = Some(port_at) != requester;
+    if proxy && !trusted && !shares_partition(view, requester, &pkeys) {
+        return Err(sa_status::REQ_INVALID);
+    }
     let mgid = req.mgid;
     let exists = !mgid.is_zero() && db.groups.contains_key(&mgid);
     if !exists {
@@ -222,8 +226,8 @@ pub fn join(
         if mask & CREATE_MASK != CREATE_MASK {
             return Err(sa_status::REQ_INSUFFICIENT_COMPONENTS);
         }
-        if !mgid.is_zero() && !mgid.is_multicast() {
-            return Err(sa_status::REQ_INVALID_GID);
+        if !mgid.is_zero() && !mgid_valid(&mgid) {
+            return Err(sa_status::REQ_INVALID);
         }
         if js & join_state::FULL == 0 {
             return Err(sa_status::REQ_INVALID);
@@ -247,17 +251,8 @@ pub fn join(
         } else {
             mgid
         };
+        let (mtu, rate) = realizable(mask, req, view.port(port_at))?;
         let mlid = db.free_mlid().ok_or(sa_status::NO_RESOURCES)?;
-        let mtu = if mask & McMemberRecord::CM_MTU != 0 {
-            req.mtu
-        } else {
-            4
-        };
-        let rate = if mask & McMemberRecord::CM_RATE != 0 {
-            req.rate
-        } else {
-            3
-        };
         let mut g = Group {
             mgid,
             mlid,
@@ -276,7 +271,7 @@ pub fn join(
         };
         let m = Member {
             join_state: js,
-            proxy_join: req.proxy_join,
+            proxy_join: proxy,
         };
         g.members.insert(req.port_gid, m);
         let rec = group_record(&g, Some((req.port_gid, m)));
@@ -284,6 +279,11 @@ pub fn join(
         return Ok(rec);
     }
     let g = db.groups.get(&mgid).ok_or(sa_status::REQ_INVALID)?;
+    if let Some(m) = g.members.get(&req.port_gid)
+        && !may_modify(view, requester, trusted, proxy, m, g.pkey)
+    {
+        return Err(sa_status::REQ_INVALID);
+    }
     let disagree = (mask & McMemberRecord::CM_QKEY != 0 && req.q_key != g.qkey)
         || (mask & McMemberRecord::CM_PKEY != 0 && req.pkey & 0x7FFF != g.pkey & 0x7FFF)
         || (mask & McMemberRecord::CM_SL != 0 && req.sl != g.sl)
@@ -321,11 +321,131 @@ pub fn join(
     let g = db.groups.get_mut(&mgid).ok_or(sa_status::REQ_INVALID)?;
     let m = g.members.entry(req.port_gid).or_insert(Member {
         join_state: 0,
-        proxy_join: req.proxy_join,
+        proxy_join: proxy,
     });
     m.join_state |= js;
     let m = *m;
     Ok(group_record(g, Some((req.port_gid, m))))
+}
+
+/// A requested MGID a group may be created with (IBA o15-0.1.6 and 14-a/b; the checks
+/// OpenSM makes, `validate_requested_mgid`, answered ERR_REQ_INVALID as osmtest expects):
+/// prefix 0xFF; IPoIB-signed MGIDs (0x401B, 0x601B) are taken as they are; otherwise the
+/// reserved flag bits are zero and an SA-assigned signature (0xA01B) is not link-local.
+fn mgid_valid(mgid: &Gid) -> bool {
+    let g = &mgid.0;
+    let signature = u16::from_be_bytes([g[2], g[3]]);
+    if g[0] != 0xFF {
+        return false;
+    }
+    if signature == 0x401B || signature == 0x601B {
+        return true;
+    }
+    g[1] & 0xE0 == 0 && !(signature == 0xA01B && g[1] & 0x0F == 2)
+}
+
+/// The MTU and rate a new group gets from a create (IBA o15-0.2.3 leaves the values the SA
+/// picks to the vendor; these are OpenSM's, `mgrp_request_is_realizable`): without a value
+/// and its selector (or with selector 3), the requesting port's NeighborMTU (its MtuCap when
+/// unknown) and the rate of its active link; "greater than" gives the port's value when it
+/// exceeds the one asked for and is refused otherwise; "less than" gives the port's value
+/// when the one asked for exceeds it, else the next smaller one; "exactly" the one asked
+/// for. A result outside 256-4096 bytes or 2.5-1200 Gb/s is refused (REQ_INVALID).
+fn realizable(
+    mask: u64,
+    req: &McMemberRecord,
+    port: Option<&crate::view::ViewPort>,
+) -> Result<(u8, u8), u16> {
+    let given = |value, sel| mask & value != 0 && mask & sel != 0;
+    let port_mtu = port.map_or(4, |p| match p.info.neighbor_mtu {
+        0 => crate::path::port_mtu(p),
+        n => n,
+    });
+    let mtu = if !given(McMemberRecord::CM_MTU, McMemberRecord::CM_MTU_SELECTOR)
+        || req.mtu_selector == 3
+    {
+        port_mtu
+    } else {
+        let want = req.mtu;
+        let mtu = match req.mtu_selector {
+            0 if want >= port_mtu => return Err(sa_status::REQ_INVALID),
+            0 => port_mtu,
+            1 if want > port_mtu => port_mtu,
+            1 => want.wrapping_sub(1),
+            _ => want,
+        };
+        if !(1..=5).contains(&mtu) {
+            return Err(sa_status::REQ_INVALID);
+        }
+        mtu
+    };
+    let port_rate = port.map_or(3, |p| crate::path::rate_code(crate::path::port_speed(p)));
+    let rate = if !given(McMemberRecord::CM_RATE, McMemberRecord::CM_RATE_SELECTOR)
+        || req.rate_selector == 3
+    {
+        port_rate
+    } else {
+        let (want, have) = (req.rate, port_rate);
+        let (ws, hs) = (crate::path::rate_speed(want), crate::path::rate_speed(have));
+        let rate = match req.rate_selector {
+            0 if ws >= hs => return Err(sa_status::REQ_INVALID),
+            0 => have,
+            1 if ws > hs => have,
+            1 => crate::path::rate_below(want).ok_or(sa_status::REQ_INVALID)?,
+            _ => want,
+        };
+        if !(2..=24).contains(&rate) {
+            return Err(sa_status::REQ_INVALID);
+        }
+        rate
+    };
+    Ok((mtu, rate))
+}
+
+/// Does the requesting port share a partition with a port holding `pkeys` (the same
+/// partition number, not both limited members), as a proxy join needs?
+fn shares_partition(view: &FabricView, requester: Option<(usize, u8)>, pkeys: &[u16]) -> bool {
+    let Some(theirs) = requester.and_then(|r| view.port(r)) else {
+        return false;
+    };
+    let default = [0xFFFF];
+    let (a, b) = (
+        if pkeys.is_empty() {
+            &default[..]
+        } else {
+            pkeys
+        },
+        if theirs.pkeys.is_empty() {
+            &default[..]
+        } else {
+            &theirs.pkeys[..]
+        },
+    );
+    a.iter().any(|&k| {
+        k & 0x7FFF != 0
+            && b.iter()
+                .any(|&l| l & 0x7FFF == k & 0x7FFF && (k | l) & 0x8000 != 0)
+    })
+}
+
+/// May the request change the stored membership `m` (o15-0.1.2, OpenSM's
+/// `validate_modify`)? Its own port, a trusted requester, or, for a member joined by proxy,
+/// a requester in the group's partition.
+fn may_modify(
+    view: &FabricView,
+    requester: Option<(usize, u8)>,
+    trusted: bool,
+    proxy: bool,
+    m: &Member,
+    group_pkey: u16,
+) -> bool {
+    if !proxy || trusted {
+        return true;
+    }
+    m.proxy_join
+        && requester
+            .and_then(|r| view.port(r))
+            .is_some_and(|p| port_key(&p.pkeys, group_pkey).is_some())
 }
 
 fn mask_sel(mask: u64, bit: u64, sel: u8) -> u8 {
@@ -364,31 +484,36 @@ pub fn leave(
         return Err(sa_status::REQ_INSUFFICIENT_COMPONENTS);
     }
     let port_at = view.port_by_guid(fabric::Guid(req.port_gid.guid()));
-    if port_at.is_none() || (port_at != requester && !(req.proxy_join && trusted)) {
+    if port_at.is_none() {
         return Err(sa_status::REQ_DENIED);
     }
+    let proxy = port_at != requester;
     let g = db.groups.get_mut(&req.mgid).ok_or(sa_status::REQ_INVALID)?;
+    let gpkey = g.pkey;
     let m = g
         .members
         .get_mut(&req.port_gid)
         .ok_or(sa_status::REQ_INVALID)?;
+    if !may_modify(view, requester, trusted, proxy, m, gpkey) {
+        return Err(sa_status::REQ_INVALID);
+    }
     let clear = if mask & McMemberRecord::CM_JOIN_STATE != 0 {
         req.join_state & 0xF
     } else {
         0xF
     };
+    // o15-0.1.14: the JoinState bits a leave names must all be held by the member (and
+    // name at least one), as OpenSM checks (`validate_delete`); else nothing changes.
+    if mask & McMemberRecord::CM_JOIN_STATE != 0
+        && (clear & m.join_state == 0 || clear & !m.join_state != 0)
+    {
+        return Err(sa_status::REQ_INVALID);
+    }
     m.join_state &= !clear;
     let left = *m;
-    let rec = group_record(
-        g,
-        Some((
-            req.port_gid,
-            Member {
-                join_state: clear,
-                proxy_join: left.proxy_join,
-            },
-        )),
-    );
+    // The answer carries the JoinState the member keeps (0: it left), as OpenSM's does and
+    // osmtest checks (o15-0.1.14).
+    let rec = group_record(g, Some((req.port_gid, left)));
     if left.join_state == 0 {
         g.members.remove(&req.port_gid);
     }

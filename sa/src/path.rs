@@ -42,8 +42,14 @@ pub fn rate_code(speed: u32) -> u8 {
     RATES.iter().rfind(|r| r.1 <= speed).map_or(2, |r| r.0)
 }
 
+/// The next slower rate code than `code` (None: none slower, or an unknown code).
+pub fn rate_below(code: u8) -> Option<u8> {
+    let i = RATES.iter().position(|r| r.0 == code)?;
+    i.checked_sub(1).map(|j| RATES[j].0)
+}
+
 /// The speed of a port's active link, 100 Mb/s units (width x lane speed).
-fn port_speed(p: &ViewPort) -> u32 {
+pub(crate) fn port_speed(p: &ViewPort) -> u32 {
     let lanes = match p.info.link_width_active {
         1 => 1,
         2 => 4,
@@ -65,7 +71,7 @@ fn port_speed(p: &ViewPort) -> u32 {
 /// the path (`pr_rcv_get_path_parms`); NeighborMTU only when MtuCap is unknown (0). A
 /// switch's port 0 has no neighbour (ibsim reports NeighborMTU 256 there): its MtuCap is
 /// what a path ending at it carries.
-fn port_mtu(p: &ViewPort) -> u8 {
+pub(crate) fn port_mtu(p: &ViewPort) -> u8 {
     match (p.info.mtu_cap, p.info.neighbor_mtu) {
         (0, 0) => 4,
         (0, n) => n,

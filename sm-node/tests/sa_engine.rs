@@ -481,15 +481,42 @@ fn multicast_groups_follow_the_membership_rules_and_survive_a_reload() {
     assert!(changed);
     let rec: Vec<McMemberRecord> = r.records().unwrap();
     assert_eq!(rec[0].mlid, Lid(0xC000));
-    // Another port cannot join for g0 (not its port, no proxy).
+    // Another port cannot change g0's membership: g0 joined itself, not by proxy.
     let (r, changed) = set(
         &mut e,
         lid(1),
         JOIN_MASK,
-        &join_rec(bcast, g[0], join_state::FULL),
+        &join_rec(bcast, g[0], join_state::NON),
     );
-    assert_eq!(r.status(), sa_status::REQ_DENIED);
+    assert_eq!(r.status(), sa_status::REQ_INVALID);
     assert!(!changed);
+    // g1 shares TenantA with g0: it may join g0 to TenantA's group by proxy (as OpenSM
+    // takes it), and then change that membership; g0's own leave of it is its own.
+    let (r, changed) = set(
+        &mut e,
+        lid(1),
+        JOIN_MASK,
+        &join_rec(tena, g[0], join_state::FULL),
+    );
+    assert_eq!(r.status(), 0);
+    assert!(changed);
+    let m = |e: &mut SaEngine| -> Vec<McMemberRecord> {
+        let q = McMemberRecord {
+            mgid: tena,
+            port_gid: Gid::new(PREFIX, g[0].0),
+            ..McMemberRecord::default()
+        };
+        query(
+            e,
+            lid(0),
+            Method::GET_TABLE,
+            McMemberRecord::CM_MGID | McMemberRecord::CM_PORT_GID,
+            &q,
+        )
+        .records()
+        .unwrap()
+    };
+    assert!(m(&mut e)[0].proxy_join, "recorded as joined by proxy");
     // A port outside TenantA cannot join its group.
     let (r, _) = set(
         &mut e,
