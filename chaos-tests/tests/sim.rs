@@ -447,3 +447,24 @@ fn regression_f10_recovering_replica_ignores_a_stale_leader() {
     );
     sim::run(&s, Variant::Correct).unwrap_or_else(|f| panic!("{f}"));
 }
+
+/// Found by the simulation as F11 (sm-core, fixed) once it had a foreign SM actor: a cluster
+/// master restarted on a new policy (DISCOVERING) next to an honest foreign SM of higher
+/// priority that was discovering too found it DISCOVERING, carried on and wrote while the
+/// foreign SM became MASTER and wrote: two SMs' Sets in one interval (INV-ONE-SM). A
+/// DISCOVERING SM now stands by for a higher DISCOVERING or STANDBY SM, as OpenSM does.
+#[test]
+fn regression_f11_discovering_master_yields_to_a_higher_discovering_sm() {
+    for seed in [2783, 3008] {
+        let s = Schedule::generate(seed);
+        assert!(s.steps.iter().any(|st| matches!(
+            st.action,
+            Action::ForeignAppear {
+                mode: chaos_tests::sim::foreign::ForeignMode::Honest,
+                ..
+            }
+        )));
+        let st = sim::run(&s, Variant::Correct).unwrap_or_else(|f| panic!("{f}"));
+        assert!(st.foreign_master_sets > 0, "seed {seed}: {st:?}");
+    }
+}

@@ -296,11 +296,13 @@ impl Discovery {
             return Some(0);
         }
         let p = &self.routes[self.route_port(req.node, req.port)];
-        if p.sweep == 0 {
+        // A path of an earlier sweep points into an arena cleared since (a Get queued by a
+        // light sweep or a poll, built after a heavy sweep began): not sent.
+        if p.sweep == 0 || p.sweep != self.sweep {
             return None;
         }
         let (off, len) = (p.off as usize, p.len as usize);
-        buf[..len].copy_from_slice(&self.paths[off..off + len]);
+        buf[..len].copy_from_slice(self.paths.get(off..off + len)?);
         if req.op == Op::Probe {
             if len >= mad::smp::MAX_HOPS as usize {
                 return None;

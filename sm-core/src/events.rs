@@ -195,6 +195,31 @@ pub enum Event {
         /// The priority it answered.
         priority: u8,
     },
+    /// A light sweep's P_Key audit read back a P_KeyTable block that is not what this
+    /// master programmed (changed behind its back): the port's table counts as unknown and
+    /// the heavy sweep that follows rewrites it.
+    PKeyDrift {
+        /// The port's GUID (a switch's: its node GUID).
+        port_guid: fabric::Guid,
+        /// The port number.
+        port: u8,
+        /// The port's LID (a switch's: port 0's; 0: none known).
+        lid: fabric::Lid,
+        /// The P_KeyTable block.
+        block: u16,
+    },
+    /// An SM this SM's query found for the first time at a port that is not its cluster's
+    /// (`SweeperConfig::peer_sms`): reported once per port GUID.
+    UnknownSm {
+        /// Its port GUID.
+        guid: fabric::Guid,
+        /// Its port's LID (0: none yet).
+        lid: fabric::Lid,
+        /// Its priority.
+        priority: u8,
+        /// Its state (None: undefined).
+        state: Option<mad::SmState>,
+    },
     /// A light sweep's LFT audit read back a block that is not what this master wants
     /// (changed behind its back: a rogue SM, a switch that lost it): the switch's table
     /// counts as unknown and the heavy sweep that follows rewrites it.
@@ -448,6 +473,28 @@ impl fmt::Display for Event {
                 f,
                 "SM at port {guid} LID {} (priority {priority}) claims MASTER next to this master",
                 lid.0
+            ),
+            Event::PKeyDrift {
+                port_guid,
+                port,
+                lid,
+                block,
+            } => write!(
+                f,
+                "P_KeyTable block {block} of port {port_guid} port {port} LID {} changed behind \
+                 our back: rewriting",
+                lid.0
+            ),
+            Event::UnknownSm {
+                guid,
+                lid,
+                priority,
+                state,
+            } => write!(
+                f,
+                "unknown SM at port {guid} LID {} (priority {priority}, {}): not one of ours",
+                lid.0,
+                state_name(*state)
             ),
             Event::LftDrift { switch, lid, block } => write!(
                 f,

@@ -28,8 +28,14 @@
 //!   (LinearForwardingTable Get) and writes only the blocks that differ
 //!   ([`crate::Event::LftsChecked`]): tables the other master left are kept where they already say
 //!   the right thing.
-//! * A remote SM in DISCOVERING or NOT-ACTIVE, or a MASTER found by this SM's sweep as
-//!   master that it outranks, changes nothing: this SM carries on (the other one reads this
+//! * While this SM is DISCOVERING and no MASTER answered, a DISCOVERING or STANDBY SM
+//!   that outranks it makes it stand by as for a master (OpenSM does): its poll finds no
+//!   MASTER and the heavy sweep that follows asks again, so it writes only once no higher
+//!   SM is sweeping or standing by, or after [`YIELD_QUERIES`] queries in a row found the
+//!   same higher SM not mastering (one that never masters is not waited for).
+//! * A remote SM in DISCOVERING or NOT-ACTIVE that does not outrank a DISCOVERING SM, any
+//!   SM in DISCOVERING or NOT-ACTIVE next to a MASTER, or a MASTER found by this SM's sweep
+//!   as master that it outranks, changes nothing: this SM carries on (the other one reads this
 //!   SM's SMInfo and should hand over; OpenSM does).
 //! * A master that finds a STANDBY SM outranking it hands over to it (see [`handover`]).
 //! * A master's light sweeps ask the SMs its last heavy sweep found again (OpenSM's master
@@ -155,7 +161,20 @@ pub(crate) struct ForeignSms {
     disabled: bool,
     /// Polls of the followed master since standing by.
     polls_made: u32,
+    /// Port GUIDs of the SMs already reported as unknown ([`crate::Event::UnknownSm`]),
+    /// at most [`MAX_REPORTED`].
+    reported: Vec<Guid>,
+    /// The higher DISCOVERING / STANDBY SM this SM yielded to, and in how many queries in
+    /// a row (bounded by [`YIELD_QUERIES`]: one that never masters is not waited for).
+    yielded: Option<(Guid, u8)>,
 }
+
+/// Queries in a row in which a DISCOVERING SM yields to the same higher SM that does not
+/// master; the next one sweeps as master.
+const YIELD_QUERIES: u8 = 3;
+
+/// SMs remembered as reported (a fabric with more reports the newest again).
+const MAX_REPORTED: usize = 1024;
 
 /// Are the rules on? For a Raft cluster's master (`gate_programming`) only when the
 /// driver names its replicas' SM ports ([`SweeperConfig::peer_sms`]): they are never
@@ -229,6 +248,22 @@ impl ForeignSms {
             })
             .map(|(i, p, _, _)| (i, p))
             .collect()
+    }
+
+    /// The SMs of the last query not reported before, with where they sit (node, port);
+    /// they count as reported from now on.
+    pub fn first_seen(&mut self) -> Vec<(RemoteSm, u32, u8)> {
+        let mut out = Vec::new();
+        for (r, &(node, port)) in self.found.iter().zip(&self.found_at) {
+            if !self.reported.contains(&r.port_guid) {
+                if self.reported.len() >= MAX_REPORTED {
+                    self.reported.remove(0);
+                }
+                self.reported.push(r.port_guid);
+                out.push((*r, node, port));
+            }
+        }
+        out
     }
 
     /// The SMs the last heavy sweep found, asked again by a master's light sweep.
@@ -328,6 +363,36 @@ impl ForeignSms {
             {
                 best = Some((k, r));
             }
+        }
+        // DISCOVERING: with no MASTER, a DISCOVERING or STANDBY SM that outranks this one
+        // makes it stand by too (OpenSM's `smi_rcv_process_get_sm`: "the remote is a higher
+        // sm - need to stop sweeping"), so two SMs sweeping at once do not both write: the
+        // higher one masters, this one polls it and sweeps again when it does not.
+        if best.is_some() {
+            self.yielded = None;
+        } else if !master {
+            let spent =
+                |g: Guid| matches!(self.yielded, Some((y, n)) if y == g && n >= YIELD_QUERIES);
+            for (k, r) in self.found.iter().enumerate() {
+                if matches!(r.state, Some(SmState::Discovering | SmState::Standby))
+                    && outranks(r.priority, r.port_guid, prio, guid)
+                    && !spent(r.port_guid)
+                    && best.is_none_or(|(_, b)| {
+                        outranks(r.priority, r.port_guid, b.priority, b.port_guid)
+                    })
+                {
+                    best = Some((k, r));
+                }
+            }
+        }
+        if let Some((_, r)) = best
+            && r.state != Some(SmState::Master)
+        {
+            let n = match self.yielded {
+                Some((g, n)) if g == r.port_guid => n,
+                _ => 0,
+            };
+            self.yielded = Some((r.port_guid, n + 1));
         }
         let Some((k, r)) = best else {
             if master

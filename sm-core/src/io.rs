@@ -63,6 +63,8 @@ pub(crate) enum Op {
     SmInfoSet,
     /// LinearForwardingTable block `arg` Get before writing it (see `foreign`).
     LftGet,
+    /// P_KeyTable block `arg` of `port` read back by a light sweep's audit (see `light`).
+    PKeyGet,
 }
 
 /// A request waiting for or occupying a window slot.

@@ -16,6 +16,11 @@
 //! wants was changed behind its back (a rogue SM, a switch that reset one block):
 //! [`crate::Event::LftDrift`] names the switch, its LID and the block, the switch's table
 //! counts as unknown, and the heavy sweep that follows rewrites its blocks.
+//!
+//! P_Key audit: likewise [`PKEY_AUDIT_BLOCKS`] P_KeyTable blocks of the ports whose table
+//! this master programmed (a second cursor); a block that differs raises
+//! [`crate::Event::PKeyDrift`] (port GUID, port, LID, block), the port's table counts as
+//! unknown and the heavy sweep that follows rewrites it.
 
 use crate::counters::Counters;
 use crate::state::Switch;
@@ -23,6 +28,9 @@ use mad::SwitchInfo;
 
 /// LFT blocks read back per light sweep (see the module documentation).
 pub const LFT_AUDIT_BLOCKS: usize = 8;
+
+/// P_KeyTable blocks read back per light sweep (see the module documentation).
+pub const PKEY_AUDIT_BLOCKS: usize = 8;
 
 /// The running (or last) light sweep.
 #[derive(Debug, Default)]
@@ -39,6 +47,8 @@ pub(crate) struct Light {
     start: Counters,
     /// The next LFT block the audit reads (index into the routing's blocks, wrapping).
     audit_cursor: usize,
+    /// The next P_KeyTable block the audit reads (index into the programmed blocks).
+    pkey_cursor: usize,
 }
 
 impl Light {
@@ -60,6 +70,17 @@ impl Light {
         let n = LFT_AUDIT_BLOCKS.min(total);
         let start = self.audit_cursor % total;
         self.audit_cursor = (start + n) % total;
+        (0..n).map(|k| (start + k) % total).collect()
+    }
+
+    /// The P_Key audit's next `PKEY_AUDIT_BLOCKS` of `total` blocks (indices).
+    pub fn pkey_audit_slice(&mut self, total: usize) -> Vec<usize> {
+        if total == 0 {
+            return Vec::new();
+        }
+        let n = PKEY_AUDIT_BLOCKS.min(total);
+        let start = self.pkey_cursor % total;
+        self.pkey_cursor = (start + n) % total;
         (0..n).map(|k| (start + k) % total).collect()
     }
 

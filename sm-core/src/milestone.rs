@@ -116,7 +116,9 @@ pub enum MilestoneKind {
         text: String,
     },
     /// Another SM acting behind this master's back: an LFT block changed
-    /// ([`Event::LftDrift`]), an SM with another SM_Key ([`Event::SmKeyIgnored`]), a
+    /// ([`Event::LftDrift`]), a P_KeyTable block changed ([`Event::PKeyDrift`]), an SM not
+    /// of this cluster found ([`Event::UnknownSm`]), an SM with another SM_Key
+    /// ([`Event::SmKeyIgnored`]), a
     /// lower-priority SM claiming MASTER ([`Event::RogueMaster`]). The text names its port
     /// GUID and LID.
     Rogue {
@@ -181,11 +183,13 @@ impl MilestoneKind {
             | Event::SmInfoSetApplied { .. }
             | Event::SmInfoSetRefused { .. }
             | Event::FieldNotHeld { .. } => return None,
-            Event::LftDrift { .. } | Event::SmKeyIgnored { .. } | Event::RogueMaster { .. } => {
-                MilestoneKind::Rogue {
-                    text: e.to_string(),
-                }
-            }
+            Event::LftDrift { .. }
+            | Event::PKeyDrift { .. }
+            | Event::UnknownSm { .. }
+            | Event::SmKeyIgnored { .. }
+            | Event::RogueMaster { .. } => MilestoneKind::Rogue {
+                text: e.to_string(),
+            },
             Event::RoutingDone {
                 engine, lft_blocks, ..
             } => MilestoneKind::RoutingDone {

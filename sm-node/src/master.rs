@@ -258,9 +258,10 @@ impl MasterActor {
             Event::LightSweepComplete { changed: false, .. } => tracing::debug!("{ev}"),
             Event::SmInfoSetRefused { .. } => tracing::warn!("E_NODE_SMINFO_SET: {ev}"),
             Event::SmKeyIgnored { .. } => tracing::warn!("E_NODE_SM_KEY: {ev}"),
-            Event::LftDrift { .. } | Event::RogueMaster { .. } => {
-                tracing::warn!("E_NODE_ROGUE: {ev}")
-            }
+            Event::LftDrift { .. }
+            | Event::PKeyDrift { .. }
+            | Event::UnknownSm { .. }
+            | Event::RogueMaster { .. } => tracing::warn!("E_NODE_ROGUE: {ev}"),
             Event::FieldNotHeld { .. } => tracing::warn!("E_NODE_SMA_FIELD: {ev}"),
             _ => tracing::info!("{ev}"),
         }

@@ -205,6 +205,9 @@ fn run_sim(
         t.quiet_takeovers += st.quiet_takeovers;
         t.sets += st.sets;
         t.checks += st.checks;
+        t.foreign_sms += st.foreign_sms;
+        t.foreign_master_sets += st.foreign_master_sets;
+        t.rogue_sets += st.rogue_sets;
     };
     if keep_going {
         for s in seed..seed + n {
@@ -298,6 +301,10 @@ fn run_sim(
     println!(
         "| Sets accepted by the fabric (MFT Sets; MFT Sets in quiet takeovers) | {} ({}; {}) |",
         total.sets, total.mft_sets, total.quiet_mft_sets
+    );
+    println!(
+        "| foreign SMs started / their Sets as MASTER accepted / rogue Sets accepted | {} / {} / {} |",
+        total.foreign_sms, total.foreign_master_sets, total.rogue_sets
     );
     println!("| simulation steps | {} |", total.steps);
     println!("| invariant checks | {} |", total.checks);

@@ -6,6 +6,12 @@
 //! * One leader per term.
 //! * Fencing: at most one replica's Sets accepted by the fabric per term, and none from a
 //!   deposed master: a Set accepted after a leader of a later term existed.
+//! * At most one SM's Sets accepted per interval: no replica's Set within
+//!   [`ONE_SM_WINDOW`] of an honest foreign SM's while that SM still masters, and no
+//!   foreign Set within it of a replica's while that replica's master of that term still
+//!   runs unpaused (the cluster counts as one SM; an SM that died or stood by since is no second
+//!   writer; a lying foreign SM's writes are a rogue's, which the master corrects, and
+//!   count for no SM).
 //! * No CA port's LID ever changes once assigned.
 //! * A takeover with unchanged topology (nothing recorded left to finish, the fabric holding
 //!   what the log records, no fabric fault) writes no LFT block in its first heavy sweep.
@@ -20,6 +26,9 @@ use std::collections::{BTreeMap, BTreeSet};
 pub const ATTR_LFT: u16 = AttributeId::LINEAR_FORWARDING_TABLE.0;
 /// PortInfo attribute id.
 pub const ATTR_PORT_INFO: u16 = AttributeId::PORT_INFO.0;
+
+/// "Per interval": the sweep interval of the replicas' masters and of the foreign SM.
+pub const ONE_SM_WINDOW: VTime = 500_000_000;
 
 /// An invariant that did not hold.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -49,6 +58,10 @@ pub struct Checker {
     pub quiet: Option<(u64, u64)>,
     /// Invariant evaluations made.
     pub checks: u64,
+    /// The last replica Set accepted: (time, replica, term).
+    last_cluster_set: Option<(VTime, u64, u64)>,
+    /// The last honest foreign SM's Set accepted.
+    last_foreign_set: Option<VTime>,
 }
 
 impl Checker {
@@ -99,12 +112,13 @@ impl Checker {
     }
 
     /// Sets the fabric accepted; `who` names the replica and master term behind a source
-    /// port.
+    /// port; `foreign_masters`: an honest foreign SM runs as MASTER now.
     pub fn sets(
         &mut self,
         now: VTime,
         log: &[SetRecord],
         who: impl Fn(Guid) -> Option<(u64, u64)>,
+        foreign_masters: bool,
     ) -> Result<(), Violation> {
         for r in log {
             self.checks += 1;
@@ -117,6 +131,24 @@ impl Checker {
                     ),
                 );
             };
+            if let Some(f) = self.last_foreign_set
+                && foreign_masters
+                && r.time < f + ONE_SM_WINDOW
+            {
+                return Self::fail(
+                    r.time,
+                    format!(
+                        "INV-ONE-SM replica {replica} (master of term {term}) had a Set (attr \
+                         0x{:04x} to {}) accepted at {} us, {} us after the foreign SM's: two \
+                         SMs wrote in one interval",
+                        r.attr,
+                        r.node_guid,
+                        r.time / 1000,
+                        (r.time - f) / 1000
+                    ),
+                );
+            }
+            self.last_cluster_set = Some((r.time, replica, term));
             let srcs = self.set_terms.entry(term).or_default();
             srcs.insert(replica);
             if srcs.len() > 1 {
@@ -154,6 +186,44 @@ impl Checker {
                     ),
                 );
             }
+        }
+        Ok(())
+    }
+
+    /// Sets from the foreign SM's port `port` the fabric accepted: an honest SM's
+    /// (`legit`) must not fall within [`ONE_SM_WINDOW`] of a replica's while that
+    /// replica's master of that term still runs (`running(replica, term)`).
+    pub fn foreign_sets(
+        &mut self,
+        now: VTime,
+        log: &[SetRecord],
+        port: Guid,
+        legit: bool,
+        running: impl Fn(u64, u64) -> bool,
+    ) -> Result<(), Violation> {
+        if !legit {
+            return Ok(());
+        }
+        for r in log {
+            self.checks += 1;
+            if let Some((c, replica, term)) = self.last_cluster_set
+                && r.time < c + ONE_SM_WINDOW
+                && running(replica, term)
+            {
+                return Self::fail(
+                    now.max(r.time),
+                    format!(
+                        "INV-ONE-SM the foreign SM at {port} had a Set (attr 0x{:04x} to {}) \
+                         accepted at {} us, {} us after replica {replica}'s: two SMs wrote in \
+                         one interval",
+                        r.attr,
+                        r.node_guid,
+                        r.time / 1000,
+                        (r.time - c) / 1000
+                    ),
+                );
+            }
+            self.last_foreign_set = Some(r.time);
         }
         Ok(())
     }
@@ -232,10 +302,10 @@ mod tests {
         let who = |g: Guid| Some((g.0, if g.0 == 1 { 1 } else { 2 }));
         let mut c = Checker::default();
         c.leader(10, 1, 1).unwrap();
-        c.sets(20, &[set(15, 1, 0x19)], who).unwrap();
+        c.sets(20, &[set(15, 1, 0x19)], who, false).unwrap();
         c.leader(30, 2, 2).unwrap();
         // Replica 1 (term 1) accepted after replica 2 led term 2.
-        let v = c.sets(40, &[set(35, 1, 0x19)], who).unwrap_err();
+        let v = c.sets(40, &[set(35, 1, 0x19)], who, false).unwrap_err();
         assert!(v.what.starts_with("INV-FENCE"), "{v}");
         // Two leaders in one term.
         assert!(c.leader(50, 3, 2).is_err());
@@ -243,7 +313,7 @@ mod tests {
         let mut c = Checker::default();
         let same_term = |g: Guid| Some((g.0, 7));
         assert!(
-            c.sets(1, &[set(1, 1, 0x15), set(2, 2, 0x15)], same_term)
+            c.sets(1, &[set(1, 1, 0x15), set(2, 2, 0x15)], same_term, false)
                 .is_err()
         );
     }
@@ -260,7 +330,39 @@ mod tests {
         assert!(c.lids(3, [(Guid(1), Lid(5))].into_iter()).is_err());
         c.quiet = Some((2, 9));
         let who = |_: Guid| Some((2, 9));
-        c.sets(1, &[set(1, 2, 0x15)], who).unwrap();
-        assert!(c.sets(1, &[set(1, 2, ATTR_LFT)], who).is_err());
+        c.sets(1, &[set(1, 2, 0x15)], who, false).unwrap();
+        assert!(c.sets(1, &[set(1, 2, ATTR_LFT)], who, false).is_err());
+    }
+
+    #[test]
+    fn two_sms_writing_in_one_interval_are_caught() {
+        let who = |g: Guid| Some((g.0, 1));
+        let f = Guid(99);
+        let mut c = Checker::default();
+        let running = |_: u64, _: u64| true;
+        let gone = |_: u64, _: u64| false;
+        c.sets(10, &[set(10, 1, ATTR_LFT)], who, false).unwrap();
+        // A rogue's write right after counts for no SM.
+        c.foreign_sets(20, &[set(20, 99, ATTR_LFT)], f, false, running)
+            .unwrap();
+        // An honest foreign SM's within the interval is a second writer, unless the
+        // replica's master has stopped since.
+        c.foreign_sets(25, &[set(25, 99, ATTR_LFT)], f, true, gone)
+            .unwrap();
+        let v = c
+            .foreign_sets(30, &[set(30, 99, ATTR_LFT)], f, true, running)
+            .unwrap_err();
+        assert!(v.what.starts_with("INV-ONE-SM"), "{v}");
+        // One interval later it is the only writer; then a replica's Set is the second
+        // while the foreign SM still masters.
+        let later = 10 + ONE_SM_WINDOW;
+        c.foreign_sets(later, &[set(later, 99, ATTR_LFT)], f, true, running)
+            .unwrap();
+        c.sets(later + 1, &[set(later + 1, 1, ATTR_LFT)], who, false)
+            .unwrap();
+        let v = c
+            .sets(later + 2, &[set(later + 2, 1, ATTR_LFT)], who, true)
+            .unwrap_err();
+        assert!(v.what.starts_with("INV-ONE-SM"), "{v}");
     }
 }

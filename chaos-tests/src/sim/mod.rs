@@ -5,6 +5,7 @@
 
 pub mod check;
 pub mod findings;
+pub mod foreign;
 pub mod net;
 pub mod node;
 pub mod schedule;
@@ -81,6 +82,12 @@ pub struct RunStats {
     pub settle_ns: VTime,
     /// Invariant evaluations.
     pub checks: u64,
+    /// Foreign SMs started.
+    pub foreign_sms: u64,
+    /// Sets of an honest foreign SM as MASTER the fabric accepted.
+    pub foreign_master_sets: u64,
+    /// Rogue Sets (a lying foreign SM's) the fabric accepted.
+    pub rogue_sets: u64,
 }
 
 /// A failed run.

@@ -2,6 +2,7 @@
 //! line so that a failure reruns exactly (`chaos sim --seed S`) and shrinks by dropping
 //! lines.
 
+use super::foreign::ForeignMode;
 use fabric::rng::SplitMix64;
 use std::fmt;
 
@@ -88,6 +89,15 @@ pub enum Action {
         /// Group index (a few distinct groups).
         group: u32,
     },
+    /// A foreign SM starts at the fourth CA port (replacing one already there).
+    ForeignAppear {
+        /// How it behaves.
+        mode: ForeignMode,
+        /// Its priority (a lying MASTER claims 0).
+        priority: u8,
+    },
+    /// The foreign SM stops.
+    ForeignVanish,
 }
 
 impl fmt::Display for Action {
@@ -127,6 +137,10 @@ impl fmt::Display for Action {
             Action::AddBack => write!(f, "add removed voters back"),
             Action::JoinGroup { group } => write!(f, "multicast join to group {group}"),
             Action::WipeDisk(r) => write!(f, "replace the disk of replica {r}"),
+            Action::ForeignAppear { mode, priority } => {
+                write!(f, "foreign SM appears ({mode}, priority {priority})")
+            }
+            Action::ForeignVanish => write!(f, "foreign SM stops"),
         }
     }
 }
@@ -188,7 +202,9 @@ impl Schedule {
         // The replica-side actions come from a stream of their own, inserted between the
         // others at the same instant, so a seed keeps its original faults and times.
         let mut r2 = SplitMix64::new(seed ^ 0x0E5A_C710_5EED_0002);
-        let mut steps = Vec::with_capacity(2 * n);
+        // The foreign SM's actions: a third stream, inserted the same way.
+        let mut r3 = SplitMix64::new(seed ^ 0xF0E1_6000_5EED_0003);
+        let mut steps = Vec::with_capacity(3 * n);
         for _ in 0..n {
             steps.push(Step {
                 after_ms: 20 + r.below(1200) as u32,
@@ -198,6 +214,12 @@ impl Schedule {
                 steps.push(Step {
                     after_ms: 0,
                     action: replica_action(&mut r2),
+                });
+            }
+            if r3.chance(0.25) {
+                steps.push(Step {
+                    after_ms: 0,
+                    action: foreign_action(&mut r3),
                 });
             }
         }
@@ -269,6 +291,25 @@ fn replica_action(r: &mut SplitMix64) -> Action {
         _ => Action::JoinGroup {
             group: r.below(1 << 16) as u32,
         },
+    }
+}
+
+fn foreign_action(r: &mut SplitMix64) -> Action {
+    let priority = |r: &mut SplitMix64| [0u8, 0, 1, 2, 15][r.below(5) as usize];
+    match r.below(100) {
+        0..=39 => Action::ForeignAppear {
+            mode: ForeignMode::Honest,
+            priority: priority(r),
+        },
+        40..=54 => Action::ForeignAppear {
+            mode: ForeignMode::LiarMaster,
+            priority: 0,
+        },
+        55..=69 => Action::ForeignAppear {
+            mode: ForeignMode::LiarStandby,
+            priority: priority(r),
+        },
+        _ => Action::ForeignVanish,
     }
 }
 

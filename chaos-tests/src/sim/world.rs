@@ -2,6 +2,7 @@
 //! driven one discrete step at a time, with the checker run after every step.
 
 use super::check::{ATTR_PORT_INFO, Checker, Violation};
+use super::foreign::{ForeignMode, ForeignSm, Seen};
 use super::net::Net;
 use super::node::{Ctx, Node, Observed, TICK_NS};
 use super::schedule::Action;
@@ -10,6 +11,7 @@ use crate::ChaosError;
 use fabric::rng::SplitMix64;
 use fabric::{Guid, Lid, NodeId, PortState, Topology};
 use fabric_sim::{Fault, SimConfig, SimFabric};
+use mad::SmState;
 use sm_core::VTime;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -65,6 +67,13 @@ pub struct World {
     wiped: BTreeSet<u64>,
     /// When a master last completed a heavy sweep.
     last_heavy_done: VTime,
+    /// The foreign SM, while one runs.
+    pub foreign: Option<ForeignSm>,
+    /// Where a foreign SM runs: the fourth CA port (port number, port GUID) and the switch
+    /// its cable leads to (None: the fabric has three CA ports).
+    foreign_port: Option<(u8, Guid, NodeId)>,
+    /// The last foreign SM's Sets are an SM's (an honest one's), not a rogue's.
+    foreign_legit: bool,
 }
 
 /// A topology's links as (node GUID, port, node GUID, port), each link once, lower end
@@ -197,6 +206,13 @@ impl World {
         let links = topo.links().map(|(a, _)| (a.node, a.port.0)).collect();
         let switches = topo.switches().map(|(id, _)| id).collect();
         let policies = policies(&cas);
+        let foreign_port = cas.get(3).and_then(|&(node, port, guid)| {
+            let far = topo.remote(fabric::PortRef {
+                node,
+                port: fabric::PortNum(port),
+            })?;
+            Some((port, guid, far.node))
+        });
         let links_full = link_set(&replica::topology_to_proto(&topo));
         Ok(World {
             now: 0,
@@ -221,6 +237,9 @@ impl World {
             next_preference: 0,
             wiped: BTreeSet::new(),
             last_heavy_done: 0,
+            foreign: None,
+            foreign_port,
+            foreign_legit: false,
         })
     }
 
@@ -250,6 +269,7 @@ impl World {
                 }
             };
             fold(self.net.next_time());
+            fold(self.foreign.as_ref().map(ForeignSm::next_time));
             for i in 0..self.nodes.len() {
                 if self.driven(i) {
                     fold(Some(self.nodes[i].next_tick));
@@ -293,7 +313,37 @@ impl World {
     fn step(&mut self) -> Result<(), Violation> {
         let now = self.now;
         self.fab.run_until(now);
-        let log = self.fab.take_set_log();
+        let mut log = self.fab.take_set_log();
+        if let Some((_, fg, _)) = self.foreign_port {
+            let (theirs, ours): (Vec<_>, Vec<_>) =
+                log.into_iter().partition(|r| r.source == Some(fg));
+            log = ours;
+            if !theirs.is_empty() {
+                if self.foreign_legit {
+                    self.stats.foreign_master_sets += theirs.len() as u64;
+                } else {
+                    self.stats.rogue_sets += theirs.len() as u64;
+                }
+                let nodes = &self.nodes;
+                let running = |r: u64, term: u64| {
+                    nodes.get((r - 1) as usize).is_some_and(|n| {
+                        // A paused master sends nothing (if it writes once resumed, the
+                        // replica-side check catches it); one standing by writes nothing.
+                        n.is_up()
+                            && !n.paused
+                            && n.master.as_ref().is_some_and(|m| {
+                                m.term == Some(term)
+                                    && !matches!(
+                                        m.sw.sm_state(),
+                                        SmState::Standby | SmState::NotActive
+                                    )
+                            })
+                    })
+                };
+                self.checker
+                    .foreign_sets(now, &theirs, fg, self.foreign_legit, running)?;
+            }
+        }
         if !log.is_empty() {
             self.stats.sets += log.len() as u64;
             let mft = mad::AttributeId::MULTICAST_FORWARDING_TABLE.0;
@@ -303,7 +353,12 @@ impl World {
                 self.stats.quiet_mft_sets += mfts;
             }
             let senders = &self.senders;
-            self.checker.sets(now, &log, |g| senders.get(&g).copied())?;
+            let foreign_masters = self
+                .foreign
+                .as_ref()
+                .is_some_and(|f| f.mode == ForeignMode::Honest && f.state == SmState::Master);
+            self.checker
+                .sets(now, &log, |g| senders.get(&g).copied(), foreign_masters)?;
             if log.iter().any(|r| r.attr == ATTR_PORT_INFO) {
                 self.check_lids()?;
             }
@@ -325,6 +380,7 @@ impl World {
                 self.with_node(i, |n, cx| n.tick(cx));
             }
         }
+        self.run_foreign();
         if now >= self.next_preference {
             self.next_preference = now + PREFERENCE_PERIOD;
             self.prefer();
@@ -335,6 +391,44 @@ impl World {
             }
         }
         self.observe()
+    }
+
+    /// The foreign SM answers what reached it and, when due, sweeps or polls: what it
+    /// would learn from the replicas' SMInfo answers is read from their sweepers (a replica
+    /// down or paused answers nothing).
+    fn run_foreign(&mut self) {
+        let now = self.now;
+        let Some(f) = self.foreign.as_mut() else {
+            return;
+        };
+        let mut became = f.serve(now, &mut self.fab);
+        let mut did = Default::default();
+        if f.next_time() <= now {
+            let mut others = Vec::new();
+            for n in self.nodes.iter().filter(|n| n.is_up() && !n.paused) {
+                for a in [&n.master, &n.standby, &n.zombie].into_iter().flatten() {
+                    if a.at.is_some() {
+                        others.push(Seen {
+                            guid: n.port_guid,
+                            priority: a.sw.config().sm_priority,
+                            state: a.sw.sm_state(),
+                        });
+                    }
+                }
+            }
+            did = f.run(now, &mut self.fab, &others);
+            became = became.or(did.became);
+        }
+        let (guid, prio) = (f.guid, f.priority);
+        if let Some(st) = became {
+            self.obs.note(now, || {
+                format!("foreign SM {guid} (priority {prio}) enters {st:?}")
+            });
+        }
+        if did.rogue_write {
+            // A rogue write: the master corrects it; no takeover is quiet before that.
+            self.busy(now + 100 * MS);
+        }
     }
 
     /// The leader hears the others' priorities (the daemon's preference loop).
@@ -667,6 +761,29 @@ impl World {
                     self.stats.disk_wipes += 1;
                 }
             }
+            Action::ForeignAppear { mode, priority } => {
+                if let Some(f) = self.foreign.take() {
+                    f.vanish(&mut self.fab);
+                }
+                if let Some((port, guid, leaf)) = self.foreign_port {
+                    self.foreign = Some(ForeignSm::appear(
+                        &mut self.fab,
+                        now,
+                        port,
+                        guid,
+                        leaf,
+                        *mode,
+                        *priority,
+                    )?);
+                    self.foreign_legit = *mode == ForeignMode::Honest;
+                    self.stats.foreign_sms += 1;
+                }
+            }
+            Action::ForeignVanish => {
+                if let Some(f) = self.foreign.take() {
+                    f.vanish(&mut self.fab);
+                }
+            }
             Action::JoinGroup { group } => {
                 if let Some(i) = self.driven_leader() {
                     let st = join(self.nodes[i].state().sa_state(), *group, &self.cas);
@@ -770,6 +887,7 @@ impl World {
         self.resume_all();
         self.act(&Action::RestartAll)?;
         self.act(&Action::PreferNone)?;
+        self.act(&Action::ForeignVanish)?;
         self.fab.inject(self.now, Fault::Loss { prob: 0.0 })?;
         Ok(())
     }

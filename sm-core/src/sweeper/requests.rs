@@ -99,6 +99,19 @@ impl Sweeper {
                 AttributeId::LINEAR_FORWARDING_TABLE,
                 u32::from(req.arg),
             ),
+            Op::PKeyGet => {
+                // A CA's SMA answers for the port the SMP arrives on (port field 0).
+                let port = if self.disc.node(req.node).is_switch {
+                    req.port
+                } else {
+                    0
+                };
+                (
+                    Method::GET,
+                    AttributeId::P_KEY_TABLE,
+                    mad::PKeyTable::modifier(port, req.arg),
+                )
+            }
         };
         let (mut smp, dlid) = if req.lid_routed {
             let lid = self.disc.target_lid(req.node, req.port);
@@ -178,6 +191,7 @@ impl Sweeper {
                 }
             }
             Op::LftGet => self.on_lft_block(req, smp),
+            Op::PKeyGet => self.on_audit_pkey_block(req, smp),
             Op::LftSet
             | Op::PKeySet
             | Op::PortInfoSet
@@ -208,7 +222,7 @@ impl Sweeper {
             // Another SM that does not answer (or a block not read back) stops nothing: the
             // SM is taken to be absent, the block is written.
             Op::SmInfoSet => self.sm_info_set_failed(req),
-            Op::SmInfoGet | Op::LftGet => {}
+            Op::SmInfoGet | Op::LftGet | Op::PKeyGet => {}
             Op::LftSet
             | Op::PKeySet
             | Op::PortInfoSet

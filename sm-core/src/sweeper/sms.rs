@@ -129,6 +129,14 @@ impl Sweeper {
             self.events
                 .push_back(Event::OtherSms(self.sms.remote().to_vec()));
         }
+        for (r, node, port) in self.sms.first_seen() {
+            self.events.push_back(Event::UnknownSm {
+                guid: r.port_guid,
+                lid: self.disc.reported_lid(node, port),
+                priority: r.priority,
+                state: r.state,
+            });
+        }
         let master = self.state == SmState::Master;
         match self
             .sms
