@@ -54,6 +54,7 @@ struct Sm {
     smps: Family<Labels<2>, Counter>,
     smp_timeouts: Counter,
     traps: Counter,
+    rogue_alarms: Counter,
     sminfo_state: Gauge,
     subnet_up: Seconds,
     failover: Seconds,
@@ -157,6 +158,11 @@ impl Metrics {
             "SMP requests of this replica's SM that timed out (each resend once)",
         );
         let traps = c(&mut r, "sm_traps", "Traps this replica's SM received");
+        let rogue_alarms = c(
+            &mut r,
+            "sm_rogue_alarms",
+            "Alarms this replica's master raised about another SM acting behind its back: an LFT or P_Key block changed, an unknown SM, an SM with another SM_Key, a lower-priority SM claiming MASTER",
+        );
         let sminfo_state = g(
             &mut r,
             "sm_sminfo_state",
@@ -235,6 +241,7 @@ impl Metrics {
                 smps,
                 smp_timeouts,
                 traps,
+                rogue_alarms,
                 sminfo_state,
                 subnet_up,
                 failover,

@@ -75,6 +75,9 @@ impl RoleMetrics {
                     sm.light_sweep.observe(t.elapsed().as_secs_f64());
                 }
             }
+            MilestoneKind::Rogue { .. } => {
+                sm.rogue_alarms.inc();
+            }
             _ => {}
         }
     }

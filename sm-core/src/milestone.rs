@@ -125,6 +125,14 @@ pub enum MilestoneKind {
         /// The alarm, as logged.
         text: String,
     },
+    /// A HANDOVER this master sent ended: `taken` (the other SM took over) or not. The
+    /// text names the SM, as logged.
+    HandoverEnded {
+        /// The other SM took over.
+        taken: bool,
+        /// As logged.
+        text: String,
+    },
     /// A link's health changed.
     LinkHealth {
         /// `ok`, `degraded` or `down`.
@@ -176,13 +184,17 @@ impl MilestoneKind {
             | Event::ForeignMasterGone { .. }
             | Event::LftsChecked { .. }
             | Event::HandoverSent { .. }
-            | Event::HandoverTaken { .. }
-            | Event::HandoverFailed { .. }
             | Event::HandoverReceived { .. }
             | Event::AcknowledgeSent { .. }
             | Event::SmInfoSetApplied { .. }
             | Event::SmInfoSetRefused { .. }
             | Event::FieldNotHeld { .. } => return None,
+            Event::HandoverTaken { .. } | Event::HandoverFailed { .. } => {
+                MilestoneKind::HandoverEnded {
+                    taken: matches!(e, Event::HandoverTaken { .. }),
+                    text: e.to_string(),
+                }
+            }
             Event::LftDrift { .. }
             | Event::PKeyDrift { .. }
             | Event::UnknownSm { .. }

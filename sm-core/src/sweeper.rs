@@ -117,6 +117,8 @@ pub struct Sweeper {
     state: SmState,
     /// SUBNET UP was reached (and not lost to a foreign master or a role change since).
     subnet_up: bool,
+    /// A graceful stop handed over ([`Sweeper::hand_over_to_stop`]): no sweep after it.
+    stopping: bool,
     /// The SMP window, SMPs outside it, counters.
     io: Io,
     /// Sweep scheduling and what the heavy sweeps left.
@@ -175,6 +177,7 @@ impl Sweeper {
                 SmState::Discovering
             },
             subnet_up: false,
+            stopping: false,
             io: Io::new(cfg.window),
             sched: Schedule::new(standby),
             disc: Discovery::new(),

@@ -475,3 +475,54 @@ fn handover_taken_mid_discovery_from_a_master_still_answering_master() {
     assert_eq!(f.sms[b].sw.sm_state(), SmState::Master);
     check_routes(&f, &t);
 }
+
+/// Graceful stop (issue 23, item 5): B masters at priority 15, A stands by at priority 0.
+/// B is told to stop: it hands over to A although A ranks lower (the fabric keeps a
+/// master), A takes over and ACKNOWLEDGEs, reading B's LFT blocks back (none rewritten);
+/// B is NOT-ACTIVE until its daemon exits and sends no Set after. A master with no standby
+/// known does not try.
+#[test]
+fn a_stopping_master_hands_over_to_the_best_standby() {
+    let t = topo("ft2:4");
+    let (ga, gb) = two_ports(&t);
+    let mut f = Fabric::new(&t);
+    let b = f.add(gb, cfg(15));
+    f.wait_for(b, "SUBNET UP", subnet_up);
+    let now = f.now;
+    assert!(
+        !f.sms[b].sw.hand_over_to_stop(now),
+        "no standby known: nothing to hand over to"
+    );
+    let a = f.add(ga, cfg(0));
+    f.wait_for(a, "STANDBY", stands_by);
+    // B's next heavy sweep queries the SMs and finds A STANDBY.
+    let now = f.now;
+    f.sms[b].sw.request_sweep(now, true);
+    f.advance(3 * INTERVAL);
+    f.fab.take_set_log();
+    let now = f.now;
+    assert!(f.sms[b].sw.hand_over_to_stop(now));
+    f.wait_for(
+        b,
+        "handover taken",
+        |e| matches!(e, Event::HandoverTaken { guid, acknowledged: true } if *guid == ga),
+    );
+    f.wait_for(a, "SUBNET UP", subnet_up);
+    f.advance(5 * INTERVAL);
+    assert_eq!(f.sms[a].sw.sm_state(), SmState::Master);
+    assert_eq!(
+        f.sms[b].sw.sm_state(),
+        SmState::NotActive,
+        "B, stopping, is NOT-ACTIVE until its daemon exits: A does not hand back"
+    );
+    let log = f.fab.take_set_log();
+    assert!(
+        Fabric::sets_from(&log, gb).is_empty(),
+        "B wrote after its stop"
+    );
+    assert!(
+        !Fabric::sets_from(&log, ga).iter().any(|r| r.attr == LFT),
+        "A rewrote LFT blocks B left right"
+    );
+    check_routes(&f, &t);
+}

@@ -475,6 +475,22 @@ impl Handler<RequestSweep> for MasterActor {
     }
 }
 
+/// A graceful stop (SIGTERM of a single SM): HANDOVER to the best STANDBY SM found
+/// (`sm_core::Sweeper::hand_over_to_stop`); true when one went out, and its end comes as
+/// the milestone `HandoverEnded`.
+#[derive(Message)]
+#[rtype(result = "bool")]
+pub struct HandOverToStop;
+
+impl Handler<HandOverToStop> for MasterActor {
+    type Result = bool;
+    fn handle(&mut self, _: HandOverToStop, ctx: &mut Context<Self>) -> bool {
+        let sent = self.sweeper.hand_over_to_stop(self.clock.now());
+        self.pump(ctx);
+        sent
+    }
+}
+
 /// Replaces the partition policy of the running master (a SIGHUP reload): the text (None:
 /// no partitions file) goes to `sm_core::Sweeper::set_policy`, which refuses a text that
 /// does not parse (the answer is that error, and nothing changes) and otherwise requests a

@@ -6,7 +6,9 @@
 //!   poll bound, sweeps as master, writes only the LFT blocks that differ from what
 //!   OpenSM left (read back first), and `sminfo` names ours.
 //! * The reverse: ours (`--priority 15`) masters first, OpenSM (`-p 0`) starts at Hca2:
-//!   OpenSM's log says it entered STANDBY and `sminfo` names ours.
+//!   OpenSM's log says it entered STANDBY and `sminfo` names ours. Then ours gets SIGTERM:
+//!   it hands over to OpenSM (the best STANDBY, lower as it is) before it exits, and
+//!   OpenSM's SMInfo says MASTER.
 //!
 //! OpenSM runs with its default SM_Key (1) and its log on stdout. Every process runs with
 //! a deadline and is stopped by PID on every path (drop guards; ibsim last). When ibsim,
@@ -112,8 +114,35 @@ fn ours_masters_opensm_stands_by() {
         "ours must not yield to a lower-priority SM"
     );
     println!("{line}\n{seen}");
+    // A graceful stop (SIGTERM) hands the fabric to OpenSM, the best STANDBY, before ours
+    // exits (issue 23, item 5): OpenSM takes the HANDOVER and its SMInfo says MASTER. Ours
+    // first learns OpenSM is STANDBY (a light sweep sees it leave DISCOVERING; the heavy
+    // sweep that follows queries it).
+    ours.wait_for("OpenSM STANDBY in our SMInfo scan", |l| {
+        l.contains("SMInfo of") && l.contains("priority 0 state STANDBY")
+    });
+    let log = ours.terminate();
+    let handed = log
+        .iter()
+        .find(|l| l.contains("handed over before stopping"));
+    assert!(
+        handed.is_some(),
+        "no handover before stopping:\n{}",
+        log.join("\n")
+    );
+    let took = osm.wait_for("OpenSM MASTER after our stop", |l| {
+        l.contains("Entering MASTER state")
+    });
+    println!("{}\n{took}", handed.map_or("", |l| l.as_str()));
+    // OpenSM's own SMInfo (directed route 0 from its port): MASTER, priority 0.
+    let (_, osm_guid, prio, state) = parse_sminfo(&tool(&sim, "Hca2", "sminfo", &["-D", "0"]));
+    assert_eq!(
+        (prio, state.as_str()),
+        (0, "SMINFO_MASTER"),
+        "OpenSM's SMInfo"
+    );
+    assert_ne!(osm_guid, our_guid);
     drop(osm);
-    drop(ours);
     sim.stop();
 }
 

@@ -118,7 +118,7 @@ fn row(guid: u64, port: u8, base: u64) -> PortCounterRow {
 }
 
 /// The families every replica serves, with HELP and TYPE as documented in docs/metrics.md.
-const FAMILIES: [(&str, &str); 24] = [
+const FAMILIES: [(&str, &str); 25] = [
     ("sm_build", "info"),
     ("sm_raft_term", "gauge"),
     ("sm_raft_commit_index", "gauge"),
@@ -131,6 +131,7 @@ const FAMILIES: [(&str, &str); 24] = [
     ("sm_smps_sent", "counter"),
     ("sm_smp_timeouts", "counter"),
     ("sm_traps", "counter"),
+    ("sm_rogue_alarms", "counter"),
     ("sm_sminfo_state", "gauge"),
     ("sm_subnet_up_seconds", "gauge"),
     ("sm_failover_seconds", "gauge"),

@@ -172,6 +172,23 @@ pub fn alarms(st: &ClusterStatusReply) -> Vec<Alarm> {
     out
 }
 
+/// How long a rogue-SM alarm (WatchEvents kind `rogue`) stays on the status page.
+pub const ROGUE_ALARM_MS: u64 = 10 * 60 * 1000;
+
+/// An alarm per rogue-SM event of the last [`ROGUE_ALARM_MS`] before `now_ms` (another SM
+/// acting behind the master's back: the text names its port GUID and LID), newest first,
+/// at most 10.
+pub fn rogue_alarms(recent: &[PageEvent], now_ms: u64) -> Vec<Alarm> {
+    (recent.iter().rev())
+        .filter(|e| e.kind == "rogue" && now_ms.saturating_sub(e.unix_ms) <= ROGUE_ALARM_MS)
+        .take(10)
+        .map(|e| Alarm {
+            replica: 0,
+            text: format!("another SM: {}", e.text),
+        })
+        .collect()
+}
+
 /// An alarm per link the performance manager sees degraded or down (the master's link
 /// health; ok links are no alarm).
 pub fn link_alarms(h: &GetLinkHealthReply) -> Vec<Alarm> {
@@ -206,8 +223,10 @@ pub fn status_json(
     sm: Option<&SmInfoReply>,
     nodes: &ListNodesReply,
     health: Option<&GetLinkHealthReply>,
+    rogue: Vec<Alarm>,
 ) -> Value {
     let mut alarms = alarms(st);
+    alarms.extend(rogue);
     alarms.extend(health.map(link_alarms).unwrap_or_default());
     let count = |h: &str| health.map(|l| l.links.iter().filter(|r| r.health == h).count());
     let switches = nodes
@@ -324,7 +343,41 @@ mod tests {
         );
         st.leader_id = 0;
         assert_eq!(alarms(&st).len(), 2);
-        let j = status_json(&st, None, &ListNodesReply::default(), None);
+        let j = status_json(&st, None, &ListNodesReply::default(), None, Vec::new());
+        assert_eq!(j["alarms"].as_array().map(Vec::len), Some(2));
+    }
+
+    #[test]
+    fn rogue_events_of_the_last_ten_minutes_are_alarms() {
+        let ev = |seq, kind: &str, unix_ms| PageEvent {
+            seq,
+            unix_ms,
+            kind: kind.into(),
+            text: format!("E_NODE_ROGUE: event {seq}"),
+            term: 1,
+            leader_id: 1,
+        };
+        let now = 100 * ROGUE_ALARM_MS;
+        let recent = [
+            ev(1, "rogue", now - ROGUE_ALARM_MS - 1),
+            ev(2, "sweep", now - 5),
+            ev(3, "rogue", now - ROGUE_ALARM_MS),
+            ev(4, "rogue", now),
+        ];
+        let a = rogue_alarms(&recent, now);
+        let texts: Vec<&str> = a.iter().map(|x| x.text.as_str()).collect();
+        assert_eq!(
+            texts,
+            [
+                "another SM: E_NODE_ROGUE: event 4",
+                "another SM: E_NODE_ROGUE: event 3"
+            ]
+        );
+        let st = ClusterStatusReply {
+            leader_id: 1,
+            ..Default::default()
+        };
+        let j = status_json(&st, None, &ListNodesReply::default(), None, a);
         assert_eq!(j["alarms"].as_array().map(Vec::len), Some(2));
     }
 

@@ -258,11 +258,22 @@ impl ForeignSms {
     /// The best STANDBY SM the last query found that outranks this one (rank `own`) and
     /// has not failed a handover since it last reported another state.
     pub(super) fn handover_target(&self, own: (u8, Guid)) -> Option<Followed> {
-        let (prio, guid) = own;
+        self.best_standby(Some(own))
+    }
+
+    /// The best STANDBY SM the last query found, whatever its rank (a master that stops
+    /// hands over to it), that has not failed a handover since it last reported another
+    /// state.
+    pub fn stop_target(&self) -> Option<Followed> {
+        self.best_standby(None)
+    }
+
+    /// The best STANDBY SM of the last query not refused, above rank `above` when given.
+    fn best_standby(&self, above: Option<(u8, Guid)>) -> Option<Followed> {
         let mut best: Option<Followed> = None;
         for (r, &(node, port)) in self.found.iter().zip(&self.found_at) {
             if r.state != Some(SmState::Standby)
-                || !outranks(r.priority, r.port_guid, prio, guid)
+                || above.is_some_and(|(prio, guid)| !outranks(r.priority, r.port_guid, prio, guid))
                 || self.refused.contains(&r.port_guid)
             {
                 continue;

@@ -105,7 +105,9 @@ impl Sweeper {
     /// and it reports STANDBY, the ACKNOWLEDGE owed goes out, once, outside the window (the
     /// sweeps forget every path; its answer is counted as stale).
     pub(super) fn ack_if_owed(&mut self, node: u32, port: u8, info: &SmInfo) {
-        if info.state() != Some(SmState::Standby) || !self.sms.ack_owed_to(info.guid) {
+        // It has left MASTER: STANDBY, or NOT-ACTIVE when it handed over to stop.
+        let left = matches!(info.state(), Some(SmState::Standby | SmState::NotActive));
+        if !left || !self.sms.ack_owed_to(info.guid) {
             return;
         }
         let req = Req {
@@ -124,6 +126,29 @@ impl Sweeper {
             self.events
                 .push_back(Event::AcknowledgeSent { guid: info.guid });
         }
+    }
+
+    /// A graceful stop of a master (the daemon's SIGTERM): HANDOVER to the best STANDBY SM
+    /// the last query found, whatever its priority, so the fabric keeps a master when this
+    /// one exits. True when a HANDOVER went out: the daemon waits for
+    /// [`Event::HandoverTaken`] or [`Event::HandoverFailed`] (bounded by the polls), then
+    /// stops; after a failed one this SM does not sweep again. From the HANDOVER on this SM
+    /// answers NOT-ACTIVE. False: not master, or no standby known.
+    pub fn hand_over_to_stop(&mut self, now: crate::VTime) -> bool {
+        self.now = self.now.max(now);
+        if self.state != SmState::Master || self.sms.handing().is_some() {
+            return false;
+        }
+        let Some(f) = self.sms.stop_target() else {
+            return false;
+        };
+        self.stopping = true;
+        self.send_handover(f);
+        // It answers NOT-ACTIVE from now on: the new master must not find a STANDBY that
+        // outranks it and hand the fabric back (OpenSM hands over to any higher SM that is
+        // not NOT-ACTIVE). The HANDOVER itself carries MASTER.
+        self.state = SmState::NotActive;
+        true
     }
 
     /// Sends HANDOVER to `f` and waits (nothing of this sweep is written).
@@ -163,6 +188,10 @@ impl Sweeper {
             guid: h.to.guid,
             polls: h.polls,
         });
+        if self.stopping {
+            // Stopping: no sweep; the daemon stops this SM now.
+            return;
+        }
         self.start_heavy(SweepReason::HandoverFailed);
     }
 
@@ -175,6 +204,16 @@ impl Sweeper {
             guid: h.to.guid,
             acknowledged,
         });
+        if self.stopping {
+            // Stopping: NOT-ACTIVE until the daemon stops it (a new master's query must
+            // not find a STANDBY that outranks it and hand the fabric back).
+            self.sms.disable();
+            self.state = SmState::NotActive;
+            self.subnet_up = false;
+            self.sched.set_next(None);
+            self.sched.drop_heavy();
+            return;
+        }
         self.enter_standby(h.to);
     }
 

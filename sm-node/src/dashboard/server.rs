@@ -239,11 +239,14 @@ async fn status(State(d): D, h: HeaderMap) -> Response {
         Err(r) => return r,
     };
     let links = link_health(&d, t).await;
+    let recent = d.recent.lock().map(|r| r.all()).unwrap_or_default();
+    let rogue = views::dashboard::rogue_alarms(&recent, crate::clock::unix_ms());
     json(views::dashboard::status_json(
         &st,
         sm.as_ref(),
         &nodes,
         links.as_ref(),
+        rogue,
     ))
 }
 

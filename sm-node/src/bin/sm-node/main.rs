@@ -17,7 +17,7 @@ use deploy::cli::DaemonArgs;
 use sm_node::config::NodeConfig;
 use sm_node::config::SweeperConfigOf as _;
 use sm_node::daemon;
-use sm_node::master::{MasterActor, ReloadPolicy, Shutdown};
+use sm_node::master::{HandOverToStop, MasterActor, ReloadPolicy, Shutdown};
 use sm_node::milestone::MilestoneKind;
 use std::process::ExitCode;
 
@@ -157,6 +157,32 @@ async fn reload_partitions(cfg: &NodeConfig, master: &actix::Addr<MasterActor>) 
     }
 }
 
+/// A graceful stop hands the fabric to the best STANDBY SM first (IBA HANDOVER), waiting
+/// (at most 10 s) for it to take over or refuse; with none known, nothing to wait for.
+async fn hand_over(
+    master: &actix::Addr<MasterActor>,
+    rx: &mut tokio::sync::mpsc::UnboundedReceiver<sm_node::milestone::Milestone>,
+    sum: &mut deploy::summary::Summary,
+) {
+    if !master.send(HandOverToStop).await.unwrap_or(false) {
+        return;
+    }
+    let wait = tokio::time::timeout(std::time::Duration::from_secs(10), async {
+        while let Some(m) = rx.recv().await {
+            sum.add(&m);
+            if let MilestoneKind::HandoverEnded { taken, text } = &m.kind {
+                return Some((*taken, text.clone()));
+            }
+        }
+        None
+    });
+    match wait.await {
+        Ok(Some((true, text))) => tracing::info!("handed over before stopping: {text}"),
+        Ok(Some((false, text))) => tracing::warn!("handover before stopping failed: {text}"),
+        _ => tracing::warn!("no answer to the handover within 10 s; stopping anyway"),
+    }
+}
+
 async fn serve(cfg: NodeConfig, exit_after: bool) -> anyhow::Result<ExitCode> {
     let mut signals = stop::StopSignals::install()?;
     let mut hangups = stop::Hangups::install()?;
@@ -214,6 +240,9 @@ async fn serve(cfg: NodeConfig, exit_after: bool) -> anyhow::Result<ExitCode> {
         }
     };
     tracing::info!("stopping ({reason})");
+    if !stopped && reason != "--exit-after-subnet-up" {
+        hand_over(&master, &mut rx, &mut sum).await;
+    }
     if !stopped {
         master
             .send(Shutdown)
