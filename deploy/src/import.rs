@@ -114,7 +114,7 @@ pub fn run(o: &ImportOptions) -> Result<ImportReport, DeployError> {
             Some(Setting::SmpTimeoutMs(t)) => {
                 set("smp-timeout-ms", format!("smp-timeout-ms = {t}"), from)
             }
-            Some(Setting::Perf(k, v)) => set(k, format!("{k} = {v}"), from),
+            Some(Setting::Key(k, v)) => set(k, format!("{k} = {v}"), from),
             Some(Setting::Partitions(p)) if partitions.is_none() => {
                 if p.exists() {
                     partitions = Some(p);

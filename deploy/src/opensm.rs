@@ -93,9 +93,9 @@ pub enum Setting {
     Qos(String, String),
     /// `[qos] qos_policy_file`: OpenSM's QoS policy, copied by the import when it exists.
     QosPolicy(PathBuf),
-    /// A performance manager key (`perfmgr`, `perfmgr-sweep-time-s`,
-    /// `perfmgr-max-outstanding-queries`) and its TOML value, checked.
-    Perf(&'static str, String),
+    /// A top-level key (`perfmgr`, `perfmgr-sweep-time-s`, `perfmgr-max-outstanding-queries`,
+    /// `max-op-vls`) and its TOML value, checked.
+    Key(&'static str, String),
 }
 
 /// The routing engines Quorum SM has.
@@ -314,7 +314,6 @@ pub fn classify(key: &str, value: &str) -> Result<(Verdict, Option<Setting>), St
         | "leaf_vl_stall_count"
         | "head_of_queue_lifetime"
         | "leaf_head_of_queue_lifetime"
-        | "max_op_vls"
         | "force_link_speed"
         | "force_link_speed_ext"
         | "force_link_width"
@@ -323,6 +322,22 @@ pub fn classify(key: &str, value: &str) -> Result<(Verdict, Option<Setting>), St
         | "local_phy_errors_threshold"
         | "overrun_errors_threshold" => {
             no("Quorum SM does not write this PortInfo/SwitchInfo field: ports keep what they hold")
+        }
+        "max_op_vls" => {
+            let v = num(value)
+                .filter(|v| (1..=5).contains(v))
+                .ok_or("must be 1..=5")?;
+            if v == 5 {
+                Ok((
+                    Verdict::Same(
+                        "OperationalVLs up to VL0-14 at bring-up (max-op-vls 5, the default)"
+                            .into(),
+                    ),
+                    None,
+                ))
+            } else {
+                mapped("max-op-vls", "", Setting::Key("max-op-vls", v.to_string()))
+            }
         }
         "use_mfttop" => {
             no("MFT blocks are written as the multicast groups need them; MFTTop not used")
@@ -427,7 +442,7 @@ pub fn classify(key: &str, value: &str) -> Result<(Verdict, Option<Setting>), St
             mapped(
                 "perfmgr",
                 if on { "" } else { "Quorum SM's default is on" },
-                Setting::Perf("perfmgr", on.to_string()),
+                Setting::Key("perfmgr", on.to_string()),
             )
         }
         "perfmgr_sweep_time_s" => {
@@ -435,7 +450,7 @@ pub fn classify(key: &str, value: &str) -> Result<(Verdict, Option<Setting>), St
             mapped(
                 "perfmgr-sweep-time-s",
                 "",
-                Setting::Perf("perfmgr-sweep-time-s", t.to_string()),
+                Setting::Key("perfmgr-sweep-time-s", t.to_string()),
             )
         }
         "perfmgr_max_outstanding_queries" => {
@@ -443,7 +458,7 @@ pub fn classify(key: &str, value: &str) -> Result<(Verdict, Option<Setting>), St
             mapped(
                 "perfmgr-max-outstanding-queries",
                 "",
-                Setting::Perf("perfmgr-max-outstanding-queries", n.to_string()),
+                Setting::Key("perfmgr-max-outstanding-queries", n.to_string()),
             )
         }
         "perfmgr_redir" => fixed(
@@ -584,6 +599,11 @@ mod tests {
             classify("part_enforce", "BOTH").unwrap().0,
             Verdict::Same(_)
         ));
+        let (v, s) = classify("max_op_vls", "5").unwrap();
+        assert!(matches!(v, Verdict::Same(_)) && s.is_none(), "{v:?}");
+        let (_, s) = classify("max_op_vls", "2").unwrap();
+        assert_eq!(s, Some(Setting::Key("max-op-vls", "2".into())));
+        assert!(classify("max_op_vls", "9").is_err());
         let (v, s) = classify("qos_swe_sl2vl", "(null)").unwrap();
         assert!(matches!(v, Verdict::Same(_)) && s.is_none(), "{v:?}");
         let (_, s) = classify("qos_swe_sl2vl", "0,1,2,3,0,1,2,3,0,1,2,3,0,1,2,3").unwrap();

@@ -4,7 +4,7 @@
 //! SLtoVLMappingTableRecord and VLArbitrationTableRecord. Each function lists every
 //! candidate; the engine filters by the ComponentMask.
 
-use crate::view::FabricView;
+use crate::view::{FabricView, ViewNode, ViewPort};
 use fabric::Lid;
 use mad::sa::{
     GuidInfoRecord, LftRecord, LinkRecord, MftRecord, NodeRecord, PKeyTableRecord, PortInfoRecord,
@@ -283,50 +283,46 @@ fn record_lid(n: &crate::view::ViewNode, p: &crate::view::ViewPort) -> Lid {
 /// (reserved for a CA, IBA 15.2.5.4). Ports without a LID are left out.
 pub fn sl_to_vl_records(view: &FabricView) -> Vec<SlToVlRecord> {
     let mut out = Vec::new();
-    for n in &view.nodes {
-        for p in n.ports.iter().filter(|p| p.present) {
-            let lid = record_lid(n, p);
-            if lid.0 == 0 {
-                continue;
-            }
-            for (input, table) in &p.sl2vl {
-                let (in_port, out_port) = if n.is_switch() {
-                    (*input, p.num)
-                } else {
-                    (0, 0)
-                };
-                out.push(SlToVlRecord {
-                    lid,
-                    in_port,
-                    out_port,
-                    table: *table,
-                });
-            }
+    for (lid, n, p) in ports_with_lid(view) {
+        for (input, table) in &p.sl2vl {
+            let (in_port, out_port) = if n.is_switch() {
+                (*input, p.num)
+            } else {
+                (0, 0)
+            };
+            out.push(SlToVlRecord {
+                lid,
+                in_port,
+                out_port,
+                table: *table,
+            });
         }
     }
     out.sort_by_key(|r| (r.lid.0, r.out_port, r.in_port));
     out
 }
 
+/// Every present port whose records carry a LID ([`record_lid`]), with its node.
+fn ports_with_lid(view: &FabricView) -> impl Iterator<Item = (Lid, &ViewNode, &ViewPort)> + '_ {
+    view.nodes.iter().flat_map(|n| {
+        (n.ports.iter().filter(|p| p.present))
+            .map(move |p| (record_lid(n, p), n, p))
+            .filter(|(lid, _, _)| lid.0 != 0)
+    })
+}
+
 /// One VLArbitrationTableRecord per VLArb block the SM knows a port holds (it wrote it).
 pub fn vl_arb_records(view: &FabricView) -> Vec<VlArbRecord> {
-    let mut out = Vec::new();
-    for n in &view.nodes {
-        for p in n.ports.iter().filter(|p| p.present) {
-            let lid = record_lid(n, p);
-            if lid.0 == 0 {
-                continue;
-            }
-            for (block, table) in &p.vlarb {
-                out.push(VlArbRecord {
-                    lid,
-                    port: p.num,
-                    block: *block,
-                    table: *table,
-                });
-            }
-        }
-    }
+    let mut out: Vec<VlArbRecord> = ports_with_lid(view)
+        .flat_map(|(lid, _, p)| {
+            p.vlarb.iter().map(move |(block, table)| VlArbRecord {
+                lid,
+                port: p.num,
+                block: *block,
+                table: *table,
+            })
+        })
+        .collect();
     out.sort_by_key(|r| (r.lid.0, r.port, r.block));
     out
 }

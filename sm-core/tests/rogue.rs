@@ -126,14 +126,7 @@ fn lower_sm_claiming_master_raises_a_rogue_alarm() {
         },
         sets: Vec::new(),
     });
-    let a = f.add(
-        ga,
-        SweeperConfig {
-            gate_programming: true,
-            peer_sms: vec![ga],
-            ..cfg(10)
-        },
-    );
+    let a = f.add(ga, cluster_master(ga));
     // Known limit (IBA 14.4): DISCOVERING, A finds a MASTER and stands by whatever the
     // priorities, telling it with a trap 144 that A outranks it; a liar that never hands
     // over keeps A standing by. The alarm is checked on a master: a second fabric where
@@ -142,14 +135,7 @@ fn lower_sm_claiming_master_raises_a_rogue_alarm() {
     f.advance(5 * INTERVAL);
     assert_eq!(f.sms[a].sw.sm_state(), SmState::Standby);
     let mut f = Fabric::new(&t);
-    let a = f.add(
-        ga,
-        SweeperConfig {
-            gate_programming: true,
-            peer_sms: vec![ga],
-            ..cfg(10)
-        },
-    );
+    let a = f.add(ga, cluster_master(ga));
     f.wait_for(a, "SUBNET UP", subnet_up);
     let lid = f.fab.port_info(cas[0].0, cas[0].1).unwrap().lid;
     let at = f.fab.attach(gl).unwrap();
@@ -301,14 +287,7 @@ fn unknown_sm_raises_one_alarm() {
     let cas = ca_ports(&t);
     let (ga, gs) = (cas[cas.len() - 1].2, cas[0].2);
     let mut f = Fabric::new(&t);
-    let a = f.add(
-        ga,
-        SweeperConfig {
-            gate_programming: true,
-            peer_sms: vec![ga],
-            ..cfg(10)
-        },
-    );
+    let a = f.add(ga, cluster_master(ga));
     f.wait_for(a, "SUBNET UP", subnet_up);
     let at = f.fab.attach(gs).unwrap();
     f.stubs.push(Stub {
@@ -348,4 +327,14 @@ fn unknown_sm_raises_one_alarm() {
     );
     assert_eq!(f.sms[a].sw.sm_state(), SmState::Master);
     println!("{}", unknown[0]);
+}
+
+/// A cluster's master configuration (priority 10, gated programming) whose replica port is
+/// `ga` alone.
+fn cluster_master(ga: fabric::Guid) -> SweeperConfig {
+    SweeperConfig {
+        gate_programming: true,
+        peer_sms: vec![ga],
+        ..cfg(10)
+    }
 }
