@@ -376,7 +376,13 @@ impl Sweeper {
                 req.lid_routed = false;
                 let g = self.disc.gate_of(&req);
                 self.io.window().requeue(g, req, true);
-            } else if req.tries < self.cfg.retries && !Self::sent_once(&req) {
+            } else if req.tries < self.cfg.retries
+                && !Self::sent_once(&req)
+                && !(self.disc.targeted() && self.phase == Phase::Discovering)
+            {
+                // A targeted sweep's read is not resent: unanswered, the full discovery it
+                // hands over to (which resends) follows one timeout later, not several (a
+                // switch that died answers nothing).
                 req.tries += 1;
                 self.io.window().requeue(gate, req, true);
             } else {
