@@ -109,26 +109,8 @@ fn cluster_stands_by_for_a_higher_foreign_master_and_takes_over_with_read_back()
     );
     check_routes(&f, &t);
     let log = f.fab.take_set_log();
-    let lft_sets: Vec<_> = Fabric::sets_from(&log, gc)
-        .into_iter()
-        .filter(|r| r.attr == LFT)
-        .collect();
-    for r in &lft_sets {
-        let k = switches.iter().position(|&s| s == r.node).unwrap();
-        let lo = r.attr_mod as usize * 64;
-        let old = &before[k][lo.min(before[k].len())..(lo + 64).min(before[k].len())];
-        let new = f.fab.lft(r.node).unwrap();
-        let new = &new[lo.min(new.len())..(lo + 64).min(new.len())];
-        assert_ne!(old, new, "a right LFT block was rewritten: {r:?}");
-    }
-    let (read, kept) = f.sms[b]
-        .events
-        .iter()
-        .find_map(|(_, e)| match e {
-            Event::LftsChecked { read, kept } => Some((*read, *kept)),
-            _ => None,
-        })
-        .expect("an LFT check after the foreign master");
+    let lft_sets = f.assert_only_wrong_lft_blocks(&log, gc, &switches, &before);
+    let (read, kept) = f.lfts_checked(b);
     assert_eq!(read - kept, lft_sets.len());
     assert!(Fabric::sets_from(&log, ga).is_empty(), "old master wrote");
     println!(

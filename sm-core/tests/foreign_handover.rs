@@ -184,18 +184,7 @@ fn no_acknowledge_master_stays_master() {
     let mut f = Fabric::new(&t);
     let a = f.add(ga, cfg(0));
     f.wait_for(a, "SUBNET UP", subnet_up);
-    let at = f.fab.attach(gb).unwrap();
-    f.stubs.push(Stub {
-        at,
-        info: SmInfo {
-            guid: gb,
-            sm_key: 1,
-            act_count: 0,
-            priority: 15,
-            sm_state: SmState::Standby.to_wire(),
-        },
-        sets: Vec::new(),
-    });
+    f.add_stub(gb, 15, SmState::Standby);
     let now = f.now;
     f.sms[a].sw.request_sweep(now, true);
     let sent = f.wait_for(a, "HANDOVER sent", |e| {

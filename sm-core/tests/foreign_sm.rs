@@ -196,26 +196,8 @@ fn standby_takes_over_when_master_goes_and_keeps_right_lft_blocks() {
 
     // Every LFT block A wrote differed from what B had left there.
     let log = f.fab.take_set_log();
-    let lft_sets: Vec<_> = Fabric::sets_from(&log, ga)
-        .into_iter()
-        .filter(|r| r.attr == LFT)
-        .collect();
-    for r in &lft_sets {
-        let k = switches.iter().position(|&s| s == r.node).unwrap();
-        let lo = r.attr_mod as usize * 64;
-        let old = &before[k][lo.min(before[k].len())..(lo + 64).min(before[k].len())];
-        let new = f.fab.lft(r.node).unwrap();
-        let new = &new[lo.min(new.len())..(lo + 64).min(new.len())];
-        assert_ne!(old, new, "A rewrote a right LFT block: {r:?}");
-    }
-    let (read, kept) = f.sms[a]
-        .events
-        .iter()
-        .find_map(|(_, e)| match e {
-            Event::LftsChecked { read, kept } => Some((*read, *kept)),
-            _ => None,
-        })
-        .expect("an LFT check after the foreign master");
+    let lft_sets = f.assert_only_wrong_lft_blocks(&log, ga, &switches, &before);
+    let (read, kept) = f.lfts_checked(a);
     assert_eq!(read - kept, lft_sets.len(), "writes = blocks found wrong");
     assert_eq!(lft_sets.len(), 1, "only the scribbled block: {lft_sets:?}");
     assert_eq!(lft_sets[0].attr_mod, 0);

@@ -10,7 +10,7 @@ use common::{ca_ports, topo};
 use fabric::{Lid, NodeId, PKey};
 use fabric_sim::Fault;
 use foreign_common::*;
-use mad::{AttributeId, LinearForwardingTable, Method, PKeyTable, SmInfo, SmState, Smp};
+use mad::{AttributeId, LinearForwardingTable, Method, PKeyTable, SmState, Smp};
 use sm_core::Event;
 use sm_core::SweeperConfig;
 use sm_core::milestone::MilestoneKind;
@@ -114,18 +114,7 @@ fn lower_sm_claiming_master_raises_a_rogue_alarm() {
     let cas = ca_ports(&t);
     let (ga, gl) = (cas[cas.len() - 1].2, cas[0].2);
     let mut f = Fabric::new(&t);
-    let at = f.fab.attach(gl).unwrap();
-    f.stubs.push(Stub {
-        at,
-        info: SmInfo {
-            guid: gl,
-            sm_key: 1,
-            act_count: 0,
-            priority: 0,
-            sm_state: SmState::Master.to_wire(),
-        },
-        sets: Vec::new(),
-    });
+    f.add_stub(gl, 0, SmState::Master);
     let a = f.add(ga, cluster_master(ga));
     // Known limit (IBA 14.4): DISCOVERING, A finds a MASTER and stands by whatever the
     // priorities, telling it with a trap 144 that A outranks it; a liar that never hands
@@ -138,18 +127,7 @@ fn lower_sm_claiming_master_raises_a_rogue_alarm() {
     let a = f.add(ga, cluster_master(ga));
     f.wait_for(a, "SUBNET UP", subnet_up);
     let lid = f.fab.port_info(cas[0].0, cas[0].1).unwrap().lid;
-    let at = f.fab.attach(gl).unwrap();
-    f.stubs.push(Stub {
-        at,
-        info: SmInfo {
-            guid: gl,
-            sm_key: 1,
-            act_count: 0,
-            priority: 0,
-            sm_state: SmState::Master.to_wire(),
-        },
-        sets: Vec::new(),
-    });
+    f.add_stub(gl, 0, SmState::Master);
     let now = f.now;
     f.sms[a].sw.request_sweep(now, true);
     f.wait_for(
@@ -289,18 +267,7 @@ fn unknown_sm_raises_one_alarm() {
     let mut f = Fabric::new(&t);
     let a = f.add(ga, cluster_master(ga));
     f.wait_for(a, "SUBNET UP", subnet_up);
-    let at = f.fab.attach(gs).unwrap();
-    f.stubs.push(Stub {
-        at,
-        info: SmInfo {
-            guid: gs,
-            sm_key: 1,
-            act_count: 0,
-            priority: 3,
-            sm_state: SmState::Standby.to_wire(),
-        },
-        sets: Vec::new(),
-    });
+    f.add_stub(gs, 3, SmState::Standby);
     let lid = f.fab.port_info(cas[0].0, cas[0].1).unwrap().lid;
     for _ in 0..3 {
         let now = f.now;

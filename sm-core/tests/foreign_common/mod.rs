@@ -5,9 +5,9 @@
 #![allow(dead_code)]
 
 use crate::common::ca_ports;
-use fabric::{Guid, Topology};
+use fabric::{Guid, NodeId, Topology};
 use fabric_sim::{AttachId, SetRecord, SimConfig, SimFabric};
-use mad::{AttributeId, Method, SmInfo, Smp};
+use mad::{AttributeId, Method, SmInfo, SmState, Smp};
 use sm_core::{Event, IntentEvent, Sweeper, SweeperConfig, VTime, route_inline};
 
 pub const SEC: VTime = 1_000_000_000;
@@ -247,4 +247,59 @@ pub fn handover_event(e: &Event) -> bool {
             | Event::SmInfoSetRefused { .. }
             | Event::SmInfoSetApplied { .. }
     )
+}
+
+impl Fabric {
+    /// A scripted SM at port `guid` answering SMInfo with `priority`, `state` and SM_Key 1.
+    pub fn add_stub(&mut self, guid: Guid, priority: u8, state: SmState) {
+        let at = self.fab.attach(guid).unwrap();
+        self.stubs.push(Stub {
+            at,
+            info: SmInfo {
+                guid,
+                sm_key: 1,
+                act_count: 0,
+                priority,
+                sm_state: state.to_wire(),
+            },
+            sets: Vec::new(),
+        });
+    }
+
+    /// Asserts that every LFT block SM `by` wrote (in `log`) differed from the switch's
+    /// table `before` (the tables of `switches`, in order): none that was right rewritten.
+    /// Returns the LFT Sets it wrote.
+    pub fn assert_only_wrong_lft_blocks<'a>(
+        &self,
+        log: &'a [SetRecord],
+        by: Guid,
+        switches: &[NodeId],
+        before: &[Vec<u8>],
+    ) -> Vec<&'a SetRecord> {
+        let lft_sets: Vec<_> = Fabric::sets_from(log, by)
+            .into_iter()
+            .filter(|r| r.attr == LFT)
+            .collect();
+        for r in &lft_sets {
+            let k = switches.iter().position(|&s| s == r.node).unwrap();
+            let lo = r.attr_mod as usize * 64;
+            let old = &before[k][lo.min(before[k].len())..(lo + 64).min(before[k].len())];
+            let new = self.fab.lft(r.node).unwrap();
+            let new = &new[lo.min(new.len())..(lo + 64).min(new.len())];
+            assert_ne!(old, new, "a right LFT block was rewritten: {r:?}");
+        }
+        lft_sets
+    }
+
+    /// SM `i`'s first LFT check after a foreign master: (blocks read, blocks kept).
+    pub fn lfts_checked(&self, i: usize) -> (usize, usize) {
+        self.sms[i]
+            .events
+            .iter()
+            .find_map(|(_, e)| match e {
+                Event::LftsChecked { read, kept } => Some((*read, *kept)),
+                _ => None,
+            })
+            .expect("an LFT check after the foreign master")
+    }
 }
