@@ -3,7 +3,7 @@
 //! ([`proto::state::SaState`]) and rebuilt from it by [`SaDb::from_proto`].
 
 use crate::SaError;
-use fabric::Lid;
+use fabric::{Guid, Lid};
 use mad::sa::{Gid, InformInfo, SaRecord, ServiceRecord};
 use proto::state as ps;
 use std::collections::BTreeMap;
@@ -81,6 +81,12 @@ pub struct SaDb {
     pub services: Vec<Service>,
     /// Subscriptions, in registration order.
     pub informs: Vec<Subscription>,
+    /// Alias GUIDs by end port GUID and GUIDInfo index (see `guidinfo`).
+    pub aliases: BTreeMap<Guid, BTreeMap<u16, Guid>>,
+    /// GUIDs the SA assigned, by (port GUID, index), kept for good.
+    pub assigned: BTreeMap<(Guid, u16), Guid>,
+    /// Counter of SA-assigned GUIDs.
+    pub assigned_counter: u32,
 }
 
 fn gid_from(b: &[u8], what: &str) -> Result<Gid, SaError> {
@@ -88,6 +94,15 @@ fn gid_from(b: &[u8], what: &str) -> Result<Gid, SaError> {
         .try_into()
         .map_err(|_| SaError::BadState(format!("{what}: {} bytes, not 16", b.len())))?;
     Ok(Gid(a))
+}
+
+fn alias_list(it: impl Iterator<Item = ((Guid, u16), Guid)>) -> Vec<ps::AliasGuid> {
+    it.map(|((p, i), a)| ps::AliasGuid {
+        port_guid: p.0,
+        index: u32::from(i),
+        alias: a.0,
+    })
+    .collect()
 }
 
 fn small<T: TryFrom<u32>>(v: u32, what: &str) -> Result<T, SaError> {
@@ -102,6 +117,14 @@ impl SaDb {
         (Lid::MULTICAST_MIN.0..=Lid::MULTICAST_MAX.0)
             .find(|l| !used.contains(l))
             .map(Lid)
+    }
+
+    /// The end port whose alias `g` is.
+    pub fn alias_port(&self, g: Guid) -> Option<Guid> {
+        self.aliases
+            .iter()
+            .find(|(_, t)| t.values().any(|a| *a == g))
+            .map(|(p, _)| *p)
     }
 
     /// The group with this MLID.
@@ -167,6 +190,13 @@ impl SaDb {
                     enum_id: u32::from(i.enum_id),
                 })
                 .collect(),
+            aliases: alias_list(
+                self.aliases
+                    .iter()
+                    .flat_map(|(p, t)| t.iter().map(move |(i, a)| ((*p, *i), *a))),
+            ),
+            assigned: alias_list(self.assigned.iter().map(|(k, a)| (*k, *a))),
+            assigned_counter: self.assigned_counter,
         }
     }
 
@@ -224,6 +254,18 @@ impl SaDb {
                 inform: InformInfo::decode(&i.inform_info)?,
             });
         }
+        for a in &s.aliases {
+            let i: u16 = small(a.index, "GUIDInfo index")?;
+            db.aliases
+                .entry(Guid(a.port_guid))
+                .or_default()
+                .insert(i, Guid(a.alias));
+        }
+        for a in &s.assigned {
+            let i: u16 = small(a.index, "GUIDInfo index")?;
+            db.assigned.insert((Guid(a.port_guid), i), Guid(a.alias));
+        }
+        db.assigned_counter = s.assigned_counter;
         Ok(db)
     }
 }

@@ -21,6 +21,7 @@
 //! A requester is trusted when its SA header carries the cluster's SM_Key (non-zero).
 
 use crate::db::SaDb;
+use crate::guidinfo;
 use crate::mcast::{self, PolicyGroup};
 use crate::path::{self, PathQuery};
 use crate::records;
@@ -29,9 +30,10 @@ use crate::view::FabricView;
 use crate::{SaError, VTime};
 use fabric::Lid;
 use mad::sa::{
-    ClassPortInfo, InformInfo, InformInfoRecord, LftRecord, LinkRecord, McMemberRecord,
-    MultiPathRecord, NodeRecord, PKeyTableRecord, PathRecord, PortInfoRecord, SA_DATA_LEN, SaMad,
-    SaRecord, ServiceRecord, SmInfoRecord, SwitchInfoRecord, comp_match, sa_status,
+    ClassPortInfo, GuidInfoRecord, InformInfo, InformInfoRecord, LftRecord, LinkRecord,
+    McMemberRecord, MultiPathRecord, NodeRecord, PKeyTableRecord, PathRecord, PortInfoRecord,
+    SA_DATA_LEN, SaMad, SaRecord, ServiceRecord, SmInfoRecord, SwitchInfoRecord, comp_match,
+    sa_status,
 };
 use mad::{AttributeId, MadStatus, Method};
 use std::sync::Arc;
@@ -72,6 +74,8 @@ pub struct SaConfig {
     pub resp_time_value: u8,
     /// PacketLifeTime of paths and groups.
     pub pkt_life: u8,
+    /// The byte SA-assigned alias GUIDs carry (OpenSM's `sm_assigned_guid`, default 0).
+    pub assigned_guid_byte: u8,
 }
 
 impl Default for SaConfig {
@@ -80,6 +84,7 @@ impl Default for SaConfig {
             sm_key: 1,
             resp_time_value: 16,
             pkt_life: 18,
+            assigned_guid_byte: 0,
         }
     }
 }
@@ -190,6 +195,15 @@ impl SaEngine {
     /// Replaces the fabric view (after a sweep).
     pub fn set_view(&mut self, view: Arc<FabricView>) {
         self.view = view;
+        self.sync_aliases();
+    }
+
+    /// Gives the view the alias GUIDs of the database (PathRecords resolve them).
+    fn sync_aliases(&mut self) {
+        let map = crate::guidinfo::alias_map(&self.db);
+        if self.view.aliases() != &map {
+            Arc::make_mut(&mut self.view).set_aliases(map);
+        }
     }
 
     /// Takes the MFT blocks the switches now hold (see [`FabricView::set_mfts`]).
@@ -316,7 +330,24 @@ impl SaEngine {
                 self.query(req, records::switch_info_records(v), mask, method)
             }
             (AttributeId::SA_GUID_INFO_RECORD, Method::GET | Method::GET_TABLE) => {
-                self.query(req, records::guid_info_records(v), mask, method)
+                self.query(req, records::guid_info_records(v, &self.db), mask, method)
+            }
+            (AttributeId::SA_GUID_INFO_RECORD, Method::SET | Method::DELETE) => {
+                let r = GuidInfoRecord::decode_data(&req.mad.data);
+                let res = if method == Method::SET {
+                    let byte = self.cfg.assigned_guid_byte;
+                    guidinfo::set(&mut self.db, v, requester, mask, &r, byte)
+                } else {
+                    guidinfo::delete(&mut self.db, v, requester, mask, &r)
+                };
+                match res {
+                    Err(guidinfo::Refused::Silent) => Handled::default(),
+                    Err(guidinfo::Refused::Status(st)) => error_reply(req, st),
+                    Ok(rec) => {
+                        self.sync_aliases();
+                        self.changed(req, Ok(rec.to_data()))
+                    }
+                }
             }
             (AttributeId::SA_LFT_RECORD, _) => {
                 self.query(req, records::lft_records(v), mask, method)

@@ -20,6 +20,7 @@ mod client;
 mod db;
 mod engine;
 mod error;
+pub mod guidinfo;
 pub mod mcast;
 pub mod path;
 mod records;
@@ -36,7 +37,7 @@ pub use mcast::{PolicyGroup, policy_groups};
 pub use rmpp::{RmppConfig, RmppReceiver, RmppSender, SenderState};
 pub use server::{SaAction, SaServer};
 pub use service::Outgoing;
-pub use view::{FabricView, MftBlocks, SmSelf, ViewInput, ViewNode, ViewPort};
+pub use view::{FabricView, MftBlocks, SmSelf, ViewInput, ViewNode, ViewPort, ViewVport};
 
 /// Time as the caller gives it (no clock is read here).
 pub type VTime = u64;

@@ -111,7 +111,9 @@ pub fn walk(view: &FabricView, from: (usize, u8), dlid: Lid) -> Option<Route> {
         route.speed = route.speed.min(port_speed(peer));
         node = n;
         if !view.nodes.get(node)?.is_switch() {
-            return (view.port_by_lid(dlid) == Some((n, p))).then_some(route);
+            return view
+                .arrived((n, p), view.port_by_lid(dlid))
+                .then_some(route);
         }
     }
     for _ in 0..64 {
@@ -135,7 +137,9 @@ pub fn walk(view: &FabricView, from: (usize, u8), dlid: Lid) -> Option<Route> {
         route.mtu = route.mtu.min(port_mtu(egress)).min(port_mtu(peer));
         route.speed = route.speed.min(port_speed(egress)).min(port_speed(peer));
         if !view.nodes.get(n)?.is_switch() {
-            return (view.port_by_lid(dlid) == Some((n, p))).then_some(route);
+            return view
+                .arrived((n, p), view.port_by_lid(dlid))
+                .then_some(route);
         }
         node = n;
     }

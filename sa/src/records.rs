@@ -211,9 +211,9 @@ pub fn pkey_records(view: &FabricView) -> Vec<PKeyTableRecord> {
 }
 
 /// One GUIDInfoRecord per block of every end port with a LID (GuidCap GUIDs, 8 a block; at
-/// least one block): index 0 of block 0 is the port GUID, the rest 0 (this SM assigns no
-/// alias GUIDs), as OpenSM answers for a port without aliases.
-pub fn guid_info_records(view: &FabricView) -> Vec<GuidInfoRecord> {
+/// least one block): index 0 of block 0 is the port GUID, the other entries the alias
+/// GUIDs clients set (GUIDInfoRecord Set), 0 where none, as OpenSM answers.
+pub fn guid_info_records(view: &FabricView, db: &crate::db::SaDb) -> Vec<GuidInfoRecord> {
     let mut out = Vec::new();
     for (_, p) in view.end_ports() {
         if p.lid.0 == 0 {
@@ -221,15 +221,12 @@ pub fn guid_info_records(view: &FabricView) -> Vec<GuidInfoRecord> {
         }
         let blocks = usize::from(p.info.guid_cap).div_ceil(8).max(1);
         for b in 0..blocks {
-            let mut guids = [0u64; 8];
-            if b == 0 {
-                guids[0] = p.guid.0;
-            }
-            out.push(GuidInfoRecord {
+            let key = GuidInfoRecord {
                 lid: p.lid,
                 block: b as u8,
-                guids,
-            });
+                guids: [0; 8],
+            };
+            out.push(crate::guidinfo::block_record(db, &key, p.guid));
         }
     }
     out

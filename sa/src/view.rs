@@ -55,6 +55,26 @@ pub struct ViewNode {
     pub mft: MftBlocks,
     /// Ports indexed by number (0..=NumPorts).
     pub ports: Vec<ViewPort>,
+    /// A vport's virtual node ([`FabricView::add_vports`]): the physical CA port
+    /// (node index, port) it sits behind.
+    pub vport_of: Option<(usize, u8)>,
+}
+
+/// A vport of a virtualization-capable CA port, as the master programmed it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ViewVport {
+    /// The physical port's node GUID and port number.
+    pub pf_node: Guid,
+    /// The physical port number.
+    pub pf_port: u8,
+    /// The vport GUID.
+    pub guid: Guid,
+    /// Its LID (its own, or the physical port's).
+    pub lid: Lid,
+    /// VPortState (PortState encoding).
+    pub state: u8,
+    /// Its P_KeyTable (block 0).
+    pub pkeys: Vec<u16>,
 }
 
 impl ViewNode {
@@ -116,6 +136,8 @@ pub struct FabricView {
     pub path_sl: Option<std::sync::Arc<routing::PathSl>>,
     by_lid: HashMap<u16, (usize, u8)>,
     by_guid: HashMap<Guid, (usize, u8)>,
+    /// Alias GUIDs (GUIDInfoRecord Set) with their end port's GUID.
+    aliases: BTreeMap<Guid, Guid>,
 }
 
 impl FabricView {
@@ -128,23 +150,90 @@ impl FabricView {
             nodes,
             ..FabricView::default()
         };
-        for (ni, n) in v.nodes.iter().enumerate() {
+        v.index(0);
+        v
+    }
+
+    /// Indexes the end ports of nodes `from..` by GUID and LID (a vnode sharing its
+    /// physical port's LID does not take the LID over).
+    fn index(&mut self, from: usize) {
+        for (ni, n) in self.nodes.iter().enumerate().skip(from) {
             for p in n.end_ports() {
                 if p.guid.0 != 0 {
-                    v.by_guid.insert(p.guid, (ni, p.num));
+                    self.by_guid.insert(p.guid, (ni, p.num));
                 }
                 if p.lid.0 != 0 {
                     let count = 1u32 << p.lmc.min(7);
                     for i in 0..count {
                         let l = u32::from(p.lid.0) + i;
                         if l <= u32::from(Lid::UNICAST_MAX.0) {
-                            v.by_lid.insert(l as u16, (ni, p.num));
+                            if n.vport_of.is_some() {
+                                self.by_lid.entry(l as u16).or_insert((ni, p.num));
+                            } else {
+                                self.by_lid.insert(l as u16, (ni, p.num));
+                            }
                         }
                     }
                 }
             }
         }
-        v
+    }
+
+    /// Adds the vports of virtualization-capable CA ports, each as a virtual node of one
+    /// CA port (node and port GUID the vport GUID, port 1) behind its physical port: the
+    /// physical port's PortInfo with the vport's LID (LMC 0) and state, its own P_KeyTable,
+    /// the physical port's link. NodeRecords, PortInfoRecords and PathRecords then answer
+    /// for vport GIDs and LIDs; a path to a vport is the path to its physical port. A vport
+    /// whose physical port is not in the view is left out.
+    pub fn add_vports(&mut self, vports: &[ViewVport]) {
+        let from = self.nodes.len();
+        for v in vports {
+            let Some(pf_node) = self
+                .nodes
+                .iter()
+                .position(|n| n.info.node_guid == v.pf_node && n.vport_of.is_none())
+            else {
+                continue;
+            };
+            let Some(pf) = self.port((pf_node, v.pf_port)).cloned() else {
+                continue;
+            };
+            let mut info = self.nodes[pf_node].info;
+            info.node_guid = v.guid;
+            info.port_guid = v.guid;
+            info.num_ports = 1;
+            info.local_port_num = 1;
+            let mut port = pf;
+            port.num = 1;
+            port.guid = v.guid;
+            port.lid = v.lid;
+            port.lmc = 0;
+            port.info.lid = v.lid;
+            port.info.lmc = 0;
+            port.info.port_state = v.state;
+            port.info.local_port_num = 1;
+            port.pkeys.clone_from(&v.pkeys);
+            self.nodes.push(ViewNode {
+                info,
+                desc: self.nodes[pf_node].desc,
+                switch_info: None,
+                lft: Vec::new(),
+                mft: MftBlocks::new(),
+                ports: vec![ViewPort::default(), port],
+                vport_of: Some((pf_node, v.pf_port)),
+            });
+        }
+        self.index(from);
+    }
+
+    /// True when a path arriving at end port `at` has reached `dest` (the end port itself,
+    /// or a vport behind it).
+    pub fn arrived(&self, at: (usize, u8), dest: Option<(usize, u8)>) -> bool {
+        match dest {
+            Some(d) if d == at => true,
+            Some(d) => self.nodes.get(d.0).and_then(|n| n.vport_of) == Some(at),
+            None => false,
+        }
     }
 
     /// Takes the MFT blocks the switches now hold (by switch GUID): a multicast pass between
@@ -160,9 +249,22 @@ impl FabricView {
         self.by_lid.get(&lid.0).copied()
     }
 
-    /// The end port with this GUID.
+    /// The end port with this GUID (its port GUID, or an alias GUID of it).
     pub fn port_by_guid(&self, guid: Guid) -> Option<(usize, u8)> {
-        self.by_guid.get(&guid).copied()
+        self.by_guid
+            .get(&guid)
+            .or_else(|| self.by_guid.get(self.aliases.get(&guid)?))
+            .copied()
+    }
+
+    /// The alias GUIDs in force, with their port's GUID.
+    pub fn aliases(&self) -> &BTreeMap<Guid, Guid> {
+        &self.aliases
+    }
+
+    /// Replaces the alias GUIDs.
+    pub fn set_aliases(&mut self, aliases: BTreeMap<Guid, Guid>) {
+        self.aliases = aliases;
     }
 
     /// The port at (node, port).
@@ -367,6 +469,7 @@ impl FabricView {
                 lft: inp.lfts.get(&n.node_guid).cloned().unwrap_or_default(),
                 mft: inp.mfts.get(&n.node_guid).cloned().unwrap_or_default(),
                 ports,
+                vport_of: None,
             });
         }
         let mut v = FabricView::new(inp.subnet_prefix, inp.sm, nodes);

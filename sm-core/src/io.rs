@@ -65,6 +65,16 @@ pub(crate) enum Op {
     LftGet,
     /// P_KeyTable block `arg` of `port` read back by a light sweep's audit (see `light`).
     PKeyGet,
+    /// VirtualizationInfo Get of CA port `port` (see `vports`).
+    VirtInfoGet,
+    /// VPortInfo Get of vport `arg` of CA port `port`.
+    VPortInfoGet,
+    /// VPortInfo Set of vport `arg`: its LID and state ACTIVE.
+    VPortInfoSet,
+    /// P_KeyTable block 0 Get of vport `arg`.
+    VPortPKeyGet,
+    /// P_KeyTable block 0 Set of vport `arg`.
+    VPortPKeySet,
 }
 
 /// A request waiting for or occupying a window slot.

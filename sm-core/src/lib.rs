@@ -95,6 +95,7 @@ mod schedule;
 mod state;
 mod sweeper;
 mod vl;
+pub mod vports;
 
 pub use config::{MS, PKeyTables, Role, SweeperConfig};
 pub use counters::{ATTRS, Counters, METHODS};

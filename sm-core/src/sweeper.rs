@@ -21,11 +21,12 @@
 //! | `readback` | [`Readback`](crate::readback)      | P_KeyTable read-back requests and targets               |
 //! | `sms`      | [`ForeignSms`](crate::foreign)     | other SMs: answers, master followed, polls, handover    |
 //! | `troubles` | [`Troubles`](crate::explain)       | requests given up per port, P_Keys not placed (explain) |
+//! | `vports`   | [`Vports`](crate::vports)          | virtualization-capable ports, their vports as read/wanted |
 //!
 //! The sub-states never send and never change the phase: they return what is to be sent
 //! or done, and the sweeper's child modules (one per flow: `requests`, `heavy`,
 //! `programming`, `intent`, `light`, `sms`, `handover`, `mcast`, `vl`, `readback`, `cluster`,
-//! `views`, `explain`) queue it, move the phase and report events.
+//! `views`, `explain`, `vports`) queue it, move the phase and report events.
 
 mod cluster;
 mod explain;
@@ -40,6 +41,7 @@ mod requests;
 mod sms;
 mod views;
 mod vl;
+mod vports;
 
 use crate::cluster::Fencing;
 use crate::config::Role;
@@ -59,6 +61,7 @@ use crate::program::Programming;
 use crate::readback::Readback;
 use crate::schedule::Schedule;
 use crate::vl::Lanes;
+use crate::vports::Vports;
 use crate::{SmError, VTime};
 use fabric::Lid;
 use mad::{Method, MgmtClass, SmState, Smp};
@@ -97,6 +100,9 @@ pub enum Phase {
     SmInfo,
     /// Heavy sweep, after a foreign master went away: LFT blocks read back before writing.
     LftCheck,
+    /// Heavy sweep after discovery: reading the vports of virtualization-capable CA ports
+    /// (see `vports`).
+    VportRead,
 }
 
 /// The SM's sans-IO brain. See the crate documentation for the driver loop.
@@ -147,6 +153,10 @@ pub struct Sweeper {
     sms: ForeignSms,
     /// Requests given up and P_Keys not placed, for `explain`.
     troubles: Troubles,
+    /// Virtualization-capable CA ports and their vports.
+    vports: Vports,
+    /// This sweep's vport LIDs with their physical port's base LID (routed alike).
+    vport_routes: Vec<(Lid, Lid)>,
 }
 
 impl Sweeper {
@@ -192,6 +202,8 @@ impl Sweeper {
             readback: Readback::default(),
             sms: ForeignSms::default(),
             troubles: Troubles::default(),
+            vports: Vports::default(),
+            vport_routes: Vec::new(),
             cfg,
         })
     }
@@ -467,6 +479,7 @@ impl Sweeper {
                 Phase::Multicast => self.finish_mcast_pass(),
                 Phase::SmInfo => self.finish_sm_info(),
                 Phase::LftCheck => self.finish_lft_check(),
+                Phase::VportRead => self.next_vport_round(),
                 Phase::Idle => {
                     if self.standing_by() {
                         return;

@@ -84,5 +84,20 @@ pub fn view_from_sweeper(
         sl2vl,
         vlarb,
     };
-    FabricView::from_topology(&topo, &inp)
+    let mut view = FabricView::from_topology(&topo, &inp);
+    let vports: Vec<sa::ViewVport> = sw
+        .virt_ports()
+        .flat_map(|p| {
+            p.vports.values().map(|v| sa::ViewVport {
+                pf_node: p.node_guid,
+                pf_port: p.port,
+                guid: v.guid,
+                lid: v.lid_want,
+                state: v.state,
+                pkeys: v.pkeys.map(|k| k.to_vec()).unwrap_or_default(),
+            })
+        })
+        .collect();
+    view.add_vports(&vports);
+    view
 }

@@ -92,6 +92,9 @@ impl Sweeper {
             self.finish_heavy();
             return;
         }
+        if self.start_vport_reads() {
+            return;
+        }
         self.after_discovery();
     }
 
@@ -116,6 +119,7 @@ impl Sweeper {
             self.prog
                 .plan_partitions(&mut self.disc, &topo, self.cfg.partition_options)?;
         self.troubles.set_dropped(dropped);
+        self.plan_vports();
         let sm_port = PortRef::new(
             NodeId(tnode[self.disc.local() as usize]),
             self.disc.local_port(),

@@ -40,11 +40,12 @@ impl Sweeper {
     /// Accepts the routing result: diffs it against what is programmed and starts stage 1.
     /// While Sets sent during routing are still in flight, the result waits for them
     /// (`advance` brings it back once the window is idle).
-    pub(super) fn start_programming(&mut self, r: RoutingOutcome) {
+    pub(super) fn start_programming(&mut self, mut r: RoutingOutcome) {
         if !self.io.idle() {
             self.prog.hold_result(r);
             return;
         }
+        crate::vports::route(&mut r.lfts, self.vport_routes());
         let done = self.prog.take_routing(&mut self.disc, r);
         self.events.push_back(done);
         self.prog
@@ -109,6 +110,10 @@ impl Sweeper {
         if stage == 2 {
             self.queue_mfts();
             self.queue_vl_tables();
+            self.queue_vport_pkeys();
+        }
+        if stage == 5 {
+            self.queue_vport_bring_up();
         }
     }
 
@@ -166,6 +171,7 @@ impl Sweeper {
             }
             Op::MftSet => self.mcast.fill(req, data),
             Op::SlToVlSet | Op::VlArbSet => self.lanes.fill(req, data),
+            Op::VPortInfoSet | Op::VPortPKeySet => self.fill_vport_set(req, data),
             _ => self.prog.fill_set(&self.disc, &self.wanted(), req, data),
         }
     }

@@ -99,6 +99,14 @@ impl Sweeper {
                 AttributeId::LINEAR_FORWARDING_TABLE,
                 u32::from(req.arg),
             ),
+            Op::VirtInfoGet | Op::VPortInfoGet | Op::VPortPKeyGet => {
+                let (a, m) = Self::vport_attr(req);
+                (Method::GET, a, m)
+            }
+            Op::VPortInfoSet | Op::VPortPKeySet => {
+                let (a, m) = Self::vport_attr(req);
+                (Method::SET, a, m)
+            }
             Op::PKeyGet => {
                 // A CA's SMA answers for the port the SMP arrives on (port field 0).
                 let port = if self.disc.node(req.node).is_switch {
@@ -192,6 +200,11 @@ impl Sweeper {
             }
             Op::LftGet => self.on_lft_block(req, smp),
             Op::PKeyGet => self.on_audit_pkey_block(req, smp),
+            Op::VirtInfoGet
+            | Op::VPortInfoGet
+            | Op::VPortPKeyGet
+            | Op::VPortInfoSet
+            | Op::VPortPKeySet => self.on_vport_reply(&req, &smp.data),
             Op::LftSet
             | Op::PKeySet
             | Op::PortInfoSet
@@ -223,6 +236,11 @@ impl Sweeper {
             // SM is taken to be absent, the block is written.
             Op::SmInfoSet => self.sm_info_set_failed(req),
             Op::SmInfoGet | Op::LftGet | Op::PKeyGet => {}
+            Op::VirtInfoGet
+            | Op::VPortInfoGet
+            | Op::VPortPKeyGet
+            | Op::VPortInfoSet
+            | Op::VPortPKeySet => self.on_vport_failure(&req),
             Op::LftSet
             | Op::PKeySet
             | Op::PortInfoSet
