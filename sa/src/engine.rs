@@ -22,6 +22,10 @@
 
 use crate::db::SaDb;
 use crate::guidinfo;
+
+/// Alias GUIDs by end port GUID and GUIDInfo index.
+pub type AliasTable =
+    std::collections::BTreeMap<fabric::Guid, std::collections::BTreeMap<u16, fabric::Guid>>;
 use crate::mcast::{self, PolicyGroup};
 use crate::path::{self, PathQuery};
 use crate::records;
@@ -248,6 +252,12 @@ impl SaEngine {
     /// The groups for multicast forwarding: MLID and member port GUIDs.
     pub fn forwarding_groups(&self) -> Vec<(Lid, Vec<fabric::Guid>)> {
         mcast::forwarding_groups(&self.db)
+    }
+
+    /// The alias GUIDs clients set, by port GUID and GUIDInfo index (what the master
+    /// programs into the ports' GUIDInfo).
+    pub fn aliases(&self) -> &AliasTable {
+        &self.db.aliases
     }
 
     /// Reports (Notice 64/65) for ports that came into / went out of service.

@@ -31,7 +31,7 @@ mod view;
 
 pub use client::{SaClient, SaResponse, Step, Transaction};
 pub use db::{Group, Member, SaDb, Service, Subscription};
-pub use engine::{Handled, MAX_PATH_PAIRS, Reply, Request, SaConfig, SaEngine};
+pub use engine::{AliasTable, Handled, MAX_PATH_PAIRS, Reply, Request, SaConfig, SaEngine};
 pub use error::SaError;
 pub use mcast::{PolicyGroup, policy_groups};
 pub use rmpp::{RmppConfig, RmppReceiver, RmppSender, SenderState};

@@ -274,6 +274,11 @@ impl SaServer {
         self.engine.forwarding_groups()
     }
 
+    /// The alias GUIDs clients set (see [`SaEngine::aliases`]).
+    pub fn aliases(&self) -> &crate::AliasTable {
+        self.engine.aliases()
+    }
+
     /// Answers a batch of GMPs at daemon time `now` (ns) and wall time `now_ms` (leases).
     pub fn handle(
         &mut self,

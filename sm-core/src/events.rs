@@ -335,6 +335,16 @@ pub enum Event {
         /// The value the port reports.
         holds: u32,
     },
+    /// A heavy sweep's programming ended with virtualization-capable CA ports (or alias
+    /// GUIDs) on the fabric: what their vports are now.
+    Vports {
+        /// Virtualization-capable CA ports read.
+        ports: usize,
+        /// Vports found on them.
+        vports: usize,
+        /// Vports ACTIVE.
+        active: usize,
+    },
     /// A trap arrived (and was repressed).
     Trap {
         /// Trap number (generic notices).
@@ -582,6 +592,14 @@ impl fmt::Display for Event {
                 f,
                 "SMInfo Set {} from {guid} refused: {reason}",
                 modifier_name(*modifier)
+            ),
+            Event::Vports {
+                ports,
+                vports,
+                active,
+            } => write!(
+                f,
+                "Virtualization: {ports} capable ports, {vports} vports, {active} ACTIVE"
             ),
             Event::LftsChecked { read, kept } => write!(
                 f,

@@ -75,6 +75,10 @@ pub(crate) enum Op {
     VPortPKeyGet,
     /// P_KeyTable block 0 Set of vport `arg`.
     VPortPKeySet,
+    /// GUIDInfo block 0 Get of end port `port` (alias GUIDs; see `vports`).
+    GuidInfoGet,
+    /// GUIDInfo block 0 Set of end port `port`.
+    GuidInfoSet,
 }
 
 /// A request waiting for or occupying a window slot.

@@ -188,7 +188,8 @@ impl MilestoneKind {
             | Event::AcknowledgeSent { .. }
             | Event::SmInfoSetApplied { .. }
             | Event::SmInfoSetRefused { .. }
-            | Event::FieldNotHeld { .. } => return None,
+            | Event::FieldNotHeld { .. }
+            | Event::Vports { .. } => return None,
             Event::HandoverTaken { .. } | Event::HandoverFailed { .. } => {
                 MilestoneKind::HandoverEnded {
                     taken: matches!(e, Event::HandoverTaken { .. }),

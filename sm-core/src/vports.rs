@@ -105,11 +105,18 @@ enum Round {
     PKeys,
 }
 
-/// The vports of the fabric, by (node index, port).
+/// The vports of the fabric, by (node index, port), and the alias GUIDs of end ports.
 #[derive(Debug, Default)]
 pub(crate) struct Vports {
     ports: BTreeMap<(u32, u8), VirtPort>,
     round: Round,
+    /// Alias GUIDs wanted in GUIDInfo block 0, by port GUID (index 0 unused: the port GUID).
+    aliases: BTreeMap<Guid, [Guid; 8]>,
+    /// Ports ever given aliases: their block 0 is read and kept as wanted (cleared when
+    /// their aliases go).
+    alias_managed: BTreeSet<Guid>,
+    /// This sweep's alias ports: (node, port) -> (port GUID, block 0 as read or written).
+    alias_ports: BTreeMap<(u32, u8), (Guid, Option<[Guid; 8]>)>,
 }
 
 impl Vports {
@@ -130,6 +137,7 @@ impl Vports {
     /// forgotten. Returns the VirtualizationInfo Gets.
     pub fn start(&mut self, capable: &[(u32, u8, Guid, Guid)]) -> Vec<VportReq> {
         let keep: BTreeSet<(u32, u8)> = capable.iter().map(|&(n, p, _, _)| (n, p)).collect();
+        self.alias_ports.clear();
         self.ports.retain(|k, _| keep.contains(k));
         for &(node, port, pf_guid, node_guid) in capable {
             let e = self.ports.entry((node, port)).or_insert_with(|| VirtPort {
@@ -155,6 +163,81 @@ impl Vports {
         capable
             .iter()
             .map(|&(n, p, _, _)| (Op::VirtInfoGet, n, p, 0))
+            .collect()
+    }
+
+    /// Replaces the alias GUIDs (by port GUID and GUIDInfo index; only block 0, indexes
+    /// 1..=7, is programmed). True when what is wanted changed.
+    pub fn set_aliases(&mut self, map: &BTreeMap<Guid, BTreeMap<u16, Guid>>) -> bool {
+        let mut want = BTreeMap::new();
+        for (port, t) in map {
+            let mut b = [Guid(0); 8];
+            for (&i, &g) in t.range(1..8) {
+                b[usize::from(i)] = g;
+            }
+            if b.iter().any(|g| g.0 != 0) {
+                want.insert(*port, b);
+            }
+        }
+        if want == self.aliases {
+            return false;
+        }
+        self.alias_managed.extend(want.keys().copied());
+        self.aliases = want;
+        true
+    }
+
+    /// Ports whose GUIDInfo is managed (read every heavy sweep).
+    pub fn alias_managed(&self) -> impl Iterator<Item = Guid> + '_ {
+        self.alias_managed.iter().copied()
+    }
+
+    /// Starts this sweep's alias reads: `ports` are the managed ports found (node, port,
+    /// port GUID). Returns the GUIDInfo Gets.
+    pub fn start_aliases(&mut self, ports: &[(u32, u8, Guid)]) -> Vec<VportReq> {
+        self.alias_ports = ports.iter().map(|&(n, p, g)| ((n, p), (g, None))).collect();
+        if !ports.is_empty() && self.round == Round::Idle {
+            self.round = Round::Info;
+        }
+        ports
+            .iter()
+            .map(|&(n, p, _)| (Op::GuidInfoGet, n, p, 0))
+            .collect()
+    }
+
+    /// GUIDInfo block 0 of an alias port as read or written.
+    pub fn on_guid_info(&mut self, node: u32, port: u8, block: [Guid; 8]) {
+        if let Some(e) = self.alias_ports.get_mut(&(node, port)) {
+            e.1 = Some(block);
+        }
+    }
+
+    /// A GUIDInfo Get or Set given up: the block is unknown (written next sweep).
+    pub fn on_guid_info_failed(&mut self, node: u32, port: u8) {
+        if let Some(e) = self.alias_ports.get_mut(&(node, port)) {
+            e.1 = None;
+        }
+    }
+
+    /// Block 0 of `port`'s GUIDInfo as it should be (index 0: the port GUID).
+    pub fn alias_block(&self, node: u32, port: u8) -> Option<[Guid; 8]> {
+        let (g, _) = self.alias_ports.get(&(node, port))?;
+        let mut b = self.aliases.get(g).copied().unwrap_or([Guid(0); 8]);
+        b[0] = *g;
+        Some(b)
+    }
+
+    /// The GUIDInfo Sets: alias ports whose block 0 is not known to hold what it should.
+    pub fn alias_sets(&self) -> Vec<VportReq> {
+        self.alias_ports
+            .iter()
+            .filter(
+                |&(&(n, p), (_, held))| match (held, self.alias_block(n, p)) {
+                    (Some(h), Some(w)) => h[1..] != w[1..],
+                    _ => true,
+                },
+            )
+            .map(|(&(n, p), _)| (Op::GuidInfoSet, n, p, 0))
             .collect()
     }
 
@@ -543,6 +626,38 @@ mod tests {
         v.on_vport_set(1, 1, 0, vpi(0x200, state::ACTIVE, true, lid.0));
         assert!(v.pkey_sets().is_empty());
         assert!(v.bring_up_sets(|_, _| true).is_empty());
+    }
+
+    #[test]
+    fn alias_blocks_are_written_only_when_they_differ() {
+        let mut v = Vports::default();
+        let mut map = BTreeMap::new();
+        map.insert(
+            Guid(0x100),
+            BTreeMap::from([(2u16, Guid(0xA2)), (9, Guid(0xA9))]),
+        );
+        assert!(v.set_aliases(&map));
+        assert!(!v.set_aliases(&map), "the same aliases change nothing");
+        assert_eq!(v.alias_managed().collect::<Vec<_>>(), vec![Guid(0x100)]);
+        v.start(&[]);
+        let gets = v.start_aliases(&[(4, 1, Guid(0x100))]);
+        assert_eq!(gets, vec![(Op::GuidInfoGet, 4, 1, 0)]);
+        let mut held = [Guid(0); 8];
+        held[0] = Guid(0x100);
+        v.on_guid_info(4, 1, held);
+        assert_eq!(v.alias_sets(), vec![(Op::GuidInfoSet, 4, 1, 0)]);
+        let want = v.alias_block(4, 1).unwrap();
+        assert_eq!(want[2], Guid(0xA2));
+        assert!(
+            want[3..].iter().all(|g| g.0 == 0),
+            "index 9 is beyond block 0"
+        );
+        v.on_guid_info(4, 1, want);
+        assert!(v.alias_sets().is_empty());
+        // The aliases go: the managed port is cleared.
+        assert!(v.set_aliases(&BTreeMap::new()));
+        assert_eq!(v.alias_sets(), vec![(Op::GuidInfoSet, 4, 1, 0)]);
+        assert_eq!(v.alias_block(4, 1).unwrap()[2], Guid(0));
     }
 
     #[test]

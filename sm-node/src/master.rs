@@ -841,6 +841,7 @@ impl MasterActor {
             sa.reply(now, r, qpn, &mut out);
         }
         let groups = sa.mcast_groups();
+        self.sweeper.set_alias_guids(now, sa.aliases());
         self.sweeper.set_multicast(now, groups);
         self.sa_run(out, ctx);
         self.pump(ctx);
@@ -887,6 +888,7 @@ impl Handler<SetSaState> for MasterActor {
         let now = self.clock.now();
         let first = sa.load(&m.state, &mut self.sweeper, now);
         let groups = sa.mcast_groups();
+        self.sweeper.set_alias_guids(now, sa.aliases());
         self.sweeper.set_multicast(now, groups);
         if let Some(a) = first {
             self.sa_run(vec![a], ctx);

@@ -116,6 +116,11 @@ impl SaService {
             .collect()
     }
 
+    /// The alias GUIDs clients set, for the ports' GUIDInfo.
+    pub fn aliases(&self) -> &sa::AliasTable {
+        self.server.aliases()
+    }
+
     /// Answers a batch of GMPs at daemon time `now` (ns) and wall time `now_ms` (leases);
     /// MFTRecords from the blocks `sweeper` holds now.
     pub fn handle(

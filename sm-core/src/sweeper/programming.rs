@@ -133,6 +133,7 @@ impl Sweeper {
             switch_sets,
             failed: self.prog.failed_sets(),
         });
+        self.report_vports();
         self.intent_finished();
         let inactive = self.disc.linked_not_active();
         let sm = self.disc.sm_port();
@@ -171,7 +172,7 @@ impl Sweeper {
             }
             Op::MftSet => self.mcast.fill(req, data),
             Op::SlToVlSet | Op::VlArbSet => self.lanes.fill(req, data),
-            Op::VPortInfoSet | Op::VPortPKeySet => self.fill_vport_set(req, data),
+            Op::VPortInfoSet | Op::VPortPKeySet | Op::GuidInfoSet => self.fill_vport_set(req, data),
             _ => self.prog.fill_set(&self.disc, &self.wanted(), req, data),
         }
     }

@@ -99,11 +99,11 @@ impl Sweeper {
                 AttributeId::LINEAR_FORWARDING_TABLE,
                 u32::from(req.arg),
             ),
-            Op::VirtInfoGet | Op::VPortInfoGet | Op::VPortPKeyGet => {
+            Op::VirtInfoGet | Op::VPortInfoGet | Op::VPortPKeyGet | Op::GuidInfoGet => {
                 let (a, m) = Self::vport_attr(req);
                 (Method::GET, a, m)
             }
-            Op::VPortInfoSet | Op::VPortPKeySet => {
+            Op::VPortInfoSet | Op::VPortPKeySet | Op::GuidInfoSet => {
                 let (a, m) = Self::vport_attr(req);
                 (Method::SET, a, m)
             }
@@ -204,7 +204,9 @@ impl Sweeper {
             | Op::VPortInfoGet
             | Op::VPortPKeyGet
             | Op::VPortInfoSet
-            | Op::VPortPKeySet => self.on_vport_reply(&req, &smp.data),
+            | Op::VPortPKeySet
+            | Op::GuidInfoGet
+            | Op::GuidInfoSet => self.on_vport_reply(&req, &smp.data),
             Op::LftSet
             | Op::PKeySet
             | Op::PortInfoSet
@@ -240,7 +242,9 @@ impl Sweeper {
             | Op::VPortInfoGet
             | Op::VPortPKeyGet
             | Op::VPortInfoSet
-            | Op::VPortPKeySet => self.on_vport_failure(&req),
+            | Op::VPortPKeySet
+            | Op::GuidInfoGet
+            | Op::GuidInfoSet => self.on_vport_failure(&req),
             Op::LftSet
             | Op::PKeySet
             | Op::PortInfoSet

@@ -28,7 +28,16 @@ impl Sweeper {
                 capable.push((i, p, port.guid, n.guid));
             }
         }
-        let reads = self.vports.start(&capable);
+        let mut reads = self.vports.start(&capable);
+        let managed: Vec<Guid> = self.vports.alias_managed().collect();
+        let alias_ports: Vec<(u32, u8, Guid)> = managed
+            .into_iter()
+            .filter_map(|g| {
+                let (n, p) = self.disc.end_port_with_path(g)?;
+                (self.disc.port_of(n, p).remote_sweep == sweep).then_some((n, p, g))
+            })
+            .collect();
+        reads.extend(self.vports.start_aliases(&alias_ports));
         if reads.is_empty() {
             return false;
         }
@@ -37,6 +46,19 @@ impl Sweeper {
             self.push(op, node, port, arg);
         }
         true
+    }
+
+    /// Replaces the alias GUIDs the end ports' GUIDInfo should hold (by port GUID and
+    /// index; what the SA's GUIDInfoRecord Sets made). A change asks for a heavy sweep,
+    /// which reads block 0 of every port concerned and writes the blocks that differ.
+    pub fn set_alias_guids(
+        &mut self,
+        now: crate::VTime,
+        aliases: &std::collections::BTreeMap<Guid, std::collections::BTreeMap<u16, Guid>>,
+    ) {
+        if self.vports.set_aliases(aliases) {
+            self.request_sweep(now, true);
+        }
     }
 
     /// A read round is over: the next one, or on with the sweep.
@@ -95,9 +117,12 @@ impl Sweeper {
         }
     }
 
-    /// Stage 2: the vports' P_KeyTable blocks that differ from what they hold.
+    /// Stage 2: the vports' P_KeyTable blocks and the GUIDInfo alias blocks that differ
+    /// from what they hold.
     pub(super) fn queue_vport_pkeys(&mut self) {
-        for (op, node, port, arg) in self.vports.pkey_sets() {
+        let mut sets = self.vports.pkey_sets();
+        sets.extend(self.vports.alias_sets());
+        for (op, node, port, arg) in sets {
             self.prog.count_planned();
             self.push(op, node, port, arg);
         }
@@ -117,6 +142,11 @@ impl Sweeper {
 
     /// The data of a vport Set.
     pub(super) fn fill_vport_set(&self, req: &Req, data: &mut [u8; 64]) -> Option<()> {
+        if req.op == Op::GuidInfoSet {
+            let guids = self.vports.alias_block(req.node, req.port)?;
+            mad::GuidInfo { guids }.encode(data);
+            return Some(());
+        }
         let v = self.vports.vport(req.node, req.port, req.arg)?;
         match req.op {
             Op::VPortInfoSet => {
@@ -142,6 +172,7 @@ impl Sweeper {
         match req.op {
             Op::VirtInfoGet => (VirtualizationInfo::ID, VirtualizationInfo::MODIFIER),
             Op::VPortInfoGet | Op::VPortInfoSet => (VPortInfo::ID, VPortInfo::modifier(req.arg)),
+            Op::GuidInfoGet | Op::GuidInfoSet => (mad::GuidInfo::ID, 0),
             _ => (VPortPKeyTable::ID, VPortPKeyTable::modifier(req.arg, 0)),
         }
     }
@@ -162,6 +193,10 @@ impl Sweeper {
             }
             Op::VPortInfoGet => self.vports.on_vport_info(n, p, i, VPortInfo::decode(data)),
             Op::VPortInfoSet => self.vports.on_vport_set(n, p, i, VPortInfo::decode(data)),
+            Op::GuidInfoGet | Op::GuidInfoSet => {
+                self.vports
+                    .on_guid_info(n, p, mad::GuidInfo::decode(data).guids)
+            }
             _ => {
                 let t = VPortPKeyTable::decode(data);
                 let mut keys = [0u16; VPORT_PKEYS];
@@ -177,6 +212,12 @@ impl Sweeper {
     /// a Set leaves it unknown.
     pub(super) fn on_vport_failure(&mut self, req: &Req) {
         match req.op {
+            Op::GuidInfoGet | Op::GuidInfoSet => {
+                if req.op == Op::GuidInfoSet {
+                    self.prog.on_set_failed(&mut self.disc, req);
+                }
+                self.vports.on_guid_info_failed(req.node, req.port);
+            }
             Op::VPortInfoSet | Op::VPortPKeySet => {
                 self.prog.on_set_failed(&mut self.disc, req);
                 self.vports
@@ -187,6 +228,21 @@ impl Sweeper {
                 .on_read_failed(req.node, req.port, req.op, req.arg),
         }
         self.sched.mark_dirty();
+    }
+
+    /// The end of a heavy sweep's programming: the vports as they now are (nothing when
+    /// the fabric has no virtualization-capable port).
+    pub(super) fn report_vports(&mut self) {
+        let ports = self.vports.ports().count();
+        if ports == 0 {
+            return;
+        }
+        let (vports, active) = self.vports.counts();
+        self.events.push_back(crate::Event::Vports {
+            ports,
+            vports,
+            active,
+        });
     }
 
     /// The vport LIDs with the base LID of their physical port (for routing).
