@@ -31,7 +31,7 @@ pub const COMP_BLOCK: u64 = 1 << 1;
 pub const COMP_GID0: u64 = 1 << 4;
 
 /// The vendor id in SA-assigned alias GUIDs (OpenSM's OSM_VENDOR_ID_OPENIB).
-pub const ASSIGNED_VENDOR: u64 = 0x0014_05;
+pub const ASSIGNED_VENDOR: u64 = 0x00_1405;
 
 /// Why a Set/Delete is not answered with a record.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -58,7 +58,7 @@ fn target(
         .port(at)
         .ok_or(Refused::Status(sa_status::NO_RECORDS))?;
     let theirs = requester.and_then(|r| view.port(r));
-    if !theirs.is_some_and(|t| crate::path::common_pkey(&t.pkeys, &port.pkeys, None).is_some()) {
+    if theirs.is_none_or(|t| crate::path::common_pkey(&t.pkeys, &port.pkeys, None).is_none()) {
         return Err(Refused::Silent);
     }
     let cap = u16::from(port.info.guid_cap).max(1);

@@ -95,6 +95,9 @@ pub struct VirtPort {
 /// A read or Set to queue: (op, node, port, arg = vport index).
 pub(crate) type VportReq = (Op, u32, u8, u16);
 
+/// An alias port of this sweep: its GUID and GUIDInfo block 0 as read or written.
+type AliasPort = (Guid, Option<[Guid; 8]>);
+
 /// Which read round runs.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 enum Round {
@@ -116,7 +119,7 @@ pub(crate) struct Vports {
     /// their aliases go).
     alias_managed: BTreeSet<Guid>,
     /// This sweep's alias ports: (node, port) -> (port GUID, block 0 as read or written).
-    alias_ports: BTreeMap<(u32, u8), (Guid, Option<[Guid; 8]>)>,
+    alias_ports: BTreeMap<(u32, u8), AliasPort>,
 }
 
 impl Vports {
