@@ -261,6 +261,38 @@ fn a_takeover_with_multicast_groups_writes_no_mft_block() {
     }
 }
 
+/// Issue 26: ft2:8 with two virtualization-capable HCAs of 4 vports each; the master is
+/// killed (kill -9) three times: every takeover keeps every vport LID (they are in the
+/// replicated guid2lid) and, on the unchanged fabric, writes no LFT block; after the faults
+/// every vport is ACTIVE with the LID the replicated state records (INV-VPORT).
+#[test]
+fn master_kills_keep_every_vport_lid_and_write_no_lft_block() {
+    let mut steps = Vec::new();
+    for _ in 0..3 {
+        steps.push(Step {
+            after_ms: 1500,
+            action: Action::CrashLeader,
+        });
+        steps.push(Step {
+            after_ms: 900,
+            action: Action::RestartAll,
+        });
+    }
+    let s = Schedule {
+        seed: 26,
+        topology: "ft2:8+vports=2x4".into(),
+        steps,
+    };
+    let st = sim::run(&s, Variant::Correct).unwrap_or_else(|f| panic!("{f}"));
+    assert_eq!(st.crashes, 3, "{st:?}");
+    assert!(st.quiet_takeovers >= 2, "{st:?}");
+    assert_eq!(
+        st.quiet_lft_sets, 0,
+        "a takeover rewrote LFT blocks: {st:?}"
+    );
+    assert_eq!(st.vport_lid_changes, 0, "a vport LID moved: {st:?}");
+}
+
 /// Found by the simulation once it drove the production replica core (issue 17), F6
 /// (replica-core, fixed): raft-rs drops every proposal while a leadership transfer is under
 /// way; a master's IntentDone dropped that way left its sealed intent open for the rest of

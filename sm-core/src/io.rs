@@ -67,9 +67,11 @@ pub(crate) enum Op {
     PKeyGet,
     /// VirtualizationInfo Get of CA port `port` (see `vports`).
     VirtInfoGet,
+    /// VirtualizationInfo Set: virtualization on, VPortStateChange cleared.
+    VirtInfoSet,
     /// VPortInfo Get of vport `arg` of CA port `port`.
     VPortInfoGet,
-    /// VPortInfo Set of vport `arg`: its LID and state ACTIVE.
+    /// VPortInfo Set of vport `arg`: its LID and the next state of its bring-up.
     VPortInfoSet,
     /// P_KeyTable block 0 Get of vport `arg`.
     VPortPKeyGet,

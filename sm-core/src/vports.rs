@@ -3,10 +3,12 @@
 //! decides when a phase runs: the sweeper queues the reads and Sets it returns.
 //!
 //! * After a heavy sweep's discovery, every virtualization-capable CA port read in that
-//!   sweep is read in rounds: VirtualizationInfo (VPortCap, VPortIndexTop, enabled), then
-//!   the VPortInfo of every vport up to VPortIndexTop, then P_KeyTable block 0 of every
-//!   vport found. A port whose reads fail keeps nothing (its vports are not managed this
-//!   sweep, the sweep is not clean).
+//!   sweep is read in rounds: VirtualizationInfo (VPortCap, VPortIndexTop, enabled); a port
+//!   with virtualization off gets one VirtualizationInfo Set turning it on (and clearing
+//!   VPortStateChange), its answer taken as the port's; then the VPortInfo of every vport
+//!   1..=VPortIndexTop (vport 0 is the physical port, managed through PortInfo), then
+//!   P_KeyTable block 0 of every vport found. A port whose reads fail keeps nothing (its
+//!   vports are not managed this sweep, the sweep is not clean).
 //! * LIDs: a vport that says LIDRequired gets its own LID through the same guid2lid map as
 //!   the physical ports (keyed by the vport GUID, LMC 0): the remembered LID, else the LID
 //!   it carries when nobody else holds it, else the lowest free one. The map is replicated
@@ -18,11 +20,11 @@
 //!   for a CA port whose port GUID is the vport GUID; the switch port facing the physical
 //!   port carries the union of the physical port's and its vports' keys, so enforcement
 //!   passes every vport's traffic while each vport's own table isolates it.
-//! * Bring-up: once the physical port is ACTIVE, a vport in INIT (or with a LID other than
-//!   its own) gets one VPortInfo Set with its LID and state ACTIVE (vports have no ARMED
-//!   step). Only what differs from what was read is written; the tables are read back in
-//!   every heavy sweep, so a takeover writes nothing on an unchanged fabric without any
-//!   replicated record of them.
+//! * Bring-up, as ports: a vport in INIT gets a VPortInfo Set with its LID and ARMED with
+//!   the physical ports' ARMED stage, then ACTIVE once its physical port is ACTIVE; an
+//!   ACTIVE vport with another LID gets its LID (state unchanged). Only what differs from
+//!   what was read is written; the tables are read back in every heavy sweep, so a takeover
+//!   writes nothing on an unchanged fabric without any replicated record of them.
 
 use crate::guid2lid::Guid2Lid;
 use crate::io::Op;
@@ -86,6 +88,8 @@ pub struct VirtPort {
     pub top: u16,
     /// VirtualizationInfo.VirtualizationEnable.
     pub enabled: bool,
+    /// VirtualizationInfo as last read or written.
+    pub info: mad::VirtualizationInfo,
     /// Read this sweep (VirtualizationInfo answered).
     pub read: bool,
     /// Vports by index.
@@ -104,6 +108,7 @@ enum Round {
     #[default]
     Idle,
     Info,
+    Enable,
     VPortInfo,
     PKeys,
 }
@@ -151,6 +156,7 @@ impl Vports {
                 vport_cap: 0,
                 top: 0,
                 enabled: false,
+                info: mad::VirtualizationInfo::default(),
                 read: false,
                 vports: BTreeMap::new(),
             });
@@ -251,8 +257,14 @@ impl Vports {
             self.round = match self.round {
                 Round::Idle => return out,
                 Round::Info => {
+                    for p in self.ports.values().filter(|p| p.read && !p.enabled) {
+                        out.push((Op::VirtInfoSet, p.node, p.port, 0));
+                    }
+                    Round::Enable
+                }
+                Round::Enable => {
                     for p in self.ports.values().filter(|p| p.read && p.enabled) {
-                        for i in 0..=p.top.min(p.vport_cap) {
+                        for i in 1..=p.top.min(p.vport_cap) {
                             out.push((Op::VPortInfoGet, p.node, p.port, i));
                         }
                     }
@@ -279,9 +291,15 @@ impl Vports {
         self.round != Round::Idle
     }
 
-    /// A VirtualizationInfo answer: vports above the new top are forgotten.
-    pub fn on_info(&mut self, node: u32, port: u8, cap: u16, top: u16, enabled: bool) {
+    /// A VirtualizationInfo answer (Get or Set): vports above the new top are forgotten.
+    pub fn on_info(&mut self, node: u32, port: u8, info: mad::VirtualizationInfo) {
+        let (cap, top, enabled) = (
+            info.vport_cap,
+            info.vport_index_top,
+            info.virtualization_enable,
+        );
         if let Some(p) = self.ports.get_mut(&(node, port)) {
+            p.info = info;
             p.vport_cap = cap;
             p.top = top;
             p.enabled = enabled;
@@ -334,7 +352,7 @@ impl Vports {
             return;
         };
         match op {
-            Op::VirtInfoGet => {
+            Op::VirtInfoGet | Op::VirtInfoSet => {
                 p.read = false;
                 p.vports.clear();
             }
@@ -489,21 +507,38 @@ impl Vports {
         out
     }
 
-    /// The VPortInfo Sets once the physical ports are ACTIVE (`pf_active`): a vport not
-    /// ACTIVE or not carrying the LID it should.
-    pub fn bring_up_sets(&self, pf_active: impl Fn(u32, u8) -> bool) -> Vec<VportReq> {
+    /// The VPortInfo Sets of a bring-up stage: `arm` (with the ports' ARMED stage) takes
+    /// vports in INIT to ARMED with their LID; otherwise vports of ACTIVE physical ports
+    /// (`pf_active`) go from ARMED to ACTIVE, and ACTIVE ones not carrying the LID they
+    /// should get it.
+    pub fn bring_up_sets(&self, arm: bool, pf_active: impl Fn(u32, u8) -> bool) -> Vec<VportReq> {
         let mut out = Vec::new();
-        for p in self.ports.values().filter(|p| pf_active(p.node, p.port)) {
-            for v in p.vports.values() {
-                if v.lid_want.0 == 0 {
-                    continue;
-                }
-                if v.state != state::ACTIVE || v.lid != v.lid_want {
+        for p in self.ports.values() {
+            let active = pf_active(p.node, p.port);
+            for v in p.vports.values().filter(|v| v.lid_want.0 != 0) {
+                let wanted = if arm {
+                    v.state == state::INIT
+                } else {
+                    active
+                        && (v.state == state::ARMED
+                            || (v.state == state::ACTIVE && v.lid != v.lid_want))
+                };
+                if wanted {
                     out.push((Op::VPortInfoSet, p.node, p.port, v.index));
                 }
             }
         }
         out
+    }
+
+    /// The state a VPortInfo Set of `v` writes: ARMED from INIT, ACTIVE from ARMED, no
+    /// change otherwise (a LID only).
+    pub fn next_state(v: &VPortRecord) -> u8 {
+        match v.state {
+            state::INIT => state::ARMED,
+            state::ARMED => state::ACTIVE,
+            _ => state::NOP,
+        }
     }
 
     /// Number of vports known and of those ACTIVE.
@@ -539,6 +574,15 @@ pub fn route(lfts: &mut routing::Lfts, own: &[(Lid, Lid)]) {
 mod tests {
     use super::*;
 
+    fn vinfo(cap: u16, top: u16, enable: bool) -> mad::VirtualizationInfo {
+        mad::VirtualizationInfo {
+            vport_cap: cap,
+            vport_index_top: top,
+            virtualization_enable: enable,
+            ..mad::VirtualizationInfo::default()
+        }
+    }
+
     fn vpi(guid: u64, st: u8, lid_required: bool, lid: u16) -> mad::VPortInfo {
         mad::VPortInfo {
             port_guid: Guid(guid),
@@ -552,7 +596,7 @@ mod tests {
     fn one_port(vports: &[(u16, u64, bool, u16)]) -> Vports {
         let mut v = Vports::default();
         v.start(&[(1, 1, Guid(0x100), Guid(0x10))]);
-        v.on_info(1, 1, 8, 7, true);
+        v.on_info(1, 1, vinfo(8, 7, true));
         for &(i, g, req, lid) in vports {
             v.on_vport_info(1, 1, i, vpi(g, state::INIT, req, lid));
         }
@@ -564,17 +608,20 @@ mod tests {
         let mut v = Vports::default();
         let r = v.start(&[(1, 1, Guid(0x100), Guid(0x10))]);
         assert_eq!(r, vec![(Op::VirtInfoGet, 1, 1, 0)]);
-        v.on_info(1, 1, 8, 2, true);
+        v.on_info(1, 1, vinfo(8, 0, false));
+        // Virtualization off: turned on first.
+        assert_eq!(v.next_round(), vec![(Op::VirtInfoSet, 1, 1, 0)]);
+        v.on_info(1, 1, vinfo(8, 3, true));
         let r = v.next_round();
         assert_eq!(r.len(), 3);
-        assert!(r.iter().all(|x| x.0 == Op::VPortInfoGet));
-        v.on_vport_info(1, 1, 0, vpi(0x200, state::INIT, false, 0));
-        v.on_vport_info(1, 1, 1, vpi(0, state::DOWN, false, 0));
-        v.on_vport_info(1, 1, 2, vpi(0x202, state::INIT, true, 0));
+        assert!(r.iter().all(|x| x.0 == Op::VPortInfoGet && x.3 >= 1));
+        v.on_vport_info(1, 1, 1, vpi(0x201, state::INIT, false, 0));
+        v.on_vport_info(1, 1, 2, vpi(0, state::DOWN, false, 0));
+        v.on_vport_info(1, 1, 3, vpi(0x203, state::INIT, true, 0));
         let r = v.next_round();
         assert_eq!(
             r,
-            vec![(Op::VPortPKeyGet, 1, 1, 0), (Op::VPortPKeyGet, 1, 1, 2)]
+            vec![(Op::VPortPKeyGet, 1, 1, 1), (Op::VPortPKeyGet, 1, 1, 3)]
         );
         assert!(v.reading());
         assert!(v.next_round().is_empty());
@@ -613,12 +660,21 @@ mod tests {
         v.assign_lids(&mut m, |_, _| Lid(3));
         v.plan_pkeys(|_, _, _, _| vec![0xFFFF, 0x8001]);
         assert_eq!(v.pkey_sets(), vec![(Op::VPortPKeySet, 1, 1, 0)]);
+        assert_eq!(
+            v.bring_up_sets(true, |_, _| false),
+            vec![(Op::VPortInfoSet, 1, 1, 0)],
+            "INIT -> ARMED does not wait for the physical port"
+        );
+        assert_eq!(Vports::next_state(v.vport(1, 1, 0).unwrap()), state::ARMED);
+        let lid = v.vport(1, 1, 0).unwrap().lid_want;
+        v.on_vport_set(1, 1, 0, vpi(0x200, state::ARMED, true, lid.0));
+        assert!(v.bring_up_sets(true, |_, _| true).is_empty());
         assert!(
-            v.bring_up_sets(|_, _| false).is_empty(),
-            "PF not active yet"
+            v.bring_up_sets(false, |_, _| false).is_empty(),
+            "PF not ACTIVE"
         );
         assert_eq!(
-            v.bring_up_sets(|_, _| true),
+            v.bring_up_sets(false, |_, _| true),
             vec![(Op::VPortInfoSet, 1, 1, 0)]
         );
         let mut keys = [0u16; VPORT_PKEYS];
@@ -628,7 +684,7 @@ mod tests {
         let lid = v.vport(1, 1, 0).unwrap().lid_want;
         v.on_vport_set(1, 1, 0, vpi(0x200, state::ACTIVE, true, lid.0));
         assert!(v.pkey_sets().is_empty());
-        assert!(v.bring_up_sets(|_, _| true).is_empty());
+        assert!(v.bring_up_sets(false, |_, _| true).is_empty());
     }
 
     #[test]

@@ -201,3 +201,65 @@ fn an_alias_in_a_multicast_group_is_not_deleted() {
     );
     assert_eq!(st.status(), sa_status::REQ_DENIED);
 }
+
+/// Vports of a virtualization-capable port answer as virtual nodes: a NodeRecord at the
+/// vport's LID names the vport, a PathRecord to the vport's GID ends at its own LID.
+#[test]
+fn vport_gids_and_lids_resolve_to_the_vports() {
+    let t = topo("ft2:4");
+    let mut fab = fabric_sim::SimFabric::new(&t, fabric_sim::SimConfig::default()).unwrap();
+    let (_, _, pf) = ca_ports(&t)[2];
+    fab.enable_virtualization(pf, fabric_sim::VirtSpec::uniform(pf, 2, true))
+        .unwrap();
+    let cfg = sm_core::SweeperConfig {
+        sm_key: 1,
+        ..sm_core::SweeperConfig::default()
+    };
+    let up = bring_up_on(t, fab, cfg, Vec::new());
+    let mut e = up.engine();
+    let me = up.lid_of_guid(up.sm_port);
+    let pf_lid = up.lid_of_guid(pf);
+    for i in 1..=2 {
+        let vg = fabric_sim::vport_guid(pf, i);
+        let vlid = up.fab.vport(vg).unwrap().lid;
+        assert!(vlid.0 != 0 && vlid != pf_lid);
+        let pr = PathRecord {
+            dgid: Gid::new(PREFIX, vg.0),
+            sgid: Gid::new(PREFIX, up.sm_port.0),
+            ..PathRecord::default()
+        };
+        let paths: Vec<PathRecord> = query(&mut e, me, Method::GET, (1 << 2) | (1 << 3), &pr)
+            .records()
+            .unwrap();
+        assert_eq!(paths.len(), 1, "one path to vport {vg}");
+        assert_eq!((paths[0].dlid, paths[0].dgid), (vlid, pr.dgid));
+        let nr: Vec<mad::sa::NodeRecord> = query(
+            &mut e,
+            me,
+            Method::GET,
+            1,
+            &mad::sa::NodeRecord {
+                lid: vlid,
+                ..mad::sa::NodeRecord::default()
+            },
+        )
+        .records()
+        .unwrap();
+        assert_eq!(nr.len(), 1);
+        assert_eq!(nr[0].node_info.port_guid, vg);
+    }
+    // The physical port's LID still names the physical port.
+    let nr: Vec<mad::sa::NodeRecord> = query(
+        &mut e,
+        me,
+        Method::GET,
+        1,
+        &mad::sa::NodeRecord {
+            lid: pf_lid,
+            ..mad::sa::NodeRecord::default()
+        },
+    )
+    .records()
+    .unwrap();
+    assert_eq!(nr[0].node_info.port_guid, pf);
+}

@@ -88,6 +88,10 @@ pub struct RunStats {
     pub foreign_master_sets: u64,
     /// Rogue Sets (a lying foreign SM's) the fabric accepted.
     pub rogue_sets: u64,
+    /// Vport LIDs found moved at a master's SUBNET UP (see `World::vports`).
+    pub vport_lid_changes: u64,
+    /// LinearForwardingTable Sets accepted during quiet takeovers.
+    pub quiet_lft_sets: u64,
 }
 
 /// A failed run.

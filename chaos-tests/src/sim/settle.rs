@@ -147,6 +147,20 @@ impl World {
                 }
             }
         }
+        // Vports ACTIVE with the LID recorded for them.
+        for g in self.vports.keys() {
+            let v = self
+                .fab
+                .vport(*g)
+                .ok_or(format!("INV-VPORT vport {g} gone"))?;
+            let rec = st.lid_of(*g).map(|a| a.base);
+            if v.state != PortState::Active || rec != Some(v.lid) {
+                return Err(format!(
+                    "INV-VPORT vport {g} is {:?} with LID {} in the fabric, {rec:?} recorded",
+                    v.state, v.lid.0
+                ));
+            }
+        }
         // LFTs as recorded, over the LIDs in use.
         let top = st
             .guid2lid()

@@ -74,6 +74,26 @@ pub struct World {
     foreign_port: Option<(u8, Guid, NodeId)>,
     /// The last foreign SM's Sets are an SM's (an honest one's), not a rogue's.
     foreign_legit: bool,
+    /// Vports of the virtualization-capable HCAs (topology suffix `+vports=AxB`), with the
+    /// LID each first had ACTIVE.
+    pub vports: BTreeMap<Guid, Option<Lid>>,
+}
+
+/// Splits a topology `ft2:8+vports=2x4` into the generator spec and (HCAs, vports each).
+pub fn split_vports(topology: &str) -> Result<(&str, Option<(usize, u16)>), String> {
+    let Some((spec, v)) = topology.split_once("+vports=") else {
+        return Ok((topology, None));
+    };
+    let (a, b) = v
+        .split_once('x')
+        .ok_or_else(|| format!("vports={v}: want HCAsxVPORTS, e.g. 2x4"))?;
+    let a: usize = a
+        .parse()
+        .map_err(|_| format!("vports={v}: bad HCA count"))?;
+    let b: u16 = b
+        .parse()
+        .map_err(|_| format!("vports={v}: bad vport count"))?;
+    Ok((spec, Some((a, b))))
 }
 
 /// A topology's links as (node GUID, port, node GUID, port), each link once, lower end
@@ -164,7 +184,12 @@ impl World {
     /// Three replicas at the first three CA ports of `topology`, the fabric and the network
     /// seeded from `seed`.
     pub fn new(topology: &str, seed: u64, variant: Variant) -> Result<World, ChaosError> {
-        let topo = topology
+        let bad = |reason: String| ChaosError::Topology {
+            spec: topology.into(),
+            reason,
+        };
+        let (spec, virt) = split_vports(topology).map_err(bad)?;
+        let topo = spec
             .parse::<fabric::GenSpec>()
             .map_err(|e| e.to_string())
             .and_then(|s| s.generate().map_err(|e| e.to_string()))
@@ -179,13 +204,30 @@ impl World {
                 reason: format!("{} CA ports; three replicas need three", cas.len()),
             });
         }
-        let fab = SimFabric::new(
+        let mut fab = SimFabric::new(
             &topo,
             SimConfig {
                 seed,
                 ..SimConfig::default()
             },
         )?;
+        // Virtualization-capable HCAs after the replicas' and the foreign SM's ports.
+        let mut vports = BTreeMap::new();
+        if let Some((hcas, n)) = virt {
+            let pfs = cas
+                .get(4..4 + hcas)
+                .ok_or_else(|| bad(format!("{} CA ports; vports need {}", cas.len(), 4 + hcas)))?;
+            let mut fab_v = fab;
+            for &(_, _, pf) in pfs {
+                fab_v
+                    .enable_virtualization(pf, fabric_sim::VirtSpec::uniform(pf, n, true))
+                    .map_err(|e| bad(e.to_string()))?;
+                for i in 1..=n {
+                    vports.insert(fabric_sim::vport_guid(pf, i), None);
+                }
+            }
+            fab = fab_v;
+        }
         let mut rng = SplitMix64::new(seed ^ 0x0A11_CE55_0000_0001);
         let voters = [1, 2, 3];
         let mut nodes = Vec::new();
@@ -240,7 +282,29 @@ impl World {
             foreign: None,
             foreign_port,
             foreign_legit: false,
+            vports,
         })
+    }
+
+    /// At a master's SUBNET UP: every ACTIVE vport's LID against the first it had (a vport
+    /// LID that moves is counted; a takeover must keep them all).
+    fn watch_vports(&mut self) {
+        for (g, first) in self.vports.iter_mut() {
+            let Some(v) = self.fab.vport(*g) else {
+                continue;
+            };
+            if v.state != fabric::PortState::Active || v.lid.0 == 0 {
+                continue;
+            }
+            match first {
+                None => *first = Some(v.lid),
+                Some(l) if *l != v.lid => {
+                    self.stats.vport_lid_changes += 1;
+                    *l = v.lid;
+                }
+                Some(_) => {}
+            }
+        }
     }
 
     fn driven(&self, i: usize) -> bool {
@@ -351,6 +415,8 @@ impl World {
             self.stats.mft_sets += mfts;
             if self.checker.quiet.is_some() {
                 self.stats.quiet_mft_sets += mfts;
+                let lft = mad::AttributeId::LINEAR_FORWARDING_TABLE.0;
+                self.stats.quiet_lft_sets += log.iter().filter(|r| r.attr == lft).count() as u64;
             }
             let senders = &self.senders;
             let foreign_masters = self
@@ -500,6 +566,9 @@ impl World {
                 self.stats.quiet_takeovers += 1;
                 self.checker.quiet = Some((r, term));
             }
+        }
+        if !obs.subnet_up.is_empty() {
+            self.watch_vports();
         }
         for (r, _) in obs.subnet_up {
             if let Some((from_r, t0)) = self.failover_from

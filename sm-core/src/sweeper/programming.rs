@@ -112,8 +112,8 @@ impl Sweeper {
             self.queue_vl_tables();
             self.queue_vport_pkeys();
         }
-        if stage == 5 {
-            self.queue_vport_bring_up();
+        if stage == 4 || stage == 5 {
+            self.queue_vport_bring_up(stage == 4);
         }
     }
 
@@ -172,7 +172,9 @@ impl Sweeper {
             }
             Op::MftSet => self.mcast.fill(req, data),
             Op::SlToVlSet | Op::VlArbSet => self.lanes.fill(req, data),
-            Op::VPortInfoSet | Op::VPortPKeySet | Op::GuidInfoSet => self.fill_vport_set(req, data),
+            Op::VPortInfoSet | Op::VPortPKeySet | Op::GuidInfoSet | Op::VirtInfoSet => {
+                self.fill_vport_set(req, data)
+            }
             _ => self.prog.fill_set(&self.disc, &self.wanted(), req, data),
         }
     }

@@ -103,7 +103,7 @@ impl Sweeper {
                 let (a, m) = Self::vport_attr(req);
                 (Method::GET, a, m)
             }
-            Op::VPortInfoSet | Op::VPortPKeySet | Op::GuidInfoSet => {
+            Op::VPortInfoSet | Op::VPortPKeySet | Op::GuidInfoSet | Op::VirtInfoSet => {
                 let (a, m) = Self::vport_attr(req);
                 (Method::SET, a, m)
             }
@@ -201,6 +201,7 @@ impl Sweeper {
             Op::LftGet => self.on_lft_block(req, smp),
             Op::PKeyGet => self.on_audit_pkey_block(req, smp),
             Op::VirtInfoGet
+            | Op::VirtInfoSet
             | Op::VPortInfoGet
             | Op::VPortPKeyGet
             | Op::VPortInfoSet
@@ -239,6 +240,7 @@ impl Sweeper {
             Op::SmInfoSet => self.sm_info_set_failed(req),
             Op::SmInfoGet | Op::LftGet | Op::PKeyGet => {}
             Op::VirtInfoGet
+            | Op::VirtInfoSet
             | Op::VPortInfoGet
             | Op::VPortPKeyGet
             | Op::VPortInfoSet

@@ -128,12 +128,13 @@ impl Sweeper {
         }
     }
 
-    /// Stage 5: vports of ACTIVE physical ports brought up with their LIDs.
-    pub(super) fn queue_vport_bring_up(&mut self) {
+    /// Stage 4 (`arm`): vports in INIT to ARMED with their LIDs; stage 5: vports of ACTIVE
+    /// physical ports to ACTIVE.
+    pub(super) fn queue_vport_bring_up(&mut self, arm: bool) {
         let disc = &self.disc;
-        let sets = self
-            .vports
-            .bring_up_sets(|n, p| disc.port_of(n, p).info.state() == Some(PortState::Active));
+        let sets = self.vports.bring_up_sets(arm, |n, p| {
+            disc.port_of(n, p).info.state() == Some(PortState::Active)
+        });
         for (op, node, port, arg) in sets {
             self.prog.count_planned();
             self.push(op, node, port, arg);
@@ -142,6 +143,18 @@ impl Sweeper {
 
     /// The data of a vport Set.
     pub(super) fn fill_vport_set(&self, req: &Req, data: &mut [u8; 64]) -> Option<()> {
+        if req.op == Op::VirtInfoSet {
+            let p = self
+                .vports
+                .ports()
+                .find(|p| (p.node, p.port) == (req.node, req.port))?;
+            let mut info = p.info;
+            info.virtualization_enable = true;
+            info.vport_state_change = true;
+            info.vclient_reregister = false;
+            info.encode(data);
+            return Some(());
+        }
         if req.op == Op::GuidInfoSet {
             let guids = self.vports.alias_block(req.node, req.port)?;
             mad::GuidInfo { guids }.encode(data);
@@ -152,7 +165,7 @@ impl Sweeper {
             Op::VPortInfoSet => {
                 let mut info = v.info;
                 info.vport_lid = v.lid_want;
-                info.set_state(PortState::Active);
+                info.vport_state = crate::vports::Vports::next_state(v);
                 info.client_reregister = false;
                 info.encode(data);
             }
@@ -170,7 +183,9 @@ impl Sweeper {
     /// (attribute, modifier) of a vport request.
     pub(super) fn vport_attr(req: &Req) -> (mad::AttributeId, u32) {
         match req.op {
-            Op::VirtInfoGet => (VirtualizationInfo::ID, VirtualizationInfo::MODIFIER),
+            Op::VirtInfoGet | Op::VirtInfoSet => {
+                (VirtualizationInfo::ID, VirtualizationInfo::MODIFIER)
+            }
             Op::VPortInfoGet | Op::VPortInfoSet => (VPortInfo::ID, VPortInfo::modifier(req.arg)),
             Op::GuidInfoGet | Op::GuidInfoSet => (mad::GuidInfo::ID, 0),
             _ => (VPortPKeyTable::ID, VPortPKeyTable::modifier(req.arg, 0)),
@@ -181,15 +196,8 @@ impl Sweeper {
     pub(super) fn on_vport_reply(&mut self, req: &Req, data: &[u8; 64]) {
         let (n, p, i) = (req.node, req.port, req.arg);
         match req.op {
-            Op::VirtInfoGet => {
-                let v = VirtualizationInfo::decode(data);
-                self.vports.on_info(
-                    n,
-                    p,
-                    v.vport_cap,
-                    v.vport_index_top,
-                    v.virtualization_enable,
-                );
+            Op::VirtInfoGet | Op::VirtInfoSet => {
+                self.vports.on_info(n, p, VirtualizationInfo::decode(data))
             }
             Op::VPortInfoGet => self.vports.on_vport_info(n, p, i, VPortInfo::decode(data)),
             Op::VPortInfoSet => self.vports.on_vport_set(n, p, i, VPortInfo::decode(data)),
@@ -217,6 +225,11 @@ impl Sweeper {
                     self.prog.on_set_failed(&mut self.disc, req);
                 }
                 self.vports.on_guid_info_failed(req.node, req.port);
+            }
+            Op::VirtInfoSet => {
+                self.prog.on_set_failed(&mut self.disc, req);
+                self.vports
+                    .on_read_failed(req.node, req.port, req.op, req.arg);
             }
             Op::VPortInfoSet | Op::VPortPKeySet => {
                 self.prog.on_set_failed(&mut self.disc, req);

@@ -56,7 +56,7 @@ pub fn bring_up(spec: &str, partitions: Option<&str>) -> Up {
 /// (its programming writes their MFT blocks), the SM on the first CA port.
 pub fn bring_up_with(spec: &str, cfg: SweeperConfig, groups: Vec<sm_core::McastGroup>) -> Up {
     let t = topo(spec);
-    let mut fab = SimFabric::new(
+    let fab = SimFabric::new(
         &t,
         SimConfig {
             seed: 7,
@@ -64,6 +64,16 @@ pub fn bring_up_with(spec: &str, cfg: SweeperConfig, groups: Vec<sm_core::McastG
         },
     )
     .unwrap();
+    bring_up_on(t, fab, cfg, groups)
+}
+
+/// Brings `fab` (built from `t`) up with `cfg` and `groups`, the SM on the first CA port.
+pub fn bring_up_on(
+    t: Topology,
+    mut fab: SimFabric,
+    cfg: SweeperConfig,
+    groups: Vec<sm_core::McastGroup>,
+) -> Up {
     let sm_port = ca_ports(&t)[0].2;
     let sm = fab.attach(sm_port).unwrap();
     let mut sw = Sweeper::new(cfg).unwrap();
