@@ -133,6 +133,23 @@ impl Vports {
         self.ports.values()
     }
 
+    /// Every vport GUID and alias GUID this sweeper knows, with its physical port's GUID
+    /// (what `explain` resolves a VF GUID through).
+    pub fn functions(&self) -> BTreeMap<Guid, Guid> {
+        let mut out = BTreeMap::new();
+        for p in self.ports.values() {
+            for v in p.vports.values() {
+                out.insert(v.guid, p.pf_guid);
+            }
+        }
+        for (port, b) in &self.aliases {
+            for g in b.iter().filter(|g| g.0 != 0) {
+                out.insert(*g, *port);
+            }
+        }
+        out
+    }
+
     /// The vport with `guid`, with its physical port.
     pub fn find(&self, guid: Guid) -> Option<(&VirtPort, &VPortRecord)> {
         self.ports

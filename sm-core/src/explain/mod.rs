@@ -6,10 +6,11 @@
 //! A pure function of the sweeper's state: it sends nothing, reads no clock and changes
 //! nothing. Every explanation names one [`Cause`] with a stable code (`EXPLAIN-…`), the facts
 //! it rests on (what was read, when) and one next step. What the master cannot know it says:
-//! the GUID of a VF is not a port the master finds (a VF has no SM access and the sweeper
-//! does not read GUIDInfo), so it is explained only when the caller hands in the VF aliases
-//! ([`ExplainInputs::vf_aliases`]); otherwise the unknown GUID is an error whose text says
-//! what a VF would mean.
+//! the GUID of a VF is not a port the master finds (a VF has no SM access), so it is
+//! explained as a VF of its PF port only when it is known: a vport of a
+//! virtualization-capable port, an alias GUID set through the SA (the sweeper hands both
+//! in), or aliases the caller hands in ([`ExplainInputs::vf_aliases`]); otherwise the
+//! unknown GUID is an error whose text says what a VF would mean.
 
 mod facts;
 mod reason;
@@ -208,7 +209,7 @@ pub struct Explanation {
 pub struct ExplainInputs<'a> {
     /// The master's performance manager (counters, link health), when it runs.
     pub perf: Option<&'a PerfManager>,
-    /// VF alias GUID -> the PF port GUID it shares (shared-port SR-IOV), when the caller
-    /// knows them (the sweeper does not read GUIDInfo).
+    /// VF alias GUID -> the PF port GUID it shares (shared-port SR-IOV, or a vport), when
+    /// known ([`crate::Sweeper::explain`] hands in the vports and SA aliases it knows).
     pub vf_aliases: Option<&'a BTreeMap<Guid, Guid>>,
 }

@@ -11,8 +11,9 @@ const LID_HINT: &str = "no end port holds or was given this LID (`smctl nodes` l
 
 const GUID_HINT: &str = "if it is a VF (an SR-IOV alias GUID in a PF port's GUIDInfo), it has \
     no port of its own: a VF has no SM access (no QP0), its management is relayed by the \
-    host's PF driver, and this master does not read GUIDInfo, so it cannot tell which PF it \
-    belongs to; explain the PF port instead. A VF handed to a VM with vfio-pci and no PF \
+    host's PF driver. This master knows the vports of virtualization-capable ports and the \
+    alias GUIDs set through the SA; one set by the host driver alone it cannot tell from an \
+    unknown GUID: explain the PF port instead. A VF handed to a VM with vfio-pci and no PF \
     relay has no LID and stays Down: keep the PF driver on the host, or pass the whole PF";
 
 /// What a target names.

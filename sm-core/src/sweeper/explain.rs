@@ -17,11 +17,12 @@ impl Sweeper {
         what: ExplainTarget,
         perf: Option<&PerfManager>,
     ) -> Result<Explanation, SmError> {
+        let known = self.vports.functions();
         self.explain_with(
             what,
             &ExplainInputs {
                 perf,
-                vf_aliases: None,
+                vf_aliases: (!known.is_empty()).then_some(&known),
             },
         )
     }
