@@ -175,6 +175,21 @@ impl AttributeId {
     pub const LED_INFO: AttributeId = AttributeId(0x0031);
     /// PortInfoExtended.
     pub const PORT_INFO_EXTENDED: AttributeId = AttributeId(0x0033);
+    /// VirtualizationInfo (vendor range; NVIDIA OpenSM ib_types.h
+    /// `IB_MAD_ATTR_VIRTUALIZATION_INFO`). Layouts: `attr::virt`.
+    pub const VIRTUALIZATION_INFO: AttributeId = AttributeId(0xFFB0);
+    /// VPortInfo (`IB_MAD_ATTR_VPORT_INFO`).
+    pub const VPORT_INFO: AttributeId = AttributeId(0xFFB1);
+    /// VNodeInfo (`IB_MAD_ATTR_VNODE_INFO`).
+    pub const VNODE_INFO: AttributeId = AttributeId(0xFFB2);
+    /// VPortState (`IB_MAD_ATTR_VPORT_STATE`).
+    pub const VPORT_STATE: AttributeId = AttributeId(0xFFB3);
+    /// VNodeDescription (`IB_MAD_ATTR_VNODE_DESC`).
+    pub const VNODE_DESCRIPTION: AttributeId = AttributeId(0xFFB4);
+    /// VPortGUIDInfo (`IB_MAD_ATTR_VPORT_GUID_INFO`).
+    pub const VPORT_GUID_INFO: AttributeId = AttributeId(0xFFB5);
+    /// VPortP_KeyTable (`IB_MAD_ATTR_V_PKEY_TABLE`).
+    pub const VPORT_P_KEY_TABLE: AttributeId = AttributeId(0xFFB6);
 
     /// PerfMgt PortCounters (IBA 16.1.3.5; same value as SwitchInfo, other class).
     pub const PERF_PORT_COUNTERS: AttributeId = AttributeId(0x0012);

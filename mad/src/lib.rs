@@ -27,7 +27,8 @@ pub mod smp;
 pub use attr::{
     GuidInfo, LinearForwardingTable, MulticastForwardingTable, NodeDescription, NodeInfo, Notice,
     NoticeDetails, PKeyTable, PortInfo, ProducerType, SlToVlTable, SmInfo, SmState, SmpAttribute,
-    SwitchInfo, VlArbEntry, VlArbitrationTable,
+    SwitchInfo, VNodeDescription, VNodeInfo, VPortGuidInfo, VPortInfo, VPortPKeyTable, VPortState,
+    VirtualizationInfo, VlArbEntry, VlArbitrationTable,
 };
 pub use dr::{DrAction, DrDropReason, DrIngress, DrNode, dr_step};
 pub use error::MadError;

@@ -7,7 +7,8 @@ use mad::{
     AttributeId, GuidInfo, LinearForwardingTable, MadHeader, Method, MgmtClass,
     MulticastForwardingTable, NodeDescription, NodeInfo, Notice, NoticeDetails, PKeyTable,
     PortInfo, ProducerType, RmppHeader, SaMad, SlToVlTable, SmInfo, Smp, SmpAttribute, SwitchInfo,
-    VlArbEntry, VlArbitrationTable,
+    VNodeDescription, VNodeInfo, VPortGuidInfo, VPortInfo, VPortPKeyTable, VPortState,
+    VirtualizationInfo, VlArbEntry, VlArbitrationTable,
 };
 use proptest::prelude::*;
 
@@ -34,7 +35,19 @@ fn expected_mask(id: AttributeId) -> [u8; 64] {
                 m[2 * i] = 0x0f; // VL in bits 3..0, bits 7..4 reserved
             }
         }
-        _ => {} // NodeDescription, LFT, MFT, P_KeyTable, GUIDInfo, Notice: every bit defined
+        AttributeId::VIRTUALIZATION_INFO => {
+            m[4] = 0xe0; // bits 7..5 defined, 4..0 reserved
+            m[5] = 0; // reserved (ib_types.h resvd1)
+            m[8..].fill(0); // reserved (ib_types.h resvd2)
+        }
+        AttributeId::VPORT_INFO => {
+            m[0] = 0xfc; // state 7..4, rereg 3, LIDRequired 2; bits 1..0 reserved
+            m[28..].fill(0); // reserved (ib_types.h resvd2)
+        }
+        AttributeId::VNODE_INFO => m[12..].fill(0), // reserved (ib_types.h resvd)
+        // NodeDescription, LFT, MFT, P_KeyTable, GUIDInfo, Notice, VPortState,
+        // VNodeDescription, VPortGUIDInfo, VPortP_KeyTable: every bit defined
+        _ => {}
     }
     m
 }
@@ -74,6 +87,13 @@ fn check_all_bytes(b: &[u8; 64]) {
     check_bytes::<SlToVlTable>(b);
     check_bytes::<VlArbitrationTable>(b);
     check_bytes::<Notice>(b);
+    check_bytes::<VirtualizationInfo>(b);
+    check_bytes::<VPortInfo>(b);
+    check_bytes::<VNodeInfo>(b);
+    check_bytes::<VPortState>(b);
+    check_bytes::<VNodeDescription>(b);
+    check_bytes::<VPortGuidInfo>(b);
+    check_bytes::<VPortPKeyTable>(b);
 }
 
 #[test]
@@ -207,6 +227,53 @@ fn table_driven_attribute_cases() {
         toggle: true,
         count: 0x7fff,
         ..Notice::default()
+    });
+}
+
+#[test]
+fn table_driven_virtualization_cases() {
+    check_value(&VirtualizationInfo::default());
+    check_value(&VirtualizationInfo {
+        vport_cap: u16::MAX,
+        vport_index_top: 0x1234,
+        virtualization_enable: true,
+        vclient_reregister: true,
+        vport_state_change: true,
+        virtualization_revision: 0xff,
+        capability_mask: 0xff,
+    });
+    check_value(&VPortInfo {
+        vport_state: 15, // undefined state value still round-trips
+        client_reregister: true,
+        lid_required: true,
+        guid_cap: 0xff,
+        capability_mask: u16::MAX,
+        p_key_violations: u16::MAX,
+        q_key_violations: 1,
+        vport_lid: Lid(0xbfff),
+        lid_by_vport_index: u16::MAX,
+        port_guid: Guid(u64::MAX),
+        port_profile: u64::MAX,
+    });
+    check_value(&VNodeInfo {
+        partition_cap: u16::MAX,
+        local_port_num: 0xff,
+        num_ports: 0xff,
+        vnode_guid: Guid(u64::MAX),
+    });
+    let mut vs = VPortState::default();
+    for (i, s) in vs.states.iter_mut().enumerate() {
+        *s = (i % 16) as u8;
+    }
+    check_value(&vs);
+    check_value(&VNodeDescription {
+        desc: NodeDescription::from_text("vnode"),
+    });
+    check_value(&VPortGuidInfo {
+        guids: [Guid(0x0102_0304_0506_0708); 8],
+    });
+    check_value(&VPortPKeyTable {
+        keys: [PKey(0x7fff); 32],
     });
 }
 

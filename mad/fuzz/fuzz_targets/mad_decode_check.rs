@@ -7,7 +7,8 @@
 use mad::{
     DrIngress, DrNode, GuidInfo, LinearForwardingTable, MadHeader, MulticastForwardingTable,
     NodeDescription, NodeInfo, Notice, NoticeDetails, PKeyTable, PortInfo, SaMad, SlToVlTable,
-    SmInfo, Smp, SmpAttribute, SwitchInfo, VlArbitrationTable, dr_step,
+    SmInfo, Smp, SmpAttribute, SwitchInfo, VNodeDescription, VNodeInfo, VPortGuidInfo, VPortInfo,
+    VPortPKeyTable, VPortState, VirtualizationInfo, VlArbitrationTable, dr_step,
 };
 
 fn attr<T: SmpAttribute + PartialEq + std::fmt::Debug>(d: &[u8; 64]) {
@@ -126,6 +127,19 @@ pub fn run(data: &[u8]) {
     attr::<SlToVlTable>(&d);
     attr::<VlArbitrationTable>(&d);
     attr::<Notice>(&d);
+    attr::<VirtualizationInfo>(&d);
+    attr::<VPortInfo>(&d);
+    attr::<VNodeInfo>(&d);
+    attr::<VPortState>(&d);
+    attr::<VNodeDescription>(&d);
+    attr::<VPortGuidInfo>(&d);
+    attr::<VPortPKeyTable>(&d);
+    let (v, b) =
+        mad::attr::split_vport_block_modifier(u32::from_be_bytes([d[0], d[1], d[2], d[3]]));
+    assert_eq!(
+        mad::attr::vport_block_modifier(v, b),
+        u32::from_be_bytes([d[0], d[1], d[2], d[3]])
+    );
     let notice = Notice::decode(&d);
     let details = notice.details();
     if let Some(trap) = notice.trap_number() {

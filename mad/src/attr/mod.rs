@@ -8,6 +8,7 @@ mod port_info;
 mod sm_info;
 mod switch;
 mod tables;
+mod virt;
 
 pub use node::{NodeDescription, NodeInfo};
 pub use notice::{Notice, NoticeDetails, ProducerType};
@@ -15,6 +16,10 @@ pub use port_info::PortInfo;
 pub use sm_info::{SmInfo, SmState};
 pub use switch::{LinearForwardingTable, MulticastForwardingTable, SwitchInfo};
 pub use tables::{GuidInfo, PKeyTable, SlToVlTable, VlArbEntry, VlArbitrationTable};
+pub use virt::{
+    VNodeDescription, VNodeInfo, VPortGuidInfo, VPortInfo, VPortPKeyTable, VPortState,
+    VirtualizationInfo, split_vport_block_modifier, vport_block_modifier, vport_modifier,
+};
 
 use crate::MadError;
 use crate::header::AttributeId;

@@ -223,6 +223,11 @@ impl PortInfo {
     /// CapabilityMask bit 31: IsHierarchyInfoSupported.
     pub const CAP_IS_HIERARCHY_INFO_SUPPORTED: u32 = 1 << 31;
 
+    /// CapabilityMask2 bit 2: IsVirtualizationSupported (rdma-core libibmad iba_types.h
+    /// `IB_PORT_CAP2_IS_VIRT_SUPPORTED` 0x0004): the port answers the virtualization
+    /// attributes (`attr::virt`).
+    pub const CAP2_IS_VIRTUALIZATION_SUPPORTED: u16 = 0x0004;
+
     /// PortState as a typed value (`None` for 5..=15, e.g. ActiveDefer).
     pub fn state(&self) -> Option<PortState> {
         PortState::from_wire(self.port_state)
