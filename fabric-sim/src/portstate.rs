@@ -29,6 +29,7 @@ impl SimFabric {
         if notify {
             self.note_state_change(port, t);
         }
+        self.vports_follow(port, t);
         true
     }
 
@@ -81,6 +82,7 @@ impl SimFabric {
             p.phys = PhysState::LinkUp;
             p.busy_until = 0;
             self.note_state_change(i, t);
+            self.vports_follow(i, t);
         }
     }
 
