@@ -4,7 +4,10 @@
 //! (and any switch) answers 0x0C for them; a bad modifier or an illegal value answers 0x1C
 //! and changes nothing. Read-only attributes (VPortState, VNodeInfo, VNodeDescription)
 //! answer 0x0C to Set. Vport 0 is the PF: its VPortGUIDInfo and VPortP_KeyTable are the
-//! port's GUIDInfo and P_KeyTable, handled by the same code.
+//! port's GUIDInfo and P_KeyTable, handled by the same code. In a VPortInfo Set the SM
+//! writes VPortState, ClientReregister, the violation counters, VPortLID (LIDRequired vports
+//! only; unicast or 0) and LIDByVPortIndex (other vports only: 0 or a LIDRequired vport);
+//! LIDRequired, GUIDCap, CapabilityMask, PortGUID and PortProfile are read only.
 
 use crate::VTime;
 use crate::sim::SimFabric;
