@@ -7,7 +7,8 @@
 //!
 //! * [`SimFabric::enable_virtualization`] makes a CA port virtualization-capable: its
 //!   PortInfo CapabilityMask2 gets IsVirtualizationSupported (0x0004, and CapabilityMask
-//!   IsCapabilityMask2Supported), and it gets vports 1..=N ([`VirtSpec`]). Vport 0 is the
+//!   IsCapabilityMask2Supported; trap 144 tells the SM once the port has a LID and a
+//!   MasterSMLID), and it gets vports 1..=N ([`VirtSpec`]). Vport 0 is the
 //!   PF itself: its VPortInfo, VPortGUIDInfo and VPortP_KeyTable are the port's PortInfo
 //!   view, GUIDInfo and P_KeyTable (Sets of VPortInfo 0 are refused: PortInfo manages it).
 //! * Power-up: VirtualizationEnable is 0 and every vport is Down. Once the SM sets
@@ -313,9 +314,11 @@ impl SimFabric {
                 vports,
             },
         );
-        let info = &mut self.st.cold[port as usize].info;
-        info.capability_mask |= PortInfo::CAP_IS_CAPABILITY_MASK2_SUPPORTED;
-        info.capability_mask2 |= PortInfo::CAP2_IS_VIRTUALIZATION_SUPPORTED;
+        let info = &self.st.cold[port as usize].info;
+        let mask = info.capability_mask | PortInfo::CAP_IS_CAPABILITY_MASK2_SUPPORTED;
+        let mask2 = info.capability_mask2 | PortInfo::CAP2_IS_VIRTUALIZATION_SUPPORTED;
+        let t = self.now;
+        self.change_capabilities(port, mask, mask2, t);
         Ok(())
     }
 

@@ -566,6 +566,45 @@ fn delivery_rules_between_vports() {
 }
 
 #[test]
+fn enabling_virtualization_at_run_time_sends_trap_144() {
+    let mut s = small(SimConfig::default());
+    s.bring_up();
+    let _ = others(&mut s.fab, s.sm);
+    let pf = s.hg(3);
+    s.fab
+        .enable_virtualization(pf, VirtSpec::uniform(pf, 2, true))
+        .unwrap();
+    settle(&mut s.fab);
+    let traps: Vec<mad::NoticeDetails> = others(&mut s.fab, s.sm)
+        .into_iter()
+        .filter(|r| r.smp.method == mad::Method::TRAP)
+        .map(|r| mad::Notice::decode(&r.smp.data))
+        .filter(|n| n.trap_number() == Some(144))
+        .map(|n| n.details())
+        .collect();
+    let [
+        mad::NoticeDetails::CapabilityChange {
+            lid,
+            capability_mask,
+            capability_mask2,
+            ..
+        },
+    ] = traps[..]
+    else {
+        panic!("one trap 144 expected, got {traps:?}");
+    };
+    assert_eq!(lid, Lid(3));
+    assert_ne!(
+        capability_mask & PortInfo::CAP_IS_CAPABILITY_MASK2_SUPPORTED,
+        0
+    );
+    assert_eq!(
+        capability_mask2 & PortInfo::CAP2_IS_VIRTUALIZATION_SUPPORTED,
+        0x0004
+    );
+}
+
+#[test]
 fn enable_virtualization_refusals_and_power_cycle() {
     let mut s = small(SimConfig::default());
     let pf = s.hg(3);
