@@ -31,7 +31,8 @@
 //! * Data ([`SimFabric::deliver_vport`]): the sending vport must be Active and hold the key
 //!   in its own table; the receiving vport (by DLID, or by DGID for a shared LID) must be
 //!   Active and match the key in its own table (a refusal counts in its
-//!   VPortInfo.P_KeyViolations). The physical path is checked as for any packet.
+//!   VPortInfo.P_KeyViolations). The physical path is checked as for any packet. A plain
+//!   [`SimFabric::deliver`] to a vport's own LID is received, and checked, by that vport.
 //! * A node's power cycle forgets VirtualizationEnable, vport LIDs, tables and counters.
 //!
 //! Pure like the rest of the core: no IO, no clock.
