@@ -165,6 +165,41 @@ pub enum ControlRequest {
         /// Port number.
         port: u8,
     },
+    /// Make a CA port virtualization-capable: [`SimFabric::enable_virtualization`] with
+    /// [`crate::VirtSpec::uniform`].
+    EnableVirtualization {
+        /// PF port name.
+        port: String,
+        /// Number of vports.
+        vports: u16,
+        /// Every vport needs its own LID.
+        #[serde(default)]
+        lid_required: bool,
+        /// VPortCap (default: the number of vports).
+        #[serde(default)]
+        vport_cap: Option<u16>,
+    },
+    /// The vports of a PF port.
+    Vports {
+        /// PF port name.
+        port: String,
+    },
+    /// The host enables or disables a vport.
+    VportEnabled {
+        /// Vport GUID (`0x...`).
+        vport: String,
+        /// Enabled.
+        enabled: bool,
+    },
+    /// Data-packet check between functions: [`SimFabric::deliver_vport`].
+    DeliverVport {
+        /// Source vport GUID or port name.
+        src: String,
+        /// Destination vport GUID or port name.
+        dst: String,
+        /// P_Key.
+        pkey: u16,
+    },
     /// A port's P_KeyTable (non-zero entries with their index).
     Pkeys {
         /// Node name.
@@ -213,6 +248,25 @@ fn node_of(sim: &SimFabric, name: &str) -> Result<NodeId, String> {
     sim.find(name)
         .map(|(n, _)| n)
         .ok_or_else(|| format!("SIM-E009 no node or port named {name:?}"))
+}
+
+/// Resolves a function name: a vport GUID (`0x...`), else a port name ([`port_guid_of`]).
+fn function_guid_of(sim: &SimFabric, name: &str) -> Result<Guid, String> {
+    let t = name.trim();
+    if let Some(h) = t.strip_prefix("0x")
+        && let Ok(g) = u64::from_str_radix(h, 16)
+        && sim.vport(Guid(g)).is_some()
+    {
+        return Ok(Guid(g));
+    }
+    port_guid_of(sim, t)
+}
+
+fn vport_json(v: &crate::VPortView) -> Value {
+    json!({"guid": format!("{:#018x}", v.guid.0), "index": v.index, "enabled": v.enabled,
+           "lid_required": v.lid_required, "state": v.state.to_wire(), "lid": v.lid.0,
+           "effective_lid": v.effective_lid.0,
+           "pkeys": v.pkeys.iter().map(|k| k.0).collect::<Vec<u16>>()})
 }
 
 /// Resolves a port name: a port GUID, or a node name meaning its port 1 (port 0 for a
@@ -480,6 +534,35 @@ pub fn apply(sim: &mut SimFabric, now: VTime, req: &ControlRequest) -> Result<Va
                 .map(|(i, k)| (i, k.0))
                 .collect();
             json!({"ok": true, "pkeys": keys})
+        }
+        ControlRequest::EnableVirtualization {
+            port,
+            vports,
+            lid_required,
+            vport_cap,
+        } => {
+            let pf = port_guid_of(sim, port)?;
+            let mut spec = crate::VirtSpec::uniform(pf, *vports, *lid_required);
+            spec.vport_cap = vport_cap.unwrap_or(*vports);
+            sim.enable_virtualization(pf, spec)
+                .map_err(|e| e.to_string())?;
+            let v: Vec<Value> = sim.vports_of(pf).iter().map(vport_json).collect();
+            json!({"ok": true, "vports": v})
+        }
+        ControlRequest::Vports { port } => {
+            let pf = port_guid_of(sim, port)?;
+            let v: Vec<Value> = sim.vports_of(pf).iter().map(vport_json).collect();
+            json!({"ok": true, "vports": v})
+        }
+        ControlRequest::VportEnabled { vport, enabled } => {
+            let g = function_guid_of(sim, vport)?;
+            sim.set_vport_enabled(g, *enabled)
+                .map_err(|e| e.to_string())?;
+            json!({"ok": true})
+        }
+        ControlRequest::DeliverVport { src, dst, pkey } => {
+            let (s, d) = (function_guid_of(sim, src)?, function_guid_of(sim, dst)?);
+            json!({"ok": true, "delivery": sim.deliver_vport(s, d, PKey(*pkey))})
         }
         _ => return Err("unsupported request".into()),
     })

@@ -103,6 +103,39 @@ pub enum DropReason {
         /// The VL the SLtoVLMappingTable gave.
         vl: u8,
     },
+    /// The sending or receiving vport is not ACTIVE ([`SimFabric::deliver_vport`]).
+    VPortNotActive {
+        /// The vport's GUID.
+        vport: Guid,
+    },
+    /// The receiving vport's P_Key table has no entry matching the key (counted in its
+    /// VPortInfo.P_KeyViolations).
+    VPortPKey {
+        /// The vport's GUID.
+        vport: Guid,
+    },
+    /// No vport or CA port has this GUID, or a packet's DGID names no function of the port
+    /// it reached.
+    NoSuchVPort {
+        /// The GUID.
+        guid: Guid,
+    },
+    /// The destination has no LID yet (a LIDRequired vport the SM gave none, or a port
+    /// without a LID).
+    NoLid {
+        /// The destination's GUID.
+        guid: Guid,
+    },
+}
+
+/// Which functions of the end ports send and receive: the source port itself or one of its
+/// vports, and the GRH DGID the packet carries (None: no GRH).
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Ends {
+    /// Vport index at the source port (None: the port itself).
+    pub src_vport: Option<u16>,
+    /// The destination GUID in the GRH.
+    pub dgid: Option<Guid>,
 }
 
 /// Result of [`SimFabric::deliver`].
@@ -189,8 +222,20 @@ impl SimFabric {
         key: Option<PKey>,
         sl: Option<u8>,
     ) -> Result<(u32, u8), DropReason> {
+        self.walk_from_ends(src_port, dst, key, sl, Ends::default())
+    }
+
+    /// [`SimFabric::walk_from`] between the functions `ends` names.
+    pub(crate) fn walk_from_ends(
+        &mut self,
+        src_port: u32,
+        dst: Lid,
+        key: Option<PKey>,
+        sl: Option<u8>,
+        ends: Ends,
+    ) -> Result<(u32, u8), DropReason> {
         let mut path = WalkPath::new();
-        let mut r = self.trace_walk(src_port, dst, key, sl, &mut path);
+        let mut r = self.trace_walk_ends(src_port, dst, key, sl, ends, &mut path);
         if self.perf.any_error_rate() {
             self.rcv_errors_on(&mut path, &mut r);
         }
@@ -202,6 +247,12 @@ impl SimFabric {
             if let Some(p) = violation {
                 let i = &mut self.st.cold[p as usize].info;
                 i.p_key_violations = i.p_key_violations.saturating_add(1);
+            }
+            if let DropReason::VPortPKey { vport } = reason
+                && let Some(&(p, i)) = self.st.virt.by_guid.get(&vport)
+                && let Some(v) = self.st.virt.vport_mut(p, i)
+            {
+                v.p_key_violations = v.p_key_violations.saturating_add(1);
             }
             reason
         })
@@ -298,18 +349,42 @@ impl SimFabric {
         sl: Option<u8>,
         path: &mut WalkPath,
     ) -> WalkResult {
+        self.trace_walk_ends(src_port, dst, key, sl, Ends::default(), path)
+    }
+
+    /// [`SimFabric::trace_walk`] between the functions `ends` names: a source vport sends
+    /// with its own state and table, and at a CA destination the receiving function (the
+    /// port, or the vport its DLID or DGID names) is checked.
+    fn trace_walk_ends(
+        &self,
+        src_port: u32,
+        dst: Lid,
+        key: Option<PKey>,
+        sl: Option<u8>,
+        ends: Ends,
+        path: &mut WalkPath,
+    ) -> WalkResult {
         use DropReason::*;
         let sp = &self.st.ports[src_port as usize];
         let sn = &self.st.nodes[sp.node as usize];
         if !sn.present || sp.state != PortState::Active {
             return Err((SourceNotActive, None));
         }
-        if let Some(k) = key
+        if let Some(v) = ends.src_vport {
+            self.vport_send(src_port, v, key).map_err(|r| (r, None))?;
+        } else if let Some(k) = key
             && !self.st.table_contains(src_port, k)
         {
             return Err((SourcePKey, None));
         }
         if self.st.owns_lid(src_port, dst) {
+            // Looped back by the HCA: only another function of the port checks the packet.
+            let f = self
+                .receiving_function(src_port, dst, ends.dgid)
+                .map_err(|r| (r, None))?;
+            if f != ends.src_vport {
+                return self.receive_at(src_port, dst, key, ends.dgid, 0);
+            }
             return Ok((src_port, 0));
         }
         let mut egress = if sn.sw != NONE {
@@ -420,24 +495,39 @@ impl SimFabric {
                     }
                 }
             } else {
-                if !self.st.owns_lid(ing, dst) {
-                    let r = WrongDestination {
-                        node: NodeId(inode),
-                        port: inum,
-                    };
-                    return Err((r, None));
-                }
-                if let Some(k) = key
-                    && !self.st.table_matches(ing, k)
-                {
-                    let r = DestinationPKey {
-                        node: NodeId(inode),
-                        port: inum,
-                    };
-                    return Err((r, Some(ing)));
-                }
-                return Ok((ing, hops));
+                return self.receive_at(ing, dst, key, ends.dgid, hops);
             }
+        }
+    }
+
+    /// A packet for `dst` (GRH DGID `dgid`) reaches CA port `ing` after `hops` links: the
+    /// port must own the DLID, and the receiving function (the port, or the vport the DLID
+    /// or DGID names) accept it.
+    fn receive_at(
+        &self,
+        ing: u32,
+        dst: Lid,
+        key: Option<PKey>,
+        dgid: Option<Guid>,
+        hops: u8,
+    ) -> WalkResult {
+        let ip = &self.st.ports[ing as usize];
+        let (node, port) = (NodeId(ip.node), ip.num);
+        if !self.st.owns_lid(ing, dst) {
+            return Err((DropReason::WrongDestination { node, port }, None));
+        }
+        match self.receiving_function(ing, dst, dgid) {
+            Err(r) => Err((r, None)),
+            Ok(Some(v)) => match self.vport_receive(ing, v, key) {
+                Ok(()) => Ok((ing, hops)),
+                Err(r) => Err((r, None)),
+            },
+            Ok(None) => match key {
+                Some(k) if !self.st.table_matches(ing, k) => {
+                    Err((DropReason::DestinationPKey { node, port }, Some(ing)))
+                }
+                _ => Ok((ing, hops)),
+            },
         }
     }
 }

@@ -63,4 +63,10 @@ pub enum SimError {
     /// A performance counter the simulated ports do not keep (see the `perf` module).
     #[error("SIM-E017 counter {0} is not modelled")]
     NotModelled(&'static str),
+    /// A port cannot be made virtualization-capable as asked.
+    #[error("SIM-E018 port {0} cannot host these vports: {1}")]
+    Virtualization(Guid, String),
+    /// No vport has this GUID.
+    #[error("SIM-E019 no vport with GUID {0}")]
+    NoSuchVPort(Guid),
 }

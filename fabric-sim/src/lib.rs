@@ -83,7 +83,10 @@
 //!   read-only).
 //! * Virtualization ([`virt`]): a PF passed to a VM is an ordinary CA port; a VF in the
 //!   shared-port model is a GUIDInfo alias sharing the PF's LID and P_KeyTable, without SM
-//!   access.
+//!   access. A virtualization-capable CA port ([`SimFabric::enable_virtualization`]) has
+//!   vports with their own state, GUID, optional LID and P_Key table, managed by the SM
+//!   through VirtualizationInfo, VPortInfo, VPortState, VPortGUIDInfo and VPortP_KeyTable,
+//!   and reached by [`SimFabric::deliver_vport`] (the `vport` module states the model).
 //!
 //! The core must never do IO, read a clock, spawn a thread or use unseeded randomness.
 //! The only IO parts are [`protocol`] (framing over `Read`/`Write`), [`server`] (the
@@ -107,6 +110,8 @@ mod sim;
 mod sma;
 mod state;
 mod vl;
+mod vport;
+mod vport_sma;
 
 pub mod client;
 pub mod control;
@@ -124,6 +129,7 @@ pub use mcast::McastDelivery;
 pub use perf::PACKET_WORDS;
 pub use sim::{AttachId, Received, SimFabric};
 pub use vl::{VlHop, data_vls};
+pub use vport::{VPortSpec, VPortView, VirtSpec, vport_guid};
 
 /// Virtual time in nanoseconds since the fabric was created.
 pub type VTime = u64;

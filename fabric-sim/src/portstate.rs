@@ -29,6 +29,7 @@ impl SimFabric {
         if notify {
             self.note_state_change(port, t);
         }
+        self.vports_follow(port, t);
         true
     }
 
@@ -81,6 +82,7 @@ impl SimFabric {
             p.phys = PhysState::LinkUp;
             p.busy_until = 0;
             self.note_state_change(i, t);
+            self.vports_follow(i, t);
         }
     }
 
@@ -192,13 +194,20 @@ impl SimFabric {
 
     /// Changes a CA port's CapabilityMask and sends trap 144 (capability change).
     pub(crate) fn change_capability(&mut self, port: u32, mask: u32, t: VTime) {
+        let mask2 = self.st.cold[port as usize].info.capability_mask2;
+        self.change_capabilities(port, mask, mask2, t);
+    }
+
+    /// Changes a CA port's CapabilityMask and CapabilityMask2 and, when either changed,
+    /// sends trap 144 (capability change) carrying both.
+    pub(crate) fn change_capabilities(&mut self, port: u32, mask: u32, mask2: u16, t: VTime) {
         let p = &mut self.st.cold[port as usize];
-        if p.info.capability_mask == mask {
+        if (p.info.capability_mask, p.info.capability_mask2) == (mask, mask2) {
             return;
         }
         p.info.capability_mask = mask;
+        p.info.capability_mask2 = mask2;
         let lid = p.info.lid;
-        let cm2 = p.info.capability_mask2;
         self.send_trap(
             port,
             144,
@@ -208,7 +217,7 @@ impl SimFabric {
                 other_local_changes: false,
                 capability_mask: mask,
                 change_flags: 0,
-                capability_mask2: cm2,
+                capability_mask2: mask2,
             },
             t,
         );

@@ -68,6 +68,8 @@ pub(crate) enum EvKind {
     GmpArrive { slot: u32 },
     /// Repeat trap number `n` (TID = trap base + n) unless repressed.
     TrapRepeat { n: u32 },
+    /// Vports of a port held Down by the SM may retrain ([`crate::vport`]).
+    VPortTrain { port: u32 },
 }
 
 #[derive(PartialEq, Eq, PartialOrd, Ord, Debug)]
@@ -528,6 +530,7 @@ impl SimFabric {
             EvKind::LinkTrain { port } => self.link_train(port, t),
             EvKind::GmpArrive { slot } => self.gmp_arrive(slot, t),
             EvKind::TrapRepeat { n } => self.trap_repeat(n, t),
+            EvKind::VPortTrain { port } => self.vports_follow(port, t),
             EvKind::Fault { idx } => {
                 if let Some(f) = self.scheduled.get_mut(idx as usize).and_then(Option::take) {
                     // A scheduled fault naming a bad node was validated when scheduled.

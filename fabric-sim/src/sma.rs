@@ -1,6 +1,7 @@
 //! The Subnet Management Agent of every node: after the M_Key check ([`crate::mkey`]), Get/Set of NodeInfo,
 //! NodeDescription, PortInfo, SwitchInfo, LinearForwardingTable, MulticastForwardingTable,
-//! P_KeyTable, GUIDInfo, SLtoVLMappingTable and VLArbitrationTable, with the IBA status
+//! P_KeyTable, GUIDInfo, SLtoVLMappingTable and VLArbitrationTable (and, on
+//! virtualization-capable CA ports, the virtualization attributes: `vport_sma`), with the IBA status
 //! codes: 0x0C (method/attribute combination unsupported) and 0x1C (invalid attribute
 //! field or modifier), 0x08 (method unsupported), 0x04 (bad version).
 
@@ -9,7 +10,7 @@ use crate::accounting::SetRecord;
 use crate::mkey::MKeyCheck;
 use crate::sim::{EvKind, SimFabric};
 use crate::state::NONE;
-use fabric::{Guid, NodeId, PKey, PhysState, PortState};
+use fabric::{Guid, NodeId, PhysState, PortState};
 use mad::{
     AttributeId, GuidInfo, LinearForwardingTable, MadStatus, Method, MulticastForwardingTable,
     NodeInfo, PKeyTable, PortInfo, SlToVlTable, Smp, SmpAttribute, SwitchInfo, VlArbitrationTable,
@@ -143,7 +144,7 @@ impl SimFabric {
         }
     }
 
-    fn sma_get(&mut self, port: u32, req: &Smp, slot: u32, hide_key: bool) -> u16 {
+    pub(crate) fn sma_get(&mut self, port: u32, req: &Smp, slot: u32, hide_key: bool) -> u16 {
         let p = &self.st.ports[port as usize];
         let in_num = p.num;
         let node = p.node;
@@ -253,6 +254,9 @@ impl SimFabric {
                     .copied()
                     .unwrap_or_default()
                     .encode(&mut data);
+            }
+            id if crate::vport_sma::is_virt_attr(id) => {
+                return self.vport_sma_get(port, req, slot, hide_key);
             }
             _ => return UNSUP,
         }
@@ -374,7 +378,7 @@ impl SimFabric {
     }
 
     /// Applies a Set; on success the response data is the attribute as it now is.
-    fn sma_set(&mut self, port: u32, req: &Smp, slot: u32, t: VTime) -> u16 {
+    pub(crate) fn sma_set(&mut self, port: u32, req: &Smp, slot: u32, t: VTime) -> u16 {
         let p = &self.st.ports[port as usize];
         let node = p.node;
         let n = &self.st.nodes[node as usize];
@@ -464,13 +468,9 @@ impl SimFabric {
                 } else {
                     self.cfg.ca_partition_cap
                 };
-                let tp = &mut self.st.cold[target as usize];
-                if tp.pkeys.is_empty() {
-                    tp.pkeys = vec![PKey(0); usize::from(cap)];
-                    tp.pkeys[0] = PKey::DEFAULT_FULL;
-                }
-                let t = PKeyTable::decode(&req.data);
-                tp.pkeys[block * 32..block * 32 + 32].copy_from_slice(&t.keys);
+                let keys = PKeyTable::decode(&req.data).keys;
+                let tp = &mut self.st.cold[target as usize].pkeys;
+                crate::state::write_pkey_block(tp, cap, block, &keys);
             }
             AttributeId::GUID_INFO => {
                 if is_switch {
@@ -496,6 +496,9 @@ impl SimFabric {
                 };
                 self.vlarb
                     .insert(key, VlArbitrationTable::decode(&req.data));
+            }
+            id if crate::vport_sma::is_virt_attr(id) => {
+                return self.vport_sma_set(port, req, slot, t);
             }
             _ => return UNSUP,
         }

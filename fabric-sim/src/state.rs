@@ -125,6 +125,49 @@ pub(crate) struct State {
     /// SwitchInfo.MulticastFDBTop of a switch at power-up (see
     /// `SimConfig::multicast_fdb_top_supported`).
     pub mft_top_reset: u16,
+    /// Vports of virtualization-capable CA ports ([`crate::vport`]).
+    pub virt: crate::vport::VirtState,
+}
+
+/// Entry `index` of a P_Key table (a port's or a vport's); an empty table is the power-up
+/// table, 0xFFFF at index 0.
+#[inline]
+pub(crate) fn key_at(table: &[PKey], index: usize) -> PKey {
+    if table.is_empty() {
+        if index == 0 {
+            PKey::DEFAULT_FULL
+        } else {
+            PKey(0)
+        }
+    } else {
+        table.get(index).copied().unwrap_or(PKey(0))
+    }
+}
+
+/// True when some entry of a P_Key table matches `key` by the IBA rule.
+pub(crate) fn keys_match(table: &[PKey], key: PKey) -> bool {
+    if table.is_empty() {
+        return PKey::DEFAULT_FULL.matches(key);
+    }
+    table.iter().any(|k| k.matches(key))
+}
+
+/// True when a P_Key table holds exactly `key` (an HCA sends only with such a key).
+pub(crate) fn keys_contain(table: &[PKey], key: PKey) -> bool {
+    if table.is_empty() {
+        return key == PKey::DEFAULT_FULL;
+    }
+    !key.is_invalid() && table.contains(&key)
+}
+
+/// Writes 32-entry `block` of a P_Key table of `cap` entries (materialising the power-up
+/// table first); the caller checked `block * 32 < cap`.
+pub(crate) fn write_pkey_block(table: &mut Vec<PKey>, cap: u16, block: usize, keys: &[PKey; 32]) {
+    if table.is_empty() {
+        *table = vec![PKey(0); usize::from(cap)];
+        table[0] = PKey::DEFAULT_FULL;
+    }
+    table[block * 32..block * 32 + 32].copy_from_slice(keys);
 }
 
 /// MulticastFDBTop meaning "no MFT entry valid" (the MLID before 0xC000).
@@ -304,6 +347,7 @@ impl State {
             by_node_guid,
             descs,
             mft_top_reset,
+            virt: Default::default(),
         };
         for i in 0..st.nodes.len() {
             st.sync_mkey(st.nodes[i].port_base);
@@ -318,7 +362,8 @@ impl State {
     }
 
     /// The LID range (base, count) owned by a port as an end port: a CA port's own LID
-    /// and LMC; for any switch port, the switch's port-0 LID and LMC.
+    /// and LMC; for any switch port, the switch's port-0 LID and LMC. (A
+    /// virtualization-capable CA port also owns its vports' own LIDs: [`State::owns_lid`].)
     #[inline]
     pub fn lid_range(&self, port: u32) -> (u16, u16) {
         let p = &self.ports[port as usize];
@@ -331,11 +376,13 @@ impl State {
         (info.lid.0, 1u16 << (info.lmc & 7))
     }
 
-    /// True when `lid` belongs to the end port `port` (see [`State::lid_range`]).
+    /// True when `lid` belongs to the end port `port` (see [`State::lid_range`]), or is the
+    /// own LID of one of its vports.
     #[inline]
     pub fn owns_lid(&self, port: u32, lid: Lid) -> bool {
         let (base, n) = self.lid_range(port);
-        base != 0 && lid.0 >= base && u32::from(lid.0) < u32::from(base) + u32::from(n)
+        (base != 0 && lid.0 >= base && u32::from(lid.0) < u32::from(base) + u32::from(n))
+            || self.virt.lid_owner(lid).is_some_and(|(p, _)| p == port)
     }
 
     /// The LID a node uses as source from port `port` (switches: port 0's LID).
@@ -373,34 +420,17 @@ impl State {
     /// P_Key at `index` of a port's table.
     #[inline]
     pub fn pkey_at(&self, port: u32, index: usize) -> PKey {
-        let p = &self.cold[port as usize];
-        if p.pkeys.is_empty() {
-            if index == 0 {
-                PKey::DEFAULT_FULL
-            } else {
-                PKey(0)
-            }
-        } else {
-            p.pkeys.get(index).copied().unwrap_or(PKey(0))
-        }
+        key_at(&self.cold[port as usize].pkeys, index)
     }
 
     /// True when some entry of the port's table matches `key` by the IBA rule.
     pub fn table_matches(&self, port: u32, key: PKey) -> bool {
-        let p = &self.cold[port as usize];
-        if p.pkeys.is_empty() {
-            return PKey::DEFAULT_FULL.matches(key);
-        }
-        p.pkeys.iter().any(|k| k.matches(key))
+        keys_match(&self.cold[port as usize].pkeys, key)
     }
 
     /// True when the port's table holds exactly `key`.
     pub fn table_contains(&self, port: u32, key: PKey) -> bool {
-        let p = &self.cold[port as usize];
-        if p.pkeys.is_empty() {
-            return key == PKey::DEFAULT_FULL;
-        }
-        !key.is_invalid() && p.pkeys.contains(&key)
+        keys_contain(&self.cold[port as usize].pkeys, key)
     }
 
     /// Resets a node to power-up: LIDs, keys, tables, M_Key and (for switches) the LFT.
@@ -434,6 +464,7 @@ impl State {
             p.pkeys = Vec::new();
             p.guids = None;
             p.lease_deadline = 0;
+            self.virt.power_cycle(i);
         }
         self.sync_mkey(base);
         if sw != NONE {

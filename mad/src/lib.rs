@@ -1,7 +1,10 @@
 //! `mad` — InfiniBand management datagrams on the wire, bit for bit: the common MAD
 //! header, Subnet Management Packets in both forms (LID-routed and directed route), the
 //! directed-route forwarding rules as a pure step function, every SMP attribute the SM
-//! uses, the SA/RMPP headers, and the Performance Management GMP with its counters.
+//! uses, the IB virtualization attributes (VirtualizationInfo, VPortInfo, VPortState,
+//! VNodeInfo, VNodeDescription, VPortGUIDInfo, VPortP_KeyTable: layouts from NVIDIA's public
+//! encodings, see `attr/virt.rs`), the SA/RMPP headers, and the Performance Management GMP
+//! with its counters.
 //!
 //! Layouts follow the InfiniBand Architecture specification (IBA) as published in public
 //! code: rdma-core libibmad `fields.c`, opensm `include/iba/ib_types.h` and linux
