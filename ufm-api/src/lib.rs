@@ -17,7 +17,11 @@
 //! credentials (`WWW-Authenticate: Basic`), 404 for an unknown P_Key or route, 409 for a
 //! stale version, 503 without a leader; the admin API's message is the body's `error`.
 //! Bodies are limited to [`MAX_BODY`] bytes.
+//!
+//! [`https`] is the HTTPS listener a replica's HTTP services share (this API and the
+//! dashboard).
 
+pub mod https;
 pub mod wire;
 
 use axum::Router;
