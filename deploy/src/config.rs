@@ -276,6 +276,40 @@ pub struct FileConfig {
     /// `--no-metrics-port-counters` is `false`).
     #[arg(long)]
     pub metrics_port_counters: Option<bool>,
+    /// Cluster mode: serve the UFM-compatible PKey API (ib-kubernetes' UFM plugin;
+    /// docs/tenants.md) here, e.g. 0.0.0.0:8443: HTTPS with the admin TLS settings, plain
+    /// HTTP only with insecure-loopback on a loopback address (default: not served).
+    #[arg(long)]
+    pub ufm_listen: Option<std::net::SocketAddr>,
+    /// User name of the UFM API's basic auth (default `admin`).
+    #[arg(long)]
+    pub ufm_username: Option<String>,
+    /// File holding the password of the UFM API's basic auth (required with ufm-listen).
+    #[arg(long)]
+    pub ufm_password_file: Option<PathBuf>,
+    /// File of UFM access tokens (one per line), accepted on /ufmRestV3 as UFM's token auth
+    /// (default: token auth off).
+    #[arg(long)]
+    pub ufm_token_file: Option<PathBuf>,
+    /// File holding the admin bearer token the UFM API presents to the admin API (needed
+    /// when the admin API has tokens).
+    #[arg(long)]
+    pub ufm_admin_token_file: Option<PathBuf>,
+}
+
+/// The UFM-compatible PKey API's settings (`ufm-*` keys), given `ufm-listen`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UfmConfig {
+    /// Listen address.
+    pub listen: std::net::SocketAddr,
+    /// Basic auth user name.
+    pub username: String,
+    /// Basic auth password file.
+    pub password_file: PathBuf,
+    /// UFM token file.
+    pub token_file: Option<PathBuf>,
+    /// Admin bearer token file.
+    pub admin_token_file: Option<PathBuf>,
 }
 
 /// The `[admin]` table: security of a replica's gRPC listener (Peer and SmAdmin share it)
@@ -357,6 +391,11 @@ impl FileConfig {
                 .perfmgr_error_thresholds
                 .or(self.perfmgr_error_thresholds),
             metrics_port_counters: over.metrics_port_counters.or(self.metrics_port_counters),
+            ufm_listen: over.ufm_listen.or(self.ufm_listen),
+            ufm_username: over.ufm_username.or(self.ufm_username),
+            ufm_password_file: over.ufm_password_file.or(self.ufm_password_file),
+            ufm_token_file: over.ufm_token_file.or(self.ufm_token_file),
+            ufm_admin_token_file: over.ufm_admin_token_file.or(self.ufm_admin_token_file),
         }
     }
 }
@@ -406,6 +445,8 @@ pub struct NodeConfig {
     pub perf: sm_core::perf::PerfConfig,
     /// The per-port fabric families are served with the metrics.
     pub metrics_port_counters: bool,
+    /// The UFM-compatible PKey API (None: not served).
+    pub ufm: Option<UfmConfig>,
 }
 
 /// The `[qos]` table: None when absent or `enabled = false`; the `qos_*` keys checked.
@@ -567,6 +608,21 @@ impl TryFrom<FileConfig> for NodeConfig {
                 ..perf
             },
             metrics_port_counters: f.metrics_port_counters.unwrap_or(true),
+            ufm: match (f.ufm_listen, f.ufm_password_file) {
+                (None, _) => None,
+                (Some(_), None) => {
+                    return Err(ConfigError::Config(
+                        "ufm-listen needs ufm-password-file (the UFM API's basic auth)".into(),
+                    ));
+                }
+                (Some(listen), Some(password_file)) => Some(UfmConfig {
+                    listen,
+                    username: f.ufm_username.unwrap_or_else(|| "admin".into()),
+                    password_file,
+                    token_file: f.ufm_token_file,
+                    admin_token_file: f.ufm_admin_token_file,
+                }),
+            },
         })
     }
 }

@@ -13,7 +13,8 @@
 //!   policy (checked in [`Mode::Lenient`]).
 
 use partitions::tenants::{
-    self, Compiled, MemberRef, Mode, PortDirectory, RdmaLimit, StoragePartition, Tenant, TenantSet,
+    self, ApiPartition, Compiled, MemberRef, Mode, PortDirectory, RdmaLimit, StoragePartition,
+    Tenant, TenantSet,
 };
 use proto::state::{self as ps, Tenants, tenant_member};
 
@@ -71,6 +72,29 @@ pub fn tenant_set_from_proto(t: &Tenants) -> Result<TenantSet, String> {
     Ok(set)
 }
 
+/// The API-managed partitions of a protobuf tenant set (a P_Key above 16 bits is refused;
+/// a partition without a name gets [`ApiPartition::default_name`]).
+pub fn api_partitions_from_proto(t: &Tenants) -> Result<Vec<ApiPartition>, String> {
+    t.pkeys
+        .iter()
+        .map(|p| {
+            let pkey = u16::try_from(p.pkey)
+                .map_err(|_| format!("partition {:#x}: PKey above 16 bits", p.pkey))?;
+            Ok(ApiPartition {
+                pkey,
+                name: if p.name.is_empty() {
+                    ApiPartition::default_name(pkey)
+                } else {
+                    p.name.clone()
+                },
+                members: p.members.iter().map(|m| (Guid(m.guid), !m.limited)).collect(),
+                ipoib: p.ipoib,
+                index0: p.index0,
+            })
+        })
+        .collect()
+}
+
 /// The protobuf form of a member reference.
 pub fn member_to_proto(m: &MemberRef) -> ps::TenantMember {
     ps::TenantMember {
@@ -91,9 +115,9 @@ pub fn directory_of(topology: &ps::Topology) -> Option<PortDirectory> {
         .map(|t| PortDirectory::from_topology(&t))
 }
 
-/// True when the set defines no tenant and no storage partition.
+/// True when the set defines no tenant, storage partition or API partition.
 pub fn is_empty(t: &Tenants) -> bool {
-    t.tenants.is_empty() && t.storage.is_empty()
+    t.tenants.is_empty() && t.storage.is_empty() && t.pkeys.is_empty()
 }
 
 /// The SM ports of a cluster: every configured replica's port and the master's.
@@ -122,8 +146,10 @@ pub fn compile_on(
     mode: Mode,
 ) -> Result<Compiled, ApplyError> {
     let set = tenant_set_from_proto(t).map_err(ApplyError::BadTenants)?;
-    tenants::compile_with(
+    let pkeys = api_partitions_from_proto(t).map_err(ApplyError::BadTenants)?;
+    tenants::compile_all(
         &set,
+        &pkeys,
         operator,
         directory_of(topology).as_ref(),
         sm_ports,

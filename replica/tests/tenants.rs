@@ -58,6 +58,7 @@ fn tenants(version: u64) -> Tenants {
             ipoib: false,
         }],
         version,
+        pkeys: Vec::new(),
     }
 }
 

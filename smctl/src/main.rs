@@ -17,6 +17,7 @@ mod client;
 mod cluster_cmds;
 mod draw;
 mod explain;
+mod guids;
 mod input;
 mod partitions;
 mod perf;
@@ -106,6 +107,10 @@ enum Command {
     /// Cluster: tenants (own partition, shared storage, RDMA cgroup limits for host agents).
     #[command(subcommand)]
     Tenants(tenants::TenantsCmd),
+    /// Cluster: partitions managed by P_Key through the admin API (the UFM-compatible API's
+    /// "pkeys"): add-guid, remove-guid, delete, list.
+    #[command(subcommand)]
+    Pkey(guids::PkeyCmd),
     /// Cluster: SA state — multicast groups, members, services, subscriptions.
     #[command(subcommand)]
     Sa(sa::SaCmd),
@@ -191,6 +196,7 @@ fn main() -> std::process::ExitCode {
         Command::Watch(a) => cluster_cmds::watch(a),
         Command::Tenants(c) => tenants::run_cmd(c),
         Command::Sa(c) => sa::run_cmd(c),
+        Command::Pkey(c) => guids::run_pkey(c),
         Command::Draw(c) => draw::run(c),
         Command::Completion { shell } => {
             let mut buf = Vec::new();

@@ -1,4 +1,5 @@
-//! `smctl tenants list|show|set|set-storage|delete|assignment`: tenants through the admin API.
+//! `smctl tenants list|show|set|set-storage|delete|add-guid|remove-guid|assignment`: tenants
+//! through the admin API (add-guid and remove-guid: [`crate::guids`]).
 //!
 //! A tenant's RDMA limits are given as the kernel writes them (`--rdma "mlx5_0 hca_handle=2
 //! hca_object=2000"`, `max` for no limit). Reads accept `--json`. Writes are compare-and-set on
@@ -44,6 +45,21 @@ pub enum TenantsCmd {
         /// Refuse unless the tenant set version in force is this one.
         #[arg(long)]
         expected_version: Option<u64>,
+    },
+    /// Add port or VF alias GUIDs to a tenant in one change: each leaves every other tenant
+    /// and API partition (printed).
+    AddGuid {
+        /// Tenant name.
+        name: String,
+        #[command(flatten)]
+        g: crate::guids::GuidArgs,
+    },
+    /// Remove GUIDs from a tenant.
+    RemoveGuid {
+        /// Tenant name.
+        name: String,
+        #[command(flatten)]
+        g: crate::guids::GuidArgs,
     },
     /// What a host agent gets for its port GUIDs (tenant, limits, intended P_Keys).
     Assignment {
@@ -376,6 +392,8 @@ pub fn run_cmd(cmd: TenantsCmd) -> anyhow::Result<ExitCode> {
             );
             Ok(ExitCode::SUCCESS)
         }),
+        TenantsCmd::AddGuid { name, g } => crate::guids::tenant_change(true, name, g),
+        TenantsCmd::RemoveGuid { name, g } => crate::guids::tenant_change(false, name, g),
         TenantsCmd::Assignment { ports, read } => run(|mut c| async move {
             let r = c
                 .get_tenant_assignment(GetTenantAssignmentRequest {
@@ -441,7 +459,7 @@ fn set_call(req: SetTenantRequest, what: String) -> anyhow::Result<ExitCode> {
 }
 
 /// An idempotency key for one invocation (a retried call is applied at most once).
-fn request_id() -> u64 {
+pub(crate) fn request_id() -> u64 {
     let t = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos() as u64);

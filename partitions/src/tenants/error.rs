@@ -136,6 +136,36 @@ pub enum TenantError {
         /// Tenant.
         tenant: String,
     },
+    /// TENANT-E015.
+    #[error("TENANT-E015: '{owner}' names GUID 0, which is no port")]
+    InvalidGuid {
+        /// Tenant or partition.
+        owner: String,
+    },
+    /// TENANT-E016.
+    #[error(
+        "TENANT-E016: partition '{name}' would hold {count} GUIDs, more than {limit} (MAX_API_MEMBERS)"
+    )]
+    TooManyMembers {
+        /// The partition.
+        name: String,
+        /// GUIDs it would hold.
+        count: usize,
+        /// The limit.
+        limit: usize,
+    },
+    /// TENANT-E017.
+    #[error(
+        "TENANT-E017: port {port} of partition '{partition}' is a member of tenant '{tenant}': a tenant's ports join no API partition (remove it from the tenant first)"
+    )]
+    TenantPortInPartition {
+        /// The GUID named.
+        port: Guid,
+        /// The API partition.
+        partition: String,
+        /// The tenant.
+        tenant: String,
+    },
 }
 
 impl TenantError {
@@ -156,6 +186,9 @@ impl TenantError {
             TenantError::OperatorSyntax { .. } => "TENANT-E012",
             TenantError::SharedPortAcrossTenants { .. } => "TENANT-E013",
             TenantError::SmPortInTenant { .. } => "TENANT-E014",
+            TenantError::InvalidGuid { .. } => "TENANT-E015",
+            TenantError::TooManyMembers { .. } => "TENANT-E016",
+            TenantError::TenantPortInPartition { .. } => "TENANT-E017",
         }
     }
 }

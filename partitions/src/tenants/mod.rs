@@ -30,9 +30,11 @@ use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 
+mod api;
 mod error;
 mod rdma;
 mod reach;
+pub use api::{ApiPartition, MAX_API_MEMBERS, check_guid};
 pub use error::TenantError;
 pub use rdma::RdmaLineError;
 pub use reach::{Reach, reachability, tenants_leak};
@@ -386,6 +388,21 @@ pub fn compile_with(
     sm_ports: &BTreeSet<Guid>,
     mode: Mode,
 ) -> Result<Compiled, TenantError> {
+    compile_all(set, &[], operator, dir, sm_ports, mode)
+}
+
+/// [`compile_with`] and the partitions the admin API manages by P_Key ([`ApiPartition`]),
+/// rendered after the storage partitions. Their P_Keys and names share the tenants'
+/// namespace and may not be the operator's; a tenant port in one is refused (TENANT-E017)
+/// or, leniently, left out of it (TENANT-W009).
+pub fn compile_all(
+    set: &TenantSet,
+    pkeys: &[ApiPartition],
+    operator: Option<&str>,
+    dir: Option<&PortDirectory>,
+    sm_ports: &BTreeSet<Guid>,
+    mode: Mode,
+) -> Result<Compiled, TenantError> {
     // The operator's partitions, as the file defines them.
     let op_policy = match operator {
         Some(text) => {
@@ -404,7 +421,8 @@ pub fn compile_with(
         .tenants
         .iter()
         .map(|t| (t.name.as_str(), t.pkey))
-        .chain(set.storage.iter().map(|s| (s.name.as_str(), s.pkey)));
+        .chain(set.storage.iter().map(|s| (s.name.as_str(), s.pkey)))
+        .chain(pkeys.iter().map(|p| (p.name.as_str(), p.pkey)));
     for (name, pkey) in owners {
         check_name(name)?;
         check_pkey(name, pkey)?;
@@ -540,6 +558,11 @@ pub fn compile_with(
             servers: servers.into_iter().collect(),
         });
     }
+    let mut api_out = Vec::with_capacity(pkeys.len());
+    for p in pkeys {
+        let tenant_of = |g: Guid| owner_of.get(&g).map(|&i| set.tenants[i].name.clone());
+        api_out.push(api::resolve(&mut r, p, tenant_of)?);
+    }
     let tenants_out: Vec<ResolvedTenant> = set
         .tenants
         .iter()
@@ -567,7 +590,14 @@ pub fn compile_with(
             });
         }
     }
-    let text = render(set, operator, &tenants_out, &storage_out);
+    let mut text = render(set, operator, &tenants_out, &storage_out);
+    if set.tenants.is_empty() && set.storage.is_empty() && !pkeys.is_empty() {
+        text.push_str(GENERATED_MARK);
+        text.push('\n');
+    }
+    for (p, r) in pkeys.iter().zip(&api_out) {
+        api::render(&mut text, p, r);
+    }
     if let Some(w) = operator_joins(&text, &tenants_out) {
         r.warnings.extend(w);
     }

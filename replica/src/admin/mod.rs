@@ -10,6 +10,7 @@
 //! error's text is exactly the status message a client sees, so codes and messages live here
 //! and nowhere else.
 
+pub mod guids;
 pub mod membership;
 pub mod policy;
 pub mod qos;
@@ -93,6 +94,12 @@ pub enum AdminError {
         /// A storage partition was named, not a tenant.
         storage: bool,
     },
+    /// An API partition (by P_Key) the set does not have.
+    #[error("E_NODE_PKEY_UNKNOWN: no API-managed partition has P_Key {0:#06x}")]
+    PKeyUnknown(u16),
+    /// A ChangeGuids call that does not say what to change.
+    #[error("E_ADMIN_CHANGE: {0}; nothing was changed")]
+    BadChange(&'static str),
     /// A tenant set that does not compile strictly (what apply would refuse).
     #[error("{0}")]
     TenantsRefused(ApplyError),
@@ -133,6 +140,8 @@ impl AdminError {
             AdminError::TenantsConflict(e) | AdminError::TenantsRefused(e) => e.code(),
             AdminError::TenantSplit { .. } => "E_NODE_TENANT_SPLIT",
             AdminError::TenantUnknown { .. } => "E_NODE_TENANT_UNKNOWN",
+            AdminError::PKeyUnknown(_) => "E_NODE_PKEY_UNKNOWN",
+            AdminError::BadChange(_) => "E_ADMIN_CHANGE",
             AdminError::Derive(_) => "E_NODE_TENANTS",
             AdminError::Limit { .. } => "E_ADMIN_LIMIT",
         }

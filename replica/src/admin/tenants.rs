@@ -31,10 +31,10 @@ pub const MAX_TENANT_SET_BYTES: usize = 1 << 20;
 /// [`AdminError::Limit`] when `set` has more than [`MAX_TENANTS`] tenants and storage
 /// partitions or encodes to more than [`MAX_TENANT_SET_BYTES`].
 pub fn check_limits(set: &Tenants) -> Result<(), AdminError> {
-    let n = set.tenants.len() + set.storage.len();
+    let n = set.tenants.len() + set.storage.len() + set.pkeys.len();
     if n > MAX_TENANTS {
         return Err(AdminError::Limit {
-            what: "the tenant set (tenants and storage partitions)",
+            what: "the tenant set (tenants, storage and API partitions)",
             size: n,
             limit: MAX_TENANTS,
             name: "MAX_TENANTS",
@@ -113,6 +113,12 @@ pub fn fingerprint(st: &ReplicatedState) -> u64 {
         (&x.name, x.pkey, x.ipoib).hash(&mut h);
         for m in &x.servers {
             hash_member(m, &mut h);
+        }
+    }
+    for p in &t.pkeys {
+        (p.pkey, &p.name, p.ipoib, p.index0).hash(&mut h);
+        for m in &p.members {
+            (m.guid, m.limited).hash(&mut h);
         }
     }
     (st.policy().version, &st.policy().text).hash(&mut h);
@@ -277,6 +283,8 @@ pub fn assignment(
 
 /// A change of the tenant set.
 pub enum Change {
+    /// ChangeGuids (issue 26): see [`super::guids::change_guids`].
+    Guids(ChangeGuidsRequest),
     /// SetTenant: a tenant and storage partitions, each replacing the one of its name.
     Set(Option<state::Tenant>, Vec<state::StoragePartition>),
     /// DeleteTenant: the tenant (or, with `storage`, the storage partition) named.
@@ -288,10 +296,12 @@ pub enum Change {
     },
 }
 
-/// Applies `change` to `cur`; the new set (version = the one read).
-pub fn changed(cur: &Tenants, change: &Change) -> Result<Tenants, AdminError> {
+/// Applies `change` to `cur`; the new set (version = the one read) and notes for the reply
+/// (GUIDs a ChangeGuids moved out of other tenants or partitions).
+pub fn changed(cur: &Tenants, change: &Change) -> Result<(Tenants, Vec<String>), AdminError> {
     let mut new = cur.clone();
     match change {
+        Change::Guids(r) => return super::guids::change_guids(cur, r),
         Change::Set(t, storage) => {
             if let Some(t) = t {
                 match new.tenants.iter_mut().find(|x| x.name == t.name) {
@@ -321,7 +331,7 @@ pub fn changed(cur: &Tenants, change: &Change) -> Result<Tenants, AdminError> {
             }
         }
     }
-    Ok(new)
+    Ok((new, Vec::new()))
 }
 
 /// Compiles `new` strictly against the view (what apply will check); the warnings.
@@ -396,6 +406,7 @@ mod tests {
                 ipoib: false,
             }],
             version: 0,
+            pkeys: Vec::new(),
         };
         let mut st = ReplicatedState::new();
         let cmds = [
@@ -492,10 +503,10 @@ mod tests {
             pkey: 0x105,
             ..Default::default()
         };
-        let n = changed(&cur, &Change::Set(Some(t), vec![])).unwrap();
+        let (n, _) = changed(&cur, &Change::Set(Some(t), vec![])).unwrap();
         assert_eq!(n.tenants.len(), 2);
         assert_eq!(n.tenants[1].pkey, 0x105);
-        let n = changed(
+        let (n, _) = changed(
             &cur,
             &Change::Delete {
                 name: "nfs".into(),
@@ -518,7 +529,7 @@ mod tests {
             "E_NODE_TENANT_UNKNOWN: no tenant named 'nfs'"
         );
         // Deleting nfs while tenants use it does not compile.
-        let n = changed(
+        let (n, _) = changed(
             &cur,
             &Change::Delete {
                 name: "nfs".into(),

@@ -15,7 +15,6 @@
 
 pub mod access;
 pub mod server;
-mod tls_listener;
 
 use crate::cluster::admin::AdminService;
 use crate::cluster::raft_actor::{GetClusterStatus, RaftActor};
@@ -68,42 +67,76 @@ pub async fn serve(
     cfg: AdminSecurity,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> Result<(), crate::NodeError> {
+    let app = |secure| {
+        let (etx, _) = tokio::sync::broadcast::channel(256);
+        let d = Arc::new(server::Dash {
+            svc: AdminService::new(id, raft.clone()),
+            svc_raft: raft.clone(),
+            samples: Mutex::new(views::dashboard::Samples::default()),
+            recent: Mutex::new(views::dashboard::Recent::default()),
+            events: etx,
+            fabric_cache: Mutex::new(None),
+            secure,
+        });
+        spawn_feeders(d.clone(), raft.clone());
+        server::router(d)
+    };
+    tracing::info!("replica {id} dashboard on {listen}");
+    serve_http(listen, app, &cfg, "E_DASH", shutdown).await
+}
+
+/// Serves the UFM-compatible PKey API (crate `ufm-api`) of replica `id` until `shutdown`.
+pub async fn serve_ufm(
+    id: u64,
+    raft: Addr<RaftActor>,
+    u: crate::config::UfmConfig,
+    cfg: AdminSecurity,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> Result<(), crate::NodeError> {
+    let (pw, tok, adm) = (
+        &u.password_file,
+        u.token_file.as_deref(),
+        u.admin_token_file.as_deref(),
+    );
+    let access = ufm_api::Access::load(&u.username, pw, tok, adm)
+        .map_err(|e| crate::NodeError::Cluster(e.to_string()))?;
+    let app = |_| ufm_api::router(Arc::new(AdminService::new(id, raft)), access);
+    tracing::info!("replica {id} UFM-compatible PKey API on {}", u.listen);
+    serve_http(u.listen, app, &cfg, "E_UFM", shutdown).await
+}
+
+/// Serves `app(secure)` on `listen` until `shutdown` resolves: HTTPS with the admin API's
+/// certificate, plain HTTP only where the admin API allows it; errors `{what}_TLS`,
+/// `{what}_TLS_PLAINTEXT`, `{what}_LISTEN`.
+async fn serve_http(
+    listen: SocketAddr,
+    app: impl FnOnce(bool) -> axum::Router,
+    cfg: &AdminSecurity,
+    what: &str,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> Result<(), crate::NodeError> {
     let err = |m: String| crate::NodeError::Cluster(m);
-    let tls = tls_listener::acceptor(&cfg).map_err(|e| err(format!("E_DASH_TLS: {e}")))?;
+    let tls = ufm_api::https::acceptor(cfg.tls_cert.as_deref(), cfg.tls_key.as_deref())
+        .map_err(|e| err(format!("{what}_TLS: {e}")))?;
     let sec = crate::tls::current();
     if tls.is_none()
         && let Some(e) = crate::tls::check(&sec, listen)
     {
         return Err(err(
-            e.replace("E_NODE_TLS_PLAINTEXT", "E_DASH_TLS_PLAINTEXT")
+            e.replace("E_NODE_TLS_PLAINTEXT", &format!("{what}_TLS_PLAINTEXT"))
         ));
     }
-    let (etx, _) = tokio::sync::broadcast::channel(256);
-    let d = Arc::new(server::Dash {
-        svc: AdminService::new(id, raft.clone()),
-        svc_raft: raft.clone(),
-        samples: Mutex::new(views::dashboard::Samples::default()),
-        recent: Mutex::new(views::dashboard::Recent::default()),
-        events: etx,
-        fabric_cache: Mutex::new(None),
-        secure: tls.is_some(),
-    });
-    spawn_feeders(d.clone(), raft);
-    let app = server::router(d);
+    let app = app(tls.is_some());
     let tcp = tokio::net::TcpListener::bind(listen)
         .await
-        .map_err(|e| err(format!("E_DASH_LISTEN: {listen}: {e}")))?;
-    tracing::info!(
-        "replica {id} dashboard on {}://{listen}/",
-        if tls.is_some() { "https" } else { "http" }
-    );
+        .map_err(|e| err(format!("{what}_LISTEN: {listen}: {e}")))?;
     let r = match tls {
         Some(acc) => {
-            axum::serve(tls_listener::TlsListener::new(tcp, acc), app)
+            axum::serve(ufm_api::https::TlsListener::new(tcp, acc), app)
                 .with_graceful_shutdown(shutdown)
                 .await
         }
         None => axum::serve(tcp, app).with_graceful_shutdown(shutdown).await,
     };
-    r.map_err(|e| err(format!("E_DASH_LISTEN: {listen}: {e}")))
+    r.map_err(|e| err(format!("{what}_LISTEN: {listen}: {e}")))
 }

@@ -127,6 +127,7 @@ pub fn run_replica(a: ReplicaArgs) -> anyhow::Result<ExitCode> {
         .build()?;
     sm_node::tls::install_from_config(&a.node.admin, listen).map_err(|e| anyhow!("{e}"))?;
     let dash_cfg = a.node.admin.clone();
+    let ufm = a.node.ufm.clone().map(|u| (u, a.node.admin.clone()));
     let partitions = a.node.partitions.clone();
     let (metrics_listen, port_counters) = (a.node.metrics_listen, a.node.metrics_port_counters);
     let qos_file = a.node.qos_policy_file.clone();
@@ -155,6 +156,14 @@ pub fn run_replica(a: ReplicaArgs) -> anyhow::Result<ExitCode> {
                     let _ = dash_stop_rx.await;
                 };
                 if let Err(e) = sm_node::dashboard::serve(id, dl, raft, dash_cfg, stop).await {
+                    tracing::error!("{e}");
+                }
+            });
+        }
+        if let Some((u, cfg)) = ufm {
+            let (raft, id, stop) = (raft.clone(), a.id, std::future::pending());
+            tokio::spawn(async move {
+                if let Err(e) = sm_node::dashboard::serve_ufm(id, raft, u, cfg, stop).await {
                     tracing::error!("{e}");
                 }
             });

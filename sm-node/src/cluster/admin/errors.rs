@@ -132,10 +132,12 @@ pub(crate) fn admin_status(e: AdminError) -> Status {
         | AdminError::NoPort { .. }
         | AdminError::CaPortZero { .. }
         | AdminError::NotSwitch { .. }
-        | AdminError::TenantUnknown { .. } => Status::not_found(msg),
+        | AdminError::TenantUnknown { .. }
+        | AdminError::PKeyUnknown(_) => Status::not_found(msg),
         AdminError::PolicySyntax { .. }
         | AdminError::Policy(_)
         | AdminError::TenantsRefused(_)
+        | AdminError::BadChange(_)
         | AdminError::Limit { .. } => Status::invalid_argument(msg),
         AdminError::TenantsConflict(_) | AdminError::TenantSplit { .. } => {
             Status::failed_precondition(msg)

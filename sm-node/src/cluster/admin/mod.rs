@@ -836,6 +836,14 @@ impl SmAdmin for AdminService {
         self.delete_tenant_impl(req).await
     }
 
+    async fn change_guids(
+        &self,
+        r: Request<ChangeGuidsRequest>,
+    ) -> Result<Response<ChangeGuidsReply>, Status> {
+        let _t = crate::metrics::RpcTimer::new("ChangeGuids");
+        self.change_guids_impl(r).await
+    }
+
     async fn get_tenant_assignment(
         &self,
         req: Request<GetTenantAssignmentRequest>,

@@ -62,9 +62,9 @@ impl AdminService {
             let view = self.read(|v| View::of(v.state)).await?;
             let cur = view.tenants().clone();
             let checked = match changed(&cur, &change) {
-                Ok(new) => tokio::task::spawn_blocking(move || {
+                Ok((new, notes)) => tokio::task::spawn_blocking(move || {
                     let w = precheck(&view, &new).map_err(admin_status)?;
-                    Ok::<_, Status>((new, w))
+                    Ok::<_, Status>((new, [notes, w].concat()))
                 })
                 .await
                 .map_err(|e| Status::internal(format!("E_NODE_TENANTS: {e}")))?,
@@ -82,6 +82,9 @@ impl AdminService {
                 ));
             }
             let (new, warnings) = checked?;
+            if new == cur && matches!(change, Change::Guids(_)) {
+                return Ok((cur.version, 0, warnings)); // nothing to change: nothing proposed
+            }
             let cmd = Command {
                 request_id,
                 kind: Some(Kind::SetTenants(new)),
@@ -231,5 +234,28 @@ impl AdminService {
             )
             .await?;
         Ok(Response::new(DeleteTenantReply { version, index }))
+    }
+
+    pub(super) async fn change_guids_impl(
+        &self,
+        req: Request<ChangeGuidsRequest>,
+    ) -> Result<Response<ChangeGuidsReply>, Status> {
+        self.auth.admin(&req, "ChangeGuids")?;
+        if self.needs_leader(true).await? {
+            let (mut c, addr) = self.leader_for_write(&req).await?;
+            let r = req.get_ref().clone();
+            return c
+                .change_guids(super::forwarded(&req, r))
+                .await
+                .map_err(|s| forwarded_write_failure(s, &addr));
+        }
+        let r = req.into_inner();
+        let (expected, id) = (r.expected_version, r.request_id);
+        let (version, index, warnings) = self.write_tenants(Change::Guids(r), expected, id).await?;
+        Ok(Response::new(ChangeGuidsReply {
+            version,
+            index,
+            warnings,
+        }))
     }
 }

@@ -1,10 +1,11 @@
-//! HTTPS for the dashboard: the replica's certificate chain and key (same settings as the
-//! admin listener, environment first), served with rustls (ring); no client certificate is
-//! asked of browsers (they present the admin tokens instead).
+//! HTTPS for a replica's HTTP services (the dashboard, the UFM-compatible API): the
+//! replica's certificate chain and key (the admin listener's settings, the `SM_TLS_CERT` /
+//! `SM_TLS_KEY` environment first), served with rustls (ring); no client certificate is
+//! asked (browsers present the admin tokens, UFM clients their credentials).
 
-use crate::config::AdminSecurity;
 use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::{CertificateDer, PrivateKeyDer};
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::{TcpListener, TcpStream};
@@ -15,18 +16,15 @@ use tokio_rustls::server::TlsStream;
 /// Slowest TLS handshake waited for.
 const HANDSHAKE: Duration = Duration::from_secs(5);
 
-fn path(var: &str, cfg: Option<&std::path::Path>) -> Option<std::path::PathBuf> {
+fn path(var: &str, cfg: Option<&Path>) -> Option<std::path::PathBuf> {
     std::env::var_os(var)
         .map(std::path::PathBuf::from)
-        .or_else(|| cfg.map(std::path::Path::to_path_buf))
+        .or_else(|| cfg.map(Path::to_path_buf))
 }
 
 /// The acceptor when a certificate and key are configured (None: plain).
-pub fn acceptor(cfg: &AdminSecurity) -> Result<Option<TlsAcceptor>, String> {
-    let (Some(cert), Some(key)) = (
-        path("SM_TLS_CERT", cfg.tls_cert.as_deref()),
-        path("SM_TLS_KEY", cfg.tls_key.as_deref()),
-    ) else {
+pub fn acceptor(cert: Option<&Path>, key: Option<&Path>) -> Result<Option<TlsAcceptor>, String> {
+    let (Some(cert), Some(key)) = (path("SM_TLS_CERT", cert), path("SM_TLS_KEY", key)) else {
         return Ok(None);
     };
     let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(&cert)
@@ -65,7 +63,7 @@ impl TlsListener {
                 let (s, peer) = match tcp.accept().await {
                     Ok(x) => x,
                     Err(e) => {
-                        tracing::warn!("E_DASH_LISTEN: accept: {e}");
+                        tracing::warn!("E_HTTPS_ACCEPT: {e}");
                         tokio::time::sleep(Duration::from_millis(50)).await;
                         continue;
                     }
@@ -76,8 +74,8 @@ impl TlsListener {
                         Ok(Ok(t)) => {
                             let _ = hs_tx.send((t, peer)).await;
                         }
-                        Ok(Err(e)) => tracing::debug!("dashboard TLS handshake from {peer}: {e}"),
-                        Err(_) => tracing::debug!("dashboard TLS handshake from {peer}: timed out"),
+                        Ok(Err(e)) => tracing::debug!("TLS handshake from {peer}: {e}"),
+                        Err(_) => tracing::debug!("TLS handshake from {peer}: timed out"),
                     }
                 });
                 if tx.is_closed() {
@@ -124,8 +122,8 @@ mod tests {
 
     #[test]
     fn https_round_trip_and_no_tls_without_a_certificate() {
-        assert!(acceptor(&AdminSecurity::default()).unwrap().is_none());
-        let dir = std::env::temp_dir().join(format!("dash-tls-{}", std::process::id()));
+        assert!(acceptor(None, None).unwrap().is_none());
+        let dir = std::env::temp_dir().join(format!("ufm-api-tls-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let key = KeyPair::generate().unwrap();
         let cert = CertificateParams::new(vec!["localhost".to_string()])
@@ -135,15 +133,12 @@ mod tests {
         let (cp, kp) = (dir.join("cert.pem"), dir.join("key.pem"));
         std::fs::write(&cp, cert.pem()).unwrap();
         std::fs::write(&kp, key.serialize_pem()).unwrap();
-        let cfg = AdminSecurity {
-            tls_cert: Some(cp),
-            tls_key: Some(kp.clone()),
-            ..AdminSecurity::default()
-        };
-        let acc = acceptor(&cfg).unwrap().expect("TLS configured");
+        let acc = acceptor(Some(&cp), Some(&kp))
+            .unwrap()
+            .expect("TLS configured");
         // A key file that is not PEM is an error, not a panic.
         std::fs::write(&kp, "not a key").unwrap();
-        assert!(acceptor(&cfg).is_err());
+        assert!(acceptor(Some(&cp), Some(&kp)).is_err());
 
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
