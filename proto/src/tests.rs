@@ -5,6 +5,12 @@ use crate::state::*;
 
 fn contents() -> IntentContents {
     IntentContents {
+        vport_writes: vec![VportWrite {
+            port_guid: 0x1000,
+            index: 2,
+            attribute: 0xFFB1,
+            data: vec![9; 64],
+        }],
         lfts: vec![SwitchLft {
             switch_guid: 0x2001_0003_0000_0007,
             blocks: vec![LftBlock {
@@ -184,6 +190,13 @@ fn every_command() -> Vec<Command> {
                 inform_info: vec![0; 36],
                 ..InformSubscription::default()
             }],
+            aliases: vec![AliasGuid {
+                port_guid: 0x1000,
+                index: 1,
+                alias: 0x0014_0500_0000_0001,
+            }],
+            assigned: Vec::new(),
+            assigned_counter: 1,
         }),
     ];
     kinds

@@ -229,6 +229,16 @@ pub fn intent_to_contents(it: &sm_core::Intent) -> IntentContents {
         });
     }
     IntentContents {
+        vport_writes: it
+            .vport_writes
+            .iter()
+            .map(|w| proto::state::VportWrite {
+                port_guid: w.port_guid.0,
+                index: u32::from(w.index),
+                attribute: u32::from(w.attribute),
+                data: w.data.to_vec(),
+            })
+            .collect(),
         vl_blocks: it
             .vl_blocks
             .iter()
@@ -342,6 +352,20 @@ pub fn intent_from_proto(it: &proto::state::Intent) -> sm_core::Intent {
             }
         }
     }
+    for w in &c.vport_writes {
+        if let (Ok(data), Ok(index), Ok(attribute)) = (
+            <[u8; 64]>::try_from(&w.data[..]),
+            u16::try_from(w.index),
+            u16::try_from(w.attribute),
+        ) {
+            out.vport_writes.push(sm_core::VportWrite {
+                port_guid: Guid(w.port_guid),
+                index,
+                attribute,
+                data,
+            });
+        }
+    }
     for b in &c.vl_blocks {
         if let Some(attr) = vl_attr(b.attr).filter(|a| a.data_len() == b.data.len()) {
             out.vl_blocks.push(sm_core::VlBlockWrite {
@@ -389,6 +413,12 @@ mod tests {
                 assumed: false,
             }],
             port_changes: Vec::new(),
+            vport_writes: vec![sm_core::VportWrite {
+                port_guid: Guid(0x40),
+                index: 3,
+                attribute: 0xFFB1,
+                data: [7; 64],
+            }],
             mft_blocks: vec![sm_core::MftBlockWrite {
                 switch: Guid(0x30),
                 position: 1,

@@ -135,6 +135,16 @@ pub enum ApplyError {
         /// Data length.
         len: usize,
     },
+    /// A vport write whose data is not 64 bytes or whose vport index is above 65535.
+    #[error("REPL-E304 port {port}: vport write at index {index} is malformed ({len} bytes)")]
+    BadVportWrite {
+        /// The physical port.
+        port: Guid,
+        /// Vport index.
+        index: u32,
+        /// Data length.
+        len: usize,
+    },
     /// A P_Key block that is not 32 keys, a key above 0xffff, or a block beyond 2047.
     #[error("REPL-E013 node {node} port {port}: P_Key block {block} is malformed ({len} keys)")]
     BadPKeyBlock {
@@ -227,6 +237,7 @@ impl ApplyError {
             ApplyError::BadTenants(_) => "REPL-E202",
             ApplyError::BadMftBlock { .. } => "REPL-E302",
             ApplyError::BadVlBlock { .. } => "REPL-E303",
+            ApplyError::BadVportWrite { .. } => "REPL-E304",
             ApplyError::Tenants(e) => e.code(),
         }
     }

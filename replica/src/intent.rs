@@ -140,6 +140,8 @@ impl ReplicatedState {
         dst.port_infos.extend(contents.port_infos.iter().cloned());
         dst.mfts.extend(contents.mfts.iter().cloned());
         dst.vl_blocks.extend(contents.vl_blocks.iter().cloned());
+        dst.vport_writes
+            .extend(contents.vport_writes.iter().cloned());
         intent.chunks += 1;
         Ok(Effect::IntentChunkAdded {
             id: c.id,
@@ -332,6 +334,15 @@ pub(crate) fn validate_contents(c: &IntentContents) -> Result<(), ApplyError> {
     for pi in &c.port_infos {
         port_num(pi.node_guid, pi.port)?;
     }
+    for w in &c.vport_writes {
+        if w.data.len() != 64 || w.index > u32::from(u16::MAX) {
+            return Err(ApplyError::BadVportWrite {
+                port: Guid(w.port_guid),
+                index: w.index,
+                len: w.data.len(),
+            });
+        }
+    }
     crate::mft::validate(&c.mfts)?;
     crate::vl::validate(&c.vl_blocks)?;
     Ok(())
@@ -455,6 +466,14 @@ pub fn split_intent(
             flush(&mut cur, &mut size, &mut chunks);
         }
         cur.vl_blocks.push(b);
+        size += cost;
+    }
+    for w in contents.vport_writes {
+        let cost = w.encoded_len() + ENTRY_OVERHEAD;
+        if size + cost > budget && size > 0 {
+            flush(&mut cur, &mut size, &mut chunks);
+        }
+        cur.vport_writes.push(w);
         size += cost;
     }
     if size > 0 || chunks.is_empty() {

@@ -66,6 +66,17 @@ pub(crate) fn validate(s: &SaState) -> Result<(), String> {
             ));
         }
     }
+    // Alias GUIDs: a GUIDInfo index fits 16 bits, index 0 is the port GUID (never an
+    // alias), and no alias GUID is given twice.
+    let mut aliases = BTreeSet::new();
+    for (i, a) in s.aliases.iter().chain(&s.assigned).enumerate() {
+        if a.index == 0 || a.index > 0xFFFF || a.alias == 0 {
+            return Err(format!("alias {i}: index {} or GUID 0 invalid", a.index));
+        }
+        if i < s.aliases.len() && !aliases.insert(a.alias) {
+            return Err(format!("alias {i}: GUID {:#x} given twice", a.alias));
+        }
+    }
     Ok(())
 }
 
@@ -107,8 +118,20 @@ mod tests {
                 inform_info: vec![0; 36],
                 ..InformSubscription::default()
             }],
+            aliases: vec![proto::state::AliasGuid {
+                port_guid: 1,
+                index: 1,
+                alias: 0xA1,
+            }],
+            ..SaState::default()
         };
         assert_eq!(validate(&ok), Ok(()));
+        let mut dup = ok.clone();
+        dup.aliases.push(dup.aliases[0].clone());
+        assert!(validate(&dup).unwrap_err().contains("given twice"));
+        let mut zero = ok.clone();
+        zero.aliases[0].index = 0;
+        assert!(validate(&zero).is_err());
         assert_eq!(validate(&SaState::default()), Ok(()));
         let bad = |f: &dyn Fn(&mut SaState), want: &str| {
             let mut s = ok.clone();

@@ -93,6 +93,22 @@ pub struct Intent {
     pub mft_blocks: Vec<crate::MftBlockWrite>,
     /// SLtoVLMappingTable and VLArbitrationTable blocks.
     pub vl_blocks: Vec<crate::VlBlockWrite>,
+    /// Vport and alias GUID writes (see `vports`): recorded in the intent, read back by
+    /// every heavy sweep rather than kept as programmed state.
+    pub vport_writes: Vec<VportWrite>,
+}
+
+/// A write of a virtualization-capable or alias port's tables.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct VportWrite {
+    /// The physical CA port's GUID.
+    pub port_guid: Guid,
+    /// Vport index (0 for VirtualizationInfo and GUIDInfo).
+    pub index: u16,
+    /// Attribute id.
+    pub attribute: u16,
+    /// The attribute's data as it is to be written (VPortInfo: as it is to end, ACTIVE).
+    pub data: [u8; 64],
 }
 
 impl Intent {
@@ -103,6 +119,7 @@ impl Intent {
             && self.port_changes.is_empty()
             && self.mft_blocks.is_empty()
             && self.vl_blocks.is_empty()
+            && self.vport_writes.is_empty()
     }
 }
 

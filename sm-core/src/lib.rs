@@ -104,7 +104,7 @@ pub use events::{Event, RoutingJob, RoutingOutcome, SweepReason, route_inline};
 pub use explain::{Cause, ExplainInputs, ExplainPeer, ExplainTarget, Explanation};
 pub use foreign::{RemoteSm, outranks};
 pub use guid2lid::Guid2Lid;
-pub use intent::{Intent, IntentEvent, LftBlockWrite, PKeyBlockWrite, PortChange};
+pub use intent::{Intent, IntentEvent, LftBlockWrite, PKeyBlockWrite, PortChange, VportWrite};
 pub use io::Transmit;
 pub use mcast::{McastGroup, MftBlockWrite, MftTables, mlid_masks};
 pub use readback::{PortTable, ReadbackId, ReadbackReport};

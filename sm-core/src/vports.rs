@@ -3,11 +3,12 @@
 //! decides when a phase runs: the sweeper queues the reads and Sets it returns.
 //!
 //! * After a heavy sweep's discovery, every virtualization-capable CA port read in that
-//!   sweep is read in rounds: VirtualizationInfo (VPortCap, VPortIndexTop, enabled); a port
-//!   with virtualization off gets one VirtualizationInfo Set turning it on (and clearing
-//!   VPortStateChange), its answer taken as the port's; then the VPortInfo of every vport
-//!   1..=VPortIndexTop (vport 0 is the physical port, managed through PortInfo), then
-//!   P_KeyTable block 0 of every vport found. A port whose reads fail keeps nothing (its
+//!   sweep is read in rounds: VirtualizationInfo (VPortCap, VPortIndexTop, enabled); then
+//!   the VPortInfo of every vport 1..=VPortIndexTop (vport 0 is the physical port, managed
+//!   through PortInfo), then P_KeyTable block 0 of every vport found. A port with
+//!   virtualization off gets a VirtualizationInfo Set turning it on (and clearing
+//!   VPortStateChange) in stage 2, like every write after the intent; its answer asks for
+//!   the heavy sweep that reads and brings up its vports. A port whose reads fail keeps nothing (its
 //!   vports are not managed this sweep, the sweep is not clean).
 //! * LIDs: a vport that says LIDRequired gets its own LID through the same guid2lid map as
 //!   the physical ports (keyed by the vport GUID, LMC 0): the remembered LID, else the LID
@@ -108,7 +109,6 @@ enum Round {
     #[default]
     Idle,
     Info,
-    Enable,
     VPortInfo,
     PKeys,
 }
@@ -274,12 +274,6 @@ impl Vports {
             self.round = match self.round {
                 Round::Idle => return out,
                 Round::Info => {
-                    for p in self.ports.values().filter(|p| p.read && !p.enabled) {
-                        out.push((Op::VirtInfoSet, p.node, p.port, 0));
-                    }
-                    Round::Enable
-                }
-                Round::Enable => {
                     for p in self.ports.values().filter(|p| p.read && p.enabled) {
                         for i in 1..=p.top.min(p.vport_cap) {
                             out.push((Op::VPortInfoGet, p.node, p.port, i));
@@ -507,6 +501,26 @@ impl Vports {
         out
     }
 
+    /// The VirtualizationInfo Sets of stage 2: ports read with virtualization off get it on
+    /// (their vports come up in the heavy sweep their answer asks for).
+    pub fn enable_sets(&self) -> Vec<VportReq> {
+        self.ports
+            .values()
+            .filter(|p| p.read && !p.enabled)
+            .map(|p| (Op::VirtInfoSet, p.node, p.port, 0))
+            .collect()
+    }
+
+    /// Vports a bring-up stage will write (not ACTIVE, or not carrying their LID).
+    pub fn bring_up_candidates(&self) -> impl Iterator<Item = (&VirtPort, &VPortRecord)> {
+        self.ports.values().flat_map(|p| {
+            p.vports
+                .values()
+                .filter(|v| v.lid_want.0 != 0 && (v.state != state::ACTIVE || v.lid != v.lid_want))
+                .map(move |v| (p, v))
+        })
+    }
+
     /// The P_KeyTable Sets: vports whose block 0 is not known to hold what it should.
     pub fn pkey_sets(&self) -> Vec<VportReq> {
         let mut out = Vec::new();
@@ -626,9 +640,12 @@ mod tests {
         let r = v.start(&[(1, 1, Guid(0x100), Guid(0x10))]);
         assert_eq!(r, vec![(Op::VirtInfoGet, 1, 1, 0)]);
         v.on_info(1, 1, vinfo(8, 0, false));
-        // Virtualization off: turned on first.
-        assert_eq!(v.next_round(), vec![(Op::VirtInfoSet, 1, 1, 0)]);
+        // Virtualization off: no vport read; turned on by a Set in stage 2.
+        assert!(v.next_round().is_empty() && !v.reading());
+        assert_eq!(v.enable_sets(), vec![(Op::VirtInfoSet, 1, 1, 0)]);
+        v.start(&[(1, 1, Guid(0x100), Guid(0x10))]);
         v.on_info(1, 1, vinfo(8, 3, true));
+        assert!(v.enable_sets().is_empty());
         let r = v.next_round();
         assert_eq!(r.len(), 3);
         assert!(r.iter().all(|x| x.0 == Op::VPortInfoGet && x.3 >= 1));

@@ -108,6 +108,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             })
             .collect(),
         port_infos: Vec::new(),
+        vport_writes: Vec::new(),
         mfts: Vec::new(),
         vl_blocks: Vec::new(),
     };

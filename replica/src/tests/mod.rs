@@ -71,6 +71,12 @@ pub(crate) fn contents(switches: u64, blocks: u32, salt: u8) -> IntentContents {
                 masks: (0..32).map(|i| 1 + i + u32::from(salt)).collect(),
             }],
         }],
+        vport_writes: vec![proto::state::VportWrite {
+            port_guid: 0x1000,
+            index: 1,
+            attribute: 0xFFB6,
+            data: vec![u8::from(salt); 64],
+        }],
         vl_blocks: vec![proto::state::VlBlock {
             node_guid: 0x1000,
             attr: crate::vl::VL_ATTR_SL2VL,

@@ -23,6 +23,7 @@ impl Sweeper {
         it.port_changes = self.prog.planned_port_changes(&self.disc, &self.wanted());
         it.mft_blocks = self.mcast.planned().to_vec();
         it.vl_blocks = self.lanes.planned().to_vec();
+        it.vport_writes = self.planned_vport_writes();
         if it.is_empty() {
             return false;
         }

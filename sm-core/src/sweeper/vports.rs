@@ -120,7 +120,8 @@ impl Sweeper {
     /// Stage 2: the vports' P_KeyTable blocks and the GUIDInfo alias blocks that differ
     /// from what they hold.
     pub(super) fn queue_vport_pkeys(&mut self) {
-        let mut sets = self.vports.pkey_sets();
+        let mut sets = self.vports.enable_sets();
+        sets.extend(self.vports.pkey_sets());
         sets.extend(self.vports.alias_sets());
         for (op, node, port, arg) in sets {
             self.prog.count_planned();
@@ -196,8 +197,11 @@ impl Sweeper {
     pub(super) fn on_vport_reply(&mut self, req: &Req, data: &[u8; 64]) {
         let (n, p, i) = (req.node, req.port, req.arg);
         match req.op {
-            Op::VirtInfoGet | Op::VirtInfoSet => {
-                self.vports.on_info(n, p, VirtualizationInfo::decode(data))
+            Op::VirtInfoGet => self.vports.on_info(n, p, VirtualizationInfo::decode(data)),
+            Op::VirtInfoSet => {
+                self.vports.on_info(n, p, VirtualizationInfo::decode(data));
+                // Its vports go to INIT now: the next heavy sweep reads and brings them up.
+                self.sched.request_heavy(crate::events::SweepReason::Change);
             }
             Op::VPortInfoGet => self.vports.on_vport_info(n, p, i, VPortInfo::decode(data)),
             Op::VPortInfoSet => self.vports.on_vport_set(n, p, i, VPortInfo::decode(data)),
@@ -241,6 +245,48 @@ impl Sweeper {
                 .on_read_failed(req.node, req.port, req.op, req.arg),
         }
         self.sched.mark_dirty();
+    }
+
+    /// What this sweep's vport and alias stages will write, for its intent.
+    pub(super) fn planned_vport_writes(&self) -> Vec<crate::VportWrite> {
+        let mut out = Vec::new();
+        let mut sets = self.vports.enable_sets();
+        sets.extend(self.vports.pkey_sets());
+        sets.extend(self.vports.alias_sets());
+        for (op, node, port, arg) in sets {
+            let req = Req {
+                op,
+                node,
+                port,
+                arg,
+                tries: 0,
+                lid_routed: false,
+                key: 0,
+            };
+            let mut data = [0u8; 64];
+            if self.fill_vport_set(&req, &mut data).is_some() {
+                let (attribute, _) = Self::vport_attr(&req);
+                out.push(crate::VportWrite {
+                    port_guid: self.disc.port_of(node, port).guid,
+                    index: if op == Op::VPortPKeySet { arg } else { 0 },
+                    attribute: attribute.0,
+                    data,
+                });
+            }
+        }
+        for (p, v) in self.vports.bring_up_candidates() {
+            let mut info = v.info;
+            info.vport_lid = v.lid_want;
+            info.set_state(PortState::Active);
+            info.client_reregister = false;
+            out.push(crate::VportWrite {
+                port_guid: p.pf_guid,
+                index: v.index,
+                attribute: VPortInfo::ID.0,
+                data: info.to_data(),
+            });
+        }
+        out
     }
 
     /// The end of a heavy sweep's programming: the vports as they now are (nothing when

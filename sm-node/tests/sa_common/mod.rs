@@ -115,7 +115,11 @@ pub fn bring_up_on(
                 _ => {}
             }
         }
-        if up {
+        // Vports come up in the heavy sweep after the one that turned virtualization on.
+        let vports_up = sw
+            .virt_ports()
+            .all(|p| p.enabled && !p.vports.is_empty() && p.vports.values().all(|v| v.state == 4));
+        if up && vports_up {
             break;
         }
     }
