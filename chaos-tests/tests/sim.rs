@@ -293,6 +293,27 @@ fn master_kills_keep_every_vport_lid_and_write_no_lft_block() {
     assert_eq!(st.vport_lid_changes, 0, "a vport LID moved: {st:?}");
 }
 
+/// Generated fault schedules (crashes, pauses, cuts, MAD loss, link and switch faults,
+/// policy changes, foreign SMs) on their fabrics with two virtualization-capable HCAs of
+/// 3 vports added: every invariant holds, INV-VPORT included.
+#[test]
+fn generated_schedules_with_virtualized_hcas_hold_every_invariant() {
+    let mut ran = 0;
+    for seed in env_u64("CHAOS_VPORT_SEED", 1)..env_u64("CHAOS_VPORT_SEED", 1) + 120 {
+        let mut s = Schedule::generate(seed);
+        if s.topology.contains("hosts=1") || s.topology.starts_with("random") {
+            continue;
+        }
+        s.topology = format!("{}+vports=2x3", s.topology);
+        ran += 1;
+        sim::run(&s, Variant::Correct).unwrap_or_else(|f| panic!("{f}"));
+    }
+    assert!(
+        ran >= 40,
+        "only {ran} schedules on fabrics with room for vports"
+    );
+}
+
 /// Found by the simulation once it drove the production replica core (issue 17), F6
 /// (replica-core, fixed): raft-rs drops every proposal while a leadership transfer is under
 /// way; a master's IntentDone dropped that way left its sealed intent open for the rest of
