@@ -87,7 +87,11 @@ pub fn api_partitions_from_proto(t: &Tenants) -> Result<Vec<ApiPartition>, Strin
                 } else {
                     p.name.clone()
                 },
-                members: p.members.iter().map(|m| (Guid(m.guid), !m.limited)).collect(),
+                members: p
+                    .members
+                    .iter()
+                    .map(|m| (Guid(m.guid), !m.limited))
+                    .collect(),
                 ipoib: p.ipoib,
                 index0: p.index0,
             })

@@ -132,7 +132,8 @@ pub fn change_guids(
         }
         Op::Remove => {
             let t = &mut new.tenants[ti];
-            t.members.retain(|m| !r.guids.iter().any(|&g| is_port(m, g)));
+            t.members
+                .retain(|m| !r.guids.iter().any(|&g| is_port(m, g)));
         }
         Op::DeletePkey => {
             return Err(AdminError::BadChange(
@@ -192,7 +193,11 @@ fn partition_change(
 }
 
 /// A ChangeGuids request (the shape smctl and the UFM API build).
-pub fn request(op: Op, target: change_guids_request::Target, guids: Vec<u64>) -> ChangeGuidsRequest {
+pub fn request(
+    op: Op,
+    target: change_guids_request::Target,
+    guids: Vec<u64>,
+) -> ChangeGuidsRequest {
     ChangeGuidsRequest {
         op: op as i32,
         target: Some(target),

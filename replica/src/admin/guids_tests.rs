@@ -114,14 +114,18 @@ fn effective(st: &ReplicatedState) -> String {
 fn add_moves_a_guid_out_of_every_other_tenant_and_remove_takes_it_out() {
     let mut st = state();
     let notes = run(&mut st, &to_tenant(Op::Add, "blue", vec![h(1), h(3)])).unwrap();
-    assert_eq!(notes, vec![format!("GUID {:#018x} moved from tenant 'red'", h(1))]);
+    assert_eq!(
+        notes,
+        vec![format!("GUID {:#018x} moved from tenant 'red'", h(1))]
+    );
     assert_eq!(ports(&st, "red"), Vec::<u64>::new());
     assert_eq!(ports(&st, "blue"), vec![h(2), h(1), h(3)]);
     let text = effective(&st);
     let red = text.split("# tenant red").nth(1).unwrap();
     assert!(red.starts_with("\nred=0x0101 : NONE ;"), "{text}");
     // Adding again changes nothing (the daemon proposes nothing then).
-    let (same, notes) = change_guids(st.tenants(), &to_tenant(Op::Add, "blue", vec![h(1)])).unwrap();
+    let (same, notes) =
+        change_guids(st.tenants(), &to_tenant(Op::Add, "blue", vec![h(1)])).unwrap();
     assert_eq!((&same, notes.len()), (st.tenants(), 0));
     // Removing: out of the tenant's partition and of the generated Default statement.
     run(&mut st, &to_tenant(Op::Remove, "blue", vec![h(1), h(5)])).unwrap();
@@ -191,20 +195,32 @@ fn refusals_change_nothing() {
             .unwrap_err();
         e.code()
     };
-    assert_eq!(code(&st, to_pkey(Op::Add, 0x7fff, vec![h(3)])), "TENANT-E003");
+    assert_eq!(
+        code(&st, to_pkey(Op::Add, 0x7fff, vec![h(3)])),
+        "TENANT-E003"
+    );
     assert_eq!(code(&st, to_pkey(Op::Add, 0, vec![h(3)])), "TENANT-E003");
-    assert_eq!(code(&st, to_pkey(Op::Add, 0x300, vec![h(3)])), "TENANT-E005");
+    assert_eq!(
+        code(&st, to_pkey(Op::Add, 0x300, vec![h(3)])),
+        "TENANT-E005"
+    );
     assert_eq!(code(&st, to_pkey(Op::Add, 0x10, vec![0])), "TENANT-E015");
     assert_eq!(code(&st, to_tenant(Op::Add, "red", vec![0])), "TENANT-E015");
     // A tenant's port joins no API partition.
     assert_eq!(code(&st, to_pkey(Op::Add, 0x10, vec![h(1)])), "TENANT-E017");
-    assert_eq!(code(&st, to_tenant(Op::Add, "green", vec![h(3)])), "E_NODE_TENANT_UNKNOWN");
+    assert_eq!(
+        code(&st, to_tenant(Op::Add, "green", vec![h(3)])),
+        "E_NODE_TENANT_UNKNOWN"
+    );
     let many = (1..=MAX_GUIDS_PER_CALL as u64 + 1).collect();
     assert_eq!(code(&st, to_pkey(Op::Add, 0x10, many)), "E_ADMIN_LIMIT");
     let mut none = to_pkey(Op::Add, 0x10, vec![h(3)]);
     none.target = None;
     assert_eq!(code(&st, none), "E_ADMIN_CHANGE");
-    assert_eq!(code(&st, to_pkey(Op::DeletePkey, 0x101, vec![])), "E_ADMIN_CHANGE");
+    assert_eq!(
+        code(&st, to_pkey(Op::DeletePkey, 0x101, vec![])),
+        "E_ADMIN_CHANGE"
+    );
     assert_eq!(st.tenants(), &before);
     // More members than a partition holds: refused by the compile apply runs too.
     let mut big = before.clone();
