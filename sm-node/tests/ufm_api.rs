@@ -85,8 +85,11 @@ fn change(op: Op, pkey: u32, guids: &[Guid]) -> ChangeGuidsRequest {
     }
 }
 
-/// (guid, limited) of partition `pkey`, and its flags.
-fn members(t: &state::Tenants, pkey: u32) -> Option<(Vec<(u64, bool)>, bool, bool)> {
+/// A partition's (guid, limited) members and its ipoib and index0 flags.
+type Members = (Vec<(u64, bool)>, bool, bool);
+
+/// The members and flags of partition `pkey`.
+fn members(t: &state::Tenants, pkey: u32) -> Option<Members> {
     let p = t.pkeys.iter().find(|p| p.pkey == pkey)?;
     let m = p.members.iter().map(|m| (m.guid, m.limited)).collect();
     Some((m, p.ipoib, p.index0))
