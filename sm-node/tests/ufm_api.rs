@@ -6,6 +6,8 @@
 //! the P_Key tables the master programs); refusals (0x7fff, the operator's P_Key, a tenant's
 //! port, bad credentials) change nothing; a GUID reused by a tenant leaves the partitions.
 
+mod common;
+
 use fabric::{Guid, PKey};
 use proto::admin::change_guids_request::{Op, Target};
 use proto::admin::*;
@@ -344,6 +346,31 @@ fn ufm_plugin_calls_give_the_memberships_of_the_grpc_calls() {
             .unwrap();
         assert_eq!(members(&t, 0xa).unwrap().0, members(&t, 0xb).unwrap().0);
         assert_eq!(members(&t, 0xa).unwrap().0, vec![(vf.0, false)]);
+        // smctl makes the same calls: a GUID into 0x000C, then the listing.
+        let smctl = |args: &[&str]| {
+            let out = std::process::Command::new(common::smctl::bin())
+                .args(["--server", &c.replicas[(follower - 1) as usize].addr])
+                .args(args)
+                .output()
+                .unwrap();
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert!(out.status.success(), "{args:?}: {err}");
+            String::from_utf8_lossy(&out.stdout).to_string()
+        };
+        let g = format!("{:#x}", b.0);
+        let out = smctl(&["pkey", "add-guid", "0xc", &g, "--limited", "--name", "pods"]);
+        assert!(out.contains("note: partition 0x000c created"), "{out}");
+        let out = smctl(&["tenants", "add-guid", "red", &g]);
+        assert!(out.contains("left partition 0x000c"), "{out}");
+        let v: Value = serde_json::from_str(&smctl(&["pkey", "list", "--json"])).unwrap();
+        let c_part = v["pkeys"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["pkey"] == "0x000c");
+        assert_eq!(c_part.unwrap()["guids"], serde_json::json!([]), "{v}");
+        smctl(&["tenants", "remove-guid", "red", &g]);
+        smctl(&["pkey", "delete", "0xc"]);
         // Deleting the networks: DELETE over UFM, DELETE_PKEY over gRPC; twice is NOT_FOUND.
         let (s, _) = http(&at, "DELETE", "/ufmRest/resources/pkeys/0xa", &auth, "").await;
         assert_eq!(s, 200);
