@@ -131,3 +131,28 @@ fn bad_partitions_file_is_refused_with_line_and_column() {
     assert!(e.contains("partitions.conf:2:"), "{e}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn ufm_keys_need_a_password_file_and_default_the_user() {
+    let file: FileConfig = toml::from_str(
+        "fabric = \"sim:ft2:8\"\nufm-listen = \"127.0.0.1:8443\"\nufm-token-file = \"/t\"\n",
+    )
+    .unwrap();
+    let e = NodeConfig::try_from(file.clone()).unwrap_err();
+    assert!(e.to_string().contains("ufm-password-file"), "{e}");
+    let flags = FileConfig {
+        ufm_password_file: Some("/p".into()),
+        ..FileConfig::default()
+    };
+    let u = NodeConfig::try_from(file.overlay(flags))
+        .unwrap()
+        .ufm
+        .unwrap();
+    assert_eq!(u.listen.to_string(), "127.0.0.1:8443");
+    assert_eq!(
+        (u.username.as_str(), u.token_file.is_some()),
+        ("admin", true)
+    );
+    let off: FileConfig = toml::from_str("fabric = \"sim:ft2:8\"\n").unwrap();
+    assert!(NodeConfig::try_from(off).unwrap().ufm.is_none());
+}

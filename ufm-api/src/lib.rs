@@ -250,7 +250,7 @@ fn json_body<T: serde::de::DeserializeOwned>(b: &Bytes) -> Result<T, UfmError> {
     serde_json::from_slice(b).map_err(|e| UfmError::BadBody(e.to_string()))
 }
 
-async fn version<B: Backend>() -> Response {
+async fn version() -> Response {
     let v = concat!(
         "Quorum SM ",
         env!("CARGO_PKG_VERSION"),
@@ -287,7 +287,7 @@ async fn delete<B: Backend>(State(a): S<B>, Path(pkey): Path<String>) -> Respons
 
 fn routes<B: Backend>() -> Router<Arc<Api<B>>> {
     Router::new()
-        .route("/app/ufm_version", get(version::<B>))
+        .route("/app/ufm_version", get(version))
         .route("/resources/pkeys", get(list_all::<B>).post(add::<B>))
         .route("/resources/pkeys/", get(list_all::<B>).post(add::<B>))
         .route("/resources/pkeys/add", post(add::<B>))

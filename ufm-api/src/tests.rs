@@ -104,9 +104,7 @@ async fn plugin_shapes_map_to_one_change_each_and_credentials_are_checked() {
     assert_eq!(st, 200);
     let (st, _) = http(
         addr,
-        &format!(
-            "DELETE /ufmRestV3/resources/pkeys/0xa HTTP/1.1\r\nAuthorization: Basic tok-abcdef"
-        ),
+        "DELETE /ufmRestV3/resources/pkeys/0xa HTTP/1.1\r\nAuthorization: Basic tok-abcdef",
         "",
     )
     .await;

@@ -143,6 +143,13 @@ fn partitions_by_pkey_are_created_changed_and_deleted() {
     let mut lim = to_pkey(Op::Add, 0x10, vec![h(4)]);
     lim.limited = true;
     run(&mut st, &lim).unwrap();
+    // The derived-view cache key follows the partitions.
+    let key = crate::admin::tenants::fingerprint(&st);
+    let mut again = to_pkey(Op::Add, 0x10, vec![h(4)]);
+    again.limited = false;
+    run(&mut st, &again).unwrap();
+    assert_ne!(key, crate::admin::tenants::fingerprint(&st));
+    run(&mut st, &lim).unwrap();
     let text = effective(&st);
     let want = format!(
         "pkey_0010=0x0010,ipoib,indx0 :\n    {:#018x}=full,\n    {:#018x}=limited\n;\n",
