@@ -127,7 +127,7 @@ mod tests {
         };
         assert_eq!(validate(&ok), Ok(()));
         let mut dup = ok.clone();
-        dup.aliases.push(dup.aliases[0].clone());
+        dup.aliases.push(dup.aliases[0]);
         assert!(validate(&dup).unwrap_err().contains("given twice"));
         let mut zero = ok.clone();
         zero.aliases[0].index = 0;

@@ -79,8 +79,11 @@ pub struct World {
     pub vports: BTreeMap<Guid, Option<Lid>>,
 }
 
+/// Virtualization-capable HCAs of a topology spec: (HCAs, vports each).
+pub type VportSpec = Option<(usize, u16)>;
+
 /// Splits a topology `ft2:8+vports=2x4` into the generator spec and (HCAs, vports each).
-pub fn split_vports(topology: &str) -> Result<(&str, Option<(usize, u16)>), String> {
+pub fn split_vports(topology: &str) -> Result<(&str, VportSpec), String> {
     let Some((spec, v)) = topology.split_once("+vports=") else {
         return Ok((topology, None));
     };

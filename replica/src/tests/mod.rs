@@ -75,7 +75,7 @@ pub(crate) fn contents(switches: u64, blocks: u32, salt: u8) -> IntentContents {
             port_guid: 0x1000,
             index: 1,
             attribute: 0xFFB6,
-            data: vec![u8::from(salt); 64],
+            data: vec![salt; 64],
         }],
         vl_blocks: vec![proto::state::VlBlock {
             node_guid: 0x1000,
