@@ -375,6 +375,38 @@ impl LocalCluster {
         Ok(())
     }
 
+    /// kill -9 of replica `leader`, then waits (at most `bound`) for another replica serving
+    /// as master, with a sweep completed after the kill. Returns its status and every
+    /// replica's log length at the kill (for [`LocalCluster::heavy_sweeps_since`]).
+    pub async fn kill9_leader(
+        &mut self,
+        leader: u64,
+        bound: Duration,
+    ) -> Result<(ClusterStatusReply, Vec<u64>), String> {
+        let kill_ms = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as u64);
+        let from = (1..=self.replicas.len() as u64)
+            .map(|id| self.log_len(id))
+            .collect();
+        self.kill9(leader);
+        let start = Instant::now();
+        loop {
+            if let Ok(st) = self
+                .wait_serving(kill_ms + 1, Duration::from_millis(50))
+                .await
+                && st.leader_id != leader
+            {
+                return Ok((st, from));
+            }
+            if start.elapsed() > bound {
+                return Err(format!(
+                    "no new master within {bound:?} after kill -9 of replica {leader}"
+                ));
+            }
+        }
+    }
+
     /// Length of replica `id`'s log file (0 when there is none).
     pub fn log_len(&self, id: u64) -> u64 {
         std::fs::metadata(self.dir.join(format!("replica{id}.log"))).map_or(0, |m| m.len())

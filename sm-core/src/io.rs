@@ -96,6 +96,21 @@ pub(crate) struct Req {
     pub key: u8,
 }
 
+impl Req {
+    /// A request not yet sent (no tries, current key index 0).
+    pub fn new(op: Op, node: u32, port: u8, arg: u16, lid_routed: bool) -> Req {
+        Req {
+            op,
+            node,
+            port,
+            arg,
+            tries: 0,
+            lid_routed,
+            key: 0,
+        }
+    }
+}
+
 #[derive(Clone, Copy, Debug)]
 struct Slot {
     tid: u32,
@@ -417,15 +432,7 @@ mod tests {
     use super::*;
 
     fn req(node: u32) -> Req {
-        Req {
-            op: Op::NodeDesc,
-            node,
-            port: 0,
-            arg: 0,
-            tries: 0,
-            lid_routed: false,
-            key: 0,
-        }
+        Req::new(Op::NodeDesc, node, 0, 0, false)
     }
 
     #[test]

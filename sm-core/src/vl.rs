@@ -346,15 +346,7 @@ mod tests {
     use super::*;
 
     fn req(op: Op, port: u8, arg: u16) -> Req {
-        Req {
-            op,
-            node: 3,
-            port,
-            arg,
-            tries: 0,
-            lid_routed: false,
-            key: 0,
-        }
+        Req::new(op, 3, port, arg, false)
     }
 
     #[test]

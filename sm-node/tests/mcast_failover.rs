@@ -13,7 +13,6 @@ use fabric_sim::client::SimClient;
 use mad::Method;
 use mad::sa::{Gid, McMemberRecord, SaMad, join_state};
 use sa::SaClient;
-use sm_node::clock::unix_ms;
 use sm_node::cluster::harness::{LocalCluster, ca_ports};
 use std::collections::BTreeSet;
 use std::path::PathBuf;
@@ -137,17 +136,7 @@ fn multicast_group_survives_a_failover_with_no_mft_rewrite() {
         // Let the master record everything (no intent pending, all applied).
         c.settle(leader, BOUND).await.unwrap();
         c.take_sets();
-        let kill_ms = unix_ms();
-        let from: Vec<u64> = (1..=3).map(|id| c.log_len(id)).collect();
-        c.kill9(leader);
-        let start = Instant::now();
-        let st = loop {
-            if let Ok(st) = c.wait_serving(kill_ms + 1, Duration::from_millis(50)).await {
-                break st;
-            }
-            assert!(start.elapsed() < BOUND, "no new master");
-        };
-        assert_ne!(st.leader_id, leader);
+        let (st, from) = c.kill9_leader(leader, BOUND).await.unwrap();
         // The new master loaded the replicated SA state when it started and handed the groups
         // to its sweeper; whatever that sets off (the groups' planning in its first heavy
         // sweep, a multicast pass right after it) runs before any later sweep can start. So

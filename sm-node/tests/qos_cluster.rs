@@ -167,18 +167,8 @@ fn qos_tables_survive_a_failover_and_follow_the_replicated_policy() {
         assert_eq!((p.version, p.text.as_str()), (1, HOSTS_SCOPE));
 
         // kill -9 of the master: the new one writes no VL table.
-        let kill_ms = unix_ms();
-        let from: Vec<u64> = (1..=3).map(|id| c.log_len(id)).collect();
-        c.kill9(leader);
-        let t0 = Instant::now();
-        let st = loop {
-            if let Ok(st) = c.wait_serving(kill_ms + 1, Duration::from_millis(50)).await {
-                break st;
-            }
-            assert!(t0.elapsed() < BOUND, "no new master");
-        };
+        let (st, from) = c.kill9_leader(leader, BOUND).await.unwrap();
         let new = st.leader_id;
-        assert_ne!(new, leader);
         c.settle(new, BOUND).await.unwrap();
         heavy_sweep(&c, new, from[(new - 1) as usize]).await;
         let sets = c.take_sets();

@@ -202,6 +202,15 @@ fn an_alias_in_a_multicast_group_is_not_deleted() {
     assert_eq!(st.status(), sa_status::REQ_DENIED);
 }
 
+/// The NodeRecords at `lid`.
+fn node_records(e: &mut SaEngine, me: Lid, lid: Lid) -> Vec<mad::sa::NodeRecord> {
+    let q = mad::sa::NodeRecord {
+        lid,
+        ..mad::sa::NodeRecord::default()
+    };
+    query(e, me, Method::GET, 1, &q).records().unwrap()
+}
+
 /// Vports of a virtualization-capable port answer as virtual nodes: a NodeRecord at the
 /// vport's LID names the vport, a PathRecord to the vport's GID ends at its own LID.
 #[test]
@@ -233,33 +242,11 @@ fn vport_gids_and_lids_resolve_to_the_vports() {
             .unwrap();
         assert_eq!(paths.len(), 1, "one path to vport {vg}");
         assert_eq!((paths[0].dlid, paths[0].dgid), (vlid, pr.dgid));
-        let nr: Vec<mad::sa::NodeRecord> = query(
-            &mut e,
-            me,
-            Method::GET,
-            1,
-            &mad::sa::NodeRecord {
-                lid: vlid,
-                ..mad::sa::NodeRecord::default()
-            },
-        )
-        .records()
-        .unwrap();
+        let nr = node_records(&mut e, me, vlid);
         assert_eq!(nr.len(), 1);
         assert_eq!(nr[0].node_info.port_guid, vg);
     }
     // The physical port's LID still names the physical port.
-    let nr: Vec<mad::sa::NodeRecord> = query(
-        &mut e,
-        me,
-        Method::GET,
-        1,
-        &mad::sa::NodeRecord {
-            lid: pf_lid,
-            ..mad::sa::NodeRecord::default()
-        },
-    )
-    .records()
-    .unwrap();
+    let nr = node_records(&mut e, me, pf_lid);
     assert_eq!(nr[0].node_info.port_guid, pf);
 }

@@ -12,7 +12,6 @@ use fabric::{Guid, Lid, PKey, PortState};
 use fabric_sim::{VirtSpec, vport_guid};
 use proto::admin::{ChangeGuidsRequest, SetTenantRequest, change_guids_request};
 use proto::state;
-use sm_node::clock::unix_ms;
 use sm_node::cluster::harness::{LocalCluster, ca_ports};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -144,18 +143,8 @@ fn vports_come_up_take_tenant_guids_in_one_sweep_and_survive_a_master_kill() {
         // kill -9 of the master.
         c.settle(leader, BOUND).await.unwrap();
         c.take_sets();
-        let kill_ms = unix_ms();
-        let from: Vec<u64> = (1..=3).map(|id| c.log_len(id)).collect();
-        c.kill9(leader);
-        let start = Instant::now();
-        let st = loop {
-            if let Ok(st) = c.wait_serving(kill_ms + 1, Duration::from_millis(50)).await {
-                break st;
-            }
-            assert!(start.elapsed() < BOUND, "no new master");
-        };
+        let (st, from) = c.kill9_leader(leader, BOUND).await.unwrap();
         let new = st.leader_id;
-        assert_ne!(new, leader);
         c.wait_status(new, BOUND, |s| {
             !s.intent_pending && s.applied_index == s.commit_index
         })

@@ -110,15 +110,13 @@ impl Sweeper {
         if !left || !self.sms.ack_owed_to(info.guid) {
             return;
         }
-        let req = Req {
-            op: Op::SmInfoSet,
+        let req = Req::new(
+            Op::SmInfoSet,
             node,
             port,
-            arg: SmInfo::MOD_ACKNOWLEDGE as u16,
-            tries: 0,
-            lid_routed: false,
-            key: 0,
-        };
+            SmInfo::MOD_ACKNOWLEDGE as u16,
+            false,
+        );
         let tid = self.io.own_tid(self.cfg.tid_high);
         if let Some(t) = self.build(&req, tid) {
             self.io.send(t);

@@ -71,15 +71,7 @@ impl Sweeper {
         let lid_routed = self.cfg.lid_routed_programming
             && self.io.lid_routes()
             && self.disc.target_lid(node, port).0 != 0;
-        let req = Req {
-            op,
-            node,
-            port,
-            arg,
-            tries: 0,
-            lid_routed,
-            key: 0,
-        };
+        let req = Req::new(op, node, port, arg, lid_routed);
         let g = self.disc.gate_of(&req);
         self.io.push(g, req);
     }

@@ -30,15 +30,7 @@ impl Sweeper {
             && self.io.lid_routes()
             && after_tables
             && self.disc.target_lid(node, port).0 != 0;
-        let req = Req {
-            op,
-            node,
-            port,
-            arg,
-            tries: 0,
-            lid_routed,
-            key: 0,
-        };
+        let req = Req::new(op, node, port, arg, lid_routed);
         let g = self.disc.gate_of(&req);
         self.io.push(g, req);
     }

@@ -254,15 +254,7 @@ impl Sweeper {
         sets.extend(self.vports.pkey_sets());
         sets.extend(self.vports.alias_sets());
         for (op, node, port, arg) in sets {
-            let req = Req {
-                op,
-                node,
-                port,
-                arg,
-                tries: 0,
-                lid_routed: false,
-                key: 0,
-            };
+            let req = Req::new(op, node, port, arg, false);
             let mut data = [0u8; 64];
             if self.fill_vport_set(&req, &mut data).is_some() {
                 let (attribute, _) = Self::vport_attr(&req);
