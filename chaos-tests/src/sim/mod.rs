@@ -10,6 +10,7 @@ pub mod net;
 pub mod node;
 pub mod schedule;
 mod settle;
+pub mod vports;
 pub mod world;
 
 pub use check::{Checker, Violation};

@@ -79,26 +79,6 @@ pub struct World {
     pub vports: BTreeMap<Guid, Option<Lid>>,
 }
 
-/// Virtualization-capable HCAs of a topology spec: (HCAs, vports each).
-pub type VportSpec = Option<(usize, u16)>;
-
-/// Splits a topology `ft2:8+vports=2x4` into the generator spec and (HCAs, vports each).
-pub fn split_vports(topology: &str) -> Result<(&str, VportSpec), String> {
-    let Some((spec, v)) = topology.split_once("+vports=") else {
-        return Ok((topology, None));
-    };
-    let (a, b) = v
-        .split_once('x')
-        .ok_or_else(|| format!("vports={v}: want HCAsxVPORTS, e.g. 2x4"))?;
-    let a: usize = a
-        .parse()
-        .map_err(|_| format!("vports={v}: bad HCA count"))?;
-    let b: u16 = b
-        .parse()
-        .map_err(|_| format!("vports={v}: bad vport count"))?;
-    Ok((spec, Some((a, b))))
-}
-
 /// A topology's links as (node GUID, port, node GUID, port), each link once, lower end
 /// first.
 pub fn link_set(t: &proto::state::Topology) -> BTreeSet<(u64, u32, u64, u32)> {
@@ -191,7 +171,7 @@ impl World {
             spec: topology.into(),
             reason,
         };
-        let (spec, virt) = split_vports(topology).map_err(bad)?;
+        let (spec, virt) = super::vports::split_vports(topology).map_err(bad)?;
         let topo = spec
             .parse::<fabric::GenSpec>()
             .map_err(|e| e.to_string())
@@ -214,23 +194,7 @@ impl World {
                 ..SimConfig::default()
             },
         )?;
-        // Virtualization-capable HCAs after the replicas' and the foreign SM's ports.
-        let mut vports = BTreeMap::new();
-        if let Some((hcas, n)) = virt {
-            let pfs = cas
-                .get(4..4 + hcas)
-                .ok_or_else(|| bad(format!("{} CA ports; vports need {}", cas.len(), 4 + hcas)))?;
-            let mut fab_v = fab;
-            for &(_, _, pf) in pfs {
-                fab_v
-                    .enable_virtualization(pf, fabric_sim::VirtSpec::uniform(pf, n, true))
-                    .map_err(|e| bad(e.to_string()))?;
-                for i in 1..=n {
-                    vports.insert(fabric_sim::vport_guid(pf, i), None);
-                }
-            }
-            fab = fab_v;
-        }
+        let vports = super::vports::enable(&mut fab, &cas, virt).map_err(bad)?;
         let mut rng = SplitMix64::new(seed ^ 0x0A11_CE55_0000_0001);
         let voters = [1, 2, 3];
         let mut nodes = Vec::new();
@@ -287,27 +251,6 @@ impl World {
             foreign_legit: false,
             vports,
         })
-    }
-
-    /// At a master's SUBNET UP: every ACTIVE vport's LID against the first it had (a vport
-    /// LID that moves is counted; a takeover must keep them all).
-    fn watch_vports(&mut self) {
-        for (g, first) in self.vports.iter_mut() {
-            let Some(v) = self.fab.vport(*g) else {
-                continue;
-            };
-            if v.state != fabric::PortState::Active || v.lid.0 == 0 {
-                continue;
-            }
-            match first {
-                None => *first = Some(v.lid),
-                Some(l) if *l != v.lid => {
-                    self.stats.vport_lid_changes += 1;
-                    *l = v.lid;
-                }
-                Some(_) => {}
-            }
-        }
     }
 
     fn driven(&self, i: usize) -> bool {
