@@ -11,8 +11,10 @@
 //! reachable is left out of the sweep, exactly as a full sweep would not have found it.
 //!
 //! Then every switch whose path was replaced, and every switch the light sweep before it
-//! could not reach, is read again (SwitchInfo) over its path: one that does not answer
-//! asks for a full discovery, one that reports a PortStateChange becomes a target too, and
+//! could not reach, is read again (SwitchInfo) over its path: one that does not answer is
+//! taken to be gone (its links removed, its neighbours made targets, whose port reads
+//! confirm it: a switch removed whole, whose neighbours' traps were lost with it, is settled
+//! without a full discovery), one that reports a PortStateChange becomes a target too, and
 //! the rounds go on until no target is left. What it cannot settle alone (a port's far end
 //! that changed, a read that did not answer) asks for a full discovery instead
 //! ([`Discovery::needs_full`]); the periodic heavy sweep still rediscovers everything.
@@ -38,6 +40,8 @@ pub(crate) struct Retarget {
     fresh: bool,
     /// Found what only a full discovery settles.
     needs_full: bool,
+    /// Switches taken to be gone (a check read did not answer).
+    gone: BTreeSet<u32>,
 }
 
 /// The reads a targeted step calls for: (op, node, port).
@@ -164,6 +168,41 @@ impl Discovery {
     /// A targeted sweep found something only a full discovery settles.
     pub fn needs_full(&self) -> bool {
         self.retarget.needs_full
+    }
+
+    /// A switch whose check read (SwitchInfo over its path) did not answer: taken to be gone,
+    /// as a full discovery would not find it. Its links are removed at both ends and the
+    /// port of each neighbour that led to it is read again: a port found up is probed and
+    /// followed again (so a switch that was only slow is found back), one found down stays
+    /// unlinked. None when that cannot settle it (not a switch, a target itself, the SM's
+    /// own node, already taken to be gone): a full discovery then.
+    pub fn switch_gone(&mut self, node: u32) -> Option<Gets> {
+        let n = self.nodes.get(node as usize)?;
+        if !self.retarget.active
+            || !n.is_switch
+            || node == self.local
+            || self.retarget.read.contains(&node)
+            || !self.retarget.gone.insert(node)
+        {
+            return None;
+        }
+        let sweep = self.sweep;
+        let (first, nports) = (n.first_port as usize, n.nports);
+        let mut gets = Vec::new();
+        for p in 1..=nports {
+            let pi = first + usize::from(p);
+            let port = &self.ports[pi];
+            if port.remote_sweep == sweep && port.remote != NONE {
+                let (r, rp) = (port.remote, port.remote_port);
+                self.unlink(pi);
+                if self.nodes[r as usize].is_switch && r != node {
+                    self.min_smps += 1;
+                    gets.push((Op::PortInfoGet, r, rp));
+                }
+            }
+        }
+        self.retarget.fresh = true;
+        Some(gets)
     }
 
     /// Asks for a full discovery after this targeted sweep.

@@ -219,8 +219,20 @@ impl Sweeper {
             // and the next interval brings a heavy sweep.
             Op::Probe | Op::NodeDesc | Op::PortInfoGet | Op::SwitchInfoGet => {
                 if self.disc.targeted() {
-                    // A targeted sweep cannot tell what it did not read.
-                    self.disc.want_full();
+                    // A switch's check read that does not answer: the switch is taken to be
+                    // gone and its neighbours are read. Otherwise a targeted sweep cannot
+                    // tell what it did not read.
+                    let gone = (req.op == Op::SwitchInfoGet && self.phase == Phase::Discovering)
+                        .then(|| self.disc.switch_gone(req.node))
+                        .flatten();
+                    match gone {
+                        Some(gets) => {
+                            for (op, node, port) in gets {
+                                self.push(op, node, port, 0);
+                            }
+                        }
+                        None => self.disc.want_full(),
+                    }
                 }
                 self.sched.mark_dirty()
             }
