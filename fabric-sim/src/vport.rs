@@ -523,31 +523,35 @@ impl SimFabric {
         })
     }
 
-    /// The checks of vport `i` of `port` receiving a packet with `key`.
+    /// The checks of vport `i` of `port` receiving a packet with `key`: ACTIVE, and a table
+    /// entry matching the key.
     pub(crate) fn vport_receive(
         &self,
         port: u32,
         i: u16,
         key: Option<PKey>,
     ) -> Result<(), DropReason> {
-        let Some(v) = self.st.virt.vport(port, i) else {
-            return Err(DropReason::NoSuchVPort { guid: Guid(0) });
-        };
-        if v.state != PortState::Active {
-            return Err(DropReason::VPortNotActive { vport: v.guid });
-        }
-        match key {
-            Some(k) if !keys_match(&v.pkeys, k) => Err(DropReason::VPortPKey { vport: v.guid }),
-            _ => Ok(()),
-        }
+        self.vport_checks(port, i, key, false)
     }
 
-    /// The checks of vport `i` of `port` sending a packet with `key`.
+    /// The checks of vport `i` of `port` sending a packet with `key`: ACTIVE, and the key in
+    /// its table.
     pub(crate) fn vport_send(
         &self,
         port: u32,
         i: u16,
         key: Option<PKey>,
+    ) -> Result<(), DropReason> {
+        self.vport_checks(port, i, key, true)
+    }
+
+    /// One vport's checks of a packet, as the sender (`send`) or the receiver.
+    fn vport_checks(
+        &self,
+        port: u32,
+        i: u16,
+        key: Option<PKey>,
+        send: bool,
     ) -> Result<(), DropReason> {
         let Some(v) = self.st.virt.vport(port, i) else {
             return Err(DropReason::NoSuchVPort { guid: Guid(0) });
@@ -556,7 +560,10 @@ impl SimFabric {
             return Err(DropReason::VPortNotActive { vport: v.guid });
         }
         match key {
-            Some(k) if !keys_contain(&v.pkeys, k) => Err(DropReason::SourcePKey),
+            Some(k) if send && !keys_contain(&v.pkeys, k) => Err(DropReason::SourcePKey),
+            Some(k) if !send && !keys_match(&v.pkeys, k) => {
+                Err(DropReason::VPortPKey { vport: v.guid })
+            }
             _ => Ok(()),
         }
     }

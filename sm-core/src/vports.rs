@@ -417,10 +417,6 @@ impl Vports {
         map: &mut Guid2Lid,
         pf_lid: impl Fn(u32, u8) -> Lid,
     ) -> Vec<(Lid, u32, u8)> {
-        let mut used: BTreeSet<u16> = BTreeSet::new();
-        for (_, lo, hi) in map.iter() {
-            used.extend(lo.0..=hi.0);
-        }
         let mut own = Vec::new();
         let mut wanting: Vec<(u32, u8, u16)> = Vec::new();
         for p in self.ports.values_mut() {
@@ -443,6 +439,13 @@ impl Vports {
                 continue;
             }
             pending.push((n, p, i));
+        }
+        // The LIDs in use, built only when a vport needs a new one.
+        let mut used: BTreeSet<u16> = BTreeSet::new();
+        if !pending.is_empty() {
+            for (_, lo, hi) in map.iter() {
+                used.extend(lo.0..=hi.0);
+            }
         }
         let mut cursor = 1u16;
         for (n, p, i) in pending {

@@ -74,6 +74,12 @@ impl Sweeper {
     /// LIDs phase: gives the vports their LIDs (after the physical ports got theirs) and
     /// plans their P_KeyTables; the switch ports facing virtualized ports take the union.
     pub(super) fn plan_vports(&mut self) {
+        self.vport_routes.clear();
+        if self.vports.ports().next().is_none() {
+            // No virtualization-capable port: nothing to assign, plan or merge (no second
+            // load of the policy, no walk of the guid2lid map).
+            return;
+        }
         let disc = &self.disc;
         let own = self
             .vports
