@@ -1,19 +1,29 @@
 #!/usr/bin/env bash
-# Reconvergence on ibsim, side by side with OpenSM (issue 24, items 4 and 5): for each
-# (topology, fault) pair, each SM runs alone on a fresh ibsim of the topology with the ibsim
-# console on a FIFO, the SM at the first CA, a 10 s sweep interval. After the SM's first
-# SUBNET UP and 3 s of quiet, the fault (an ibsim console command: `Unlink "S-..."[port]`,
+# Reconvergence and failover on ibsim, side by side with OpenSM (issue 24, items 3-5).
+#
+# A fault (COMMAND an ibsim console command): each SM runs alone on a fresh ibsim of the
+# topology with the ibsim console on a FIFO, the SM at the first CA, a 10 s sweep interval.
+# After the SM's first SUBNET UP and 3 s of quiet, the fault (`Unlink "S-..."[port]`,
 # `Unlink "S-..."`, `ReLink "S-..."[port]`) is written to the console, and the time from
 # writing it to the SM's next end of sweep is taken: OpenSM's next `SUBNET UP` log line, our
 # next `HEAVY SWEEP COMPLETE` (timestamps of each SM's own log against the clock read when
 # the command was written). For ours also the sweeps that ran (targeted or full), their
 # discovery SMPs and the LFT blocks written (our log lines); OpenSM logs no such counts.
 #
+# Failover (COMMAND `failover`): OpenSM master (priority 15, first CA) and OpenSM standby
+# (priority 14, second CA) on one ibsim; after the standby logs STANDBY and 3 s of quiet,
+# kill -9 of the master -> the standby's SUBNET UP. Then, on a fresh ibsim, three Quorum SM
+# replicas (first three CAs, Raft over loopback): once the cluster has settled (the master
+# it reports has completed a sweep in its term and no replica became master for 5 s), every
+# switch's `ibroute` (from the fourth CA), kill -9 of the master -> a surviving replica's
+# `becomes MASTER` and its first `HEAVY SWEEP COMPLETE` after it; `ibroute` of every switch
+# again, compared with the first dump (the script fails when they differ).
+#
 # usage: scripts/reconverge.sh TOPOLOGY COMMAND [TOPOLOGY COMMAND...]
 #   TOPOLOGY: a generator spec (ft2:36, ft3:36:pods=6) or an ibsim/ibnetdiscover file
-#   COMMAND:  an ibsim console command, e.g. 'Unlink "S-2002000000000000"[5]'; 'A then B'
-#             applies A first, waits for the SM's next end of sweep, then measures B (a
-#             link coming back: 'Unlink "S-.."[5] then ReLink "S-.."[5]')
+#   COMMAND:  `failover`, or an ibsim console command, e.g. 'Unlink "S-2002000000000000"[5]';
+#             'A then B' applies A first, waits for the SM's next end of sweep, then
+#             measures B (a link coming back: 'Unlink "S-.."[5] then ReLink "S-.."[5]')
 #   env: SM_NODE (default target/release/sm-node), SMCTL (default target/release/smctl),
 #        RC_KEEP=1 keeps the scratch directory, RC_BOUND seconds to wait for each end of
 #        sweep (default 600).
@@ -32,13 +42,19 @@ IBSIM=$(qsm_require_tool ibsim)
 OPENSM=$(qsm_require_tool opensm)
 [ -f "$UMAD2SIM" ] || { echo "reconverge: $UMAD2SIM missing" >&2; exit 2; }
 [ -x "$SM_NODE" ] || { echo "reconverge: build first: cargo build --release -p sm-node -p smctl" >&2; exit 2; }
-[ $# -ge 2 ] && [ $(($# % 2)) -eq 0 ] || { sed -n '2,21p' "$0"; exit 2; }
+[ $# -ge 2 ] && [ $(($# % 2)) -eq 0 ] || { sed -n '2,30p' "$0"; exit 2; }
+IBSWITCHES=$(qsm_require_tool ibswitches)
+IBROUTE=$(qsm_require_tool ibroute)
 
 WORK=$(mktemp -d /tmp/reconverge.XXXXXX)
 IBSIM_PID=
 SM_PID=
+EXTRA_PIDS=()
 cleanup() {
-    if [ -n "$SM_PID" ]; then kill "$SM_PID" 2>/dev/null || true; wait "$SM_PID" 2>/dev/null || true; fi
+    for p in "$SM_PID" "${EXTRA_PIDS[@]}"; do
+        [ -n "$p" ] || continue
+        kill "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true
+    done
     if [ -n "$IBSIM_PID" ]; then kill "$IBSIM_PID" 2>/dev/null || true; wait "$IBSIM_PID" 2>/dev/null || true; fi
     exec 3>&- 2>/dev/null || true
     [ -n "${RC_KEEP:-}" ] || rm -rf "$WORK"
@@ -90,28 +106,153 @@ start_ibsim_console() {
 }
 
 stop_all() {
-    kill "$SM_PID" 2>/dev/null || true; wait "$SM_PID" 2>/dev/null || true; SM_PID=
+    for p in "$SM_PID" "${EXTRA_PIDS[@]}"; do
+        [ -n "$p" ] || continue
+        kill "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true
+    done
+    SM_PID= EXTRA_PIDS=()
     kill "$IBSIM_PID" 2>/dev/null || true; wait "$IBSIM_PID" 2>/dev/null || true; IBSIM_PID=
     exec 3>&-
 }
 
-rows=()
-while [ $# -ge 2 ]; do
-    topo=$1 cmd=$2
-    shift 2
+# The switch LIDs' LFTs as `ibroute` prints them, from CA $1 of ibsim socket $2, to file $3
+# (one ibroute per switch, four at a time, concatenated in LID order).
+dump_lfts() {
+    local ca=$1 sock=$2 out=$3 dir
+    dir=$(mktemp -d "$WORK/dump.XXXXXX")
+    (cd "$dir" && IBSIM_SOCKNAME=$sock SIM_HOST=$ca LD_PRELOAD=$UMAD2SIM "$IBSWITCHES") \
+        | sed -n 's/.* lid \([0-9]*\) .*/\1/p' | sort -n >"$dir/lids"
+    (cd "$dir" && xargs -P 4 -I{} sh -c 'IBSIM_SOCKNAME=$0 SIM_HOST=$1 LD_PRELOAD=$2 "$3" {} >lft.{} 2>&1' \
+        "$sock" "$ca" "$UMAD2SIM" "$IBROUTE" <lids)
+    while read -r l; do cat "$dir/lft.$l"; done <"$dir/lids" >"$out"
+    rm -rf "$dir"
+}
+
+# The first four CA names of netfile $1.
+cas_of() { awk '/^(Ca|Hca)/{match($0, /"[^"]*"/); print substr($0, RSTART+1, RLENGTH-2)}' "$1" | head -4; }
+
+# Failover of OpenSM (master + standby) and of three Quorum SM replicas; appends a row to
+# fo_rows.
+measure_failover() {
+    local topo=$1 net=$2 tag=$3 d q sock t_kill t_up t_elect t_done osm_ms e_ms q_ms m new i g
+    local -a cas
+    mapfile -t cas < <(cas_of "$net")
+    [ "${#cas[@]}" -ge 4 ] || { echo "reconverge: failover needs 4 CAs in $net" >&2; return 1; }
+
+    # OpenSM master + standby.
+    d=$WORK/osm-$tag
+    mkdir -p "$d"
+    sock=fo-osm-$$
+    start_ibsim_console "$net" "$sock" "$d/console"
+    (cd "$d" && IBSIM_SOCKNAME=$sock SIM_HOST=${cas[0]} OSM_TMP_DIR=$d OSM_CACHE_DIR=$d LD_PRELOAD=$UMAD2SIM \
+        exec "$OPENSM" -F "$OSM_CONF" -e -f "$d/master.log" -p 15 -s 10 >"$d/master.out" 2>&1) &
+    SM_PID=$!
+    wait_count "$d/master.log" 0 "SUBNET UP"
+    mkdir -p "$d/standby"
+    (cd "$d/standby" && IBSIM_SOCKNAME=$sock SIM_HOST=${cas[1]} OSM_TMP_DIR=$d/standby OSM_CACHE_DIR=$d/standby \
+        LD_PRELOAD=$UMAD2SIM exec "$OPENSM" -F "$OSM_CONF" -e -f "$d/standby.log" -p 14 -s 10 >"$d/standby.out" 2>&1) &
+    EXTRA_PIDS=("$!")
+    local master=$SM_PID
+    SM_PID=${EXTRA_PIDS[0]}
+    wait_count "$d/standby.log" 0 "Entering STANDBY state"
+    sleep 3
+    t_kill=$(now_local)
+    kill -9 "$master"
+    wait "$master" 2>/dev/null || true
+    wait_count "$d/standby.log" 0 "SUBNET UP"
+    t_up=$(grep -m1 "SUBNET UP" "$d/standby.log" | osm_secs)
+    osm_ms=$(diff_ms "$t_kill" "$t_up")
+    stop_all
+    echo "   OpenSM: kill -9 of the master -> the standby's SUBNET UP after ${osm_ms} ms" >&2
+
+    # Three Quorum SM replicas.
+    q=$WORK/q-$tag
+    sock=fo-q-$$
+    mkdir -p "$q"
+    start_ibsim_console "$net" "$sock" "$q/console"
+    local -a ports=(0 $((17200 + $$ % 500)) $((17700 + $$ % 500)) $((18200 + $$ % 500)))
+    local peers=1=127.0.0.1:${ports[1]},2=127.0.0.1:${ports[2]},3=127.0.0.1:${ports[3]}
+    local -a pids
+    for i in 1 2 3; do
+        mkdir -p "$q/r$i"
+        (cd "$q/r$i" && IBSIM_SOCKNAME=$sock SIM_HOST=${cas[$((i - 1))]} LD_PRELOAD=$UMAD2SIM NO_COLOR=1 \
+            SM_INSECURE_LOOPBACK=1 exec "$SM_NODE" --id $i --peers "$peers" --initial-cluster-state new \
+            --data-dir "$q/r$i/data" --fabric umad:/dev/infiniband/umad0 --sweep-interval 10 \
+            >"$q/r$i/summary" 2>"$q/r$i/log") &
+        pids[$i]=$!
+    done
+    EXTRA_PIDS=("${pids[@]}")
+    # The master the cluster reports (replica id), asked of replica $1.
+    master_of() {
+        "$SMCTL" cluster --server "127.0.0.1:${ports[$1]}" --json 2>/dev/null \
+            | grep -m1 -o '"replica_id": [0-9]*' | grep -o '[0-9]*$' || true
+    }
+    # Has the log $1 a HEAVY SWEEP COMPLETE after its last "becomes MASTER"?
+    swept_in_term() { awk '/becomes MASTER/{s=0} /HEAVY SWEEP COMPLETE/{s=1} END{exit !s}' "$1" 2>/dev/null; }
+    masters() { cat "$q"/r*/log 2>/dev/null | grep -c "becomes MASTER" || true; }
+    # Settled: the reported master has completed a sweep in its term, and no replica became
+    # master for 5 s.
+    m=
+    for _ in $(seq 1 "$BOUND"); do
+        local c0 x
+        c0=$(masters)
+        x=$(master_of 1)
+        if [ -n "$x" ] && [ "$x" != 0 ] && swept_in_term "$q/r$x/log"; then
+            sleep 5
+            [ "$(masters)" = "$c0" ] && [ "$(master_of 1)" = "$x" ] && { m=$x; break; }
+        else
+            sleep 1
+        fi
+    done
+    [ -n "$m" ] || { echo "reconverge: the cluster did not settle on a master within ${BOUND} s" >&2; return 1; }
+    local terms_up
+    terms_up=$(masters)
+    dump_lfts "${cas[3]}" "$sock" "$q/before.txt"
+    local -a n0
+    for i in 1 2 3; do n0[$i]=$(wc -l <"$q/r$i/log"); done
+    t_kill=$(now_utc)
+    kill -9 "${pids[$m]}"
+    wait "${pids[$m]}" 2>/dev/null || true
+    # The first survivor that becomes master after the kill and completes a sweep.
+    new=
+    for _ in $(seq 1 $((BOUND * 20))); do
+        for i in 1 2 3; do
+            [ "$i" = "$m" ] && continue
+            tail -n +"$((n0[i] + 1))" "$q/r$i/log" >"$q/r$i/after"
+            awk '/becomes MASTER/{s=1} s&&/HEAVY SWEEP COMPLETE/{f=1} END{exit !f}' "$q/r$i/after" && new=$i
+        done
+        [ -n "$new" ] && break
+        sleep 0.05
+    done
+    [ -n "$new" ] || { echo "reconverge: no surviving replica completed a sweep as master within ${BOUND} s" >&2; return 1; }
+    local after=$q/r$new/after
+    t_elect=$(grep -m1 "becomes MASTER" "$after" | trc_secs)
+    t_done=$(sed -n '/becomes MASTER/,$p' "$after" | grep -m1 "HEAVY SWEEP COMPLETE" | trc_secs)
+    e_ms=$(diff_ms "$t_kill" "$t_elect")
+    q_ms=$(diff_ms "$t_kill" "$t_done")
+    local lfts smps
+    lfts=$(sed -n '/becomes MASTER/,$p' "$after" | grep -m1 -o "PROGRAMMING COMPLETE: [0-9]* LFT blocks" | sed 's/[^0-9]*\([0-9]*\) LFT.*/\1/')
+    smps=$(sed -n '/becomes MASTER/,$p' "$after" | grep -m1 -o "DISCOVERY COMPLETE: .*, [0-9]* SMPs" | sed 's/.*, \([0-9]*\) SMPs/\1/')
+    dump_lfts "${cas[3]}" "$sock" "$q/after.txt"
+    local same switches
+    switches=$(grep -c "valid lids dumped" "$q/before.txt" || true)
+    if cmp -s "$q/before.txt" "$q/after.txt"; then same=identical; else same=DIFFER; fi
+    stop_all
+    local ratio
+    ratio=$(awk -v a="$osm_ms" -v b="$q_ms" 'BEGIN{ if (b > 0) printf "%.1f", a/b; else print "inf"}')
+    echo "   ours: kill -9 of replica $m (the master; $terms_up masters before the cluster settled) -> replica $new MASTER after ${e_ms} ms, first sweep complete after ${q_ms} ms (${ratio}x); LFT blocks ${lfts:-?}; ibroute of ${switches} switches ${same}" >&2
+    fo_rows+=("| $topo | ${osm_ms} ms | ${e_ms} ms | ${q_ms} ms | ${ratio}x | ${smps:-?} | ${lfts:-?} | ${switches} switches ${same} |")
+    [ "$same" = identical ] || { diff "$q/before.txt" "$q/after.txt" | head -20 >&2; return 1; }
+}
+
+# One fault on each SM; appends a row to rows.
+measure_fault() {
+    local topo=$1 net=$2 tag=$3 cmd=$4 setup fault host d q sock n0 t_cmd t_up t_done osm_ms q_ms lines0 after
     case "$cmd" in
         *" then "*) setup=${cmd%% then *} fault=${cmd#* then } ;;
         *) setup= fault=$cmd ;;
     esac
-    if [ -f "$topo" ]; then
-        net=$(realpath "$topo")
-    else
-        net=$WORK/$(echo "$topo" | tr ':=' '__').net
-        [ -f "$net" ] || "$SMCTL" topo gen spec "$topo" -o "$net" >&2
-    fi
-    host=$(awk '/^(Ca|Hca)/{match($0, /"[^"]*"/); print substr($0, RSTART+1, RLENGTH-2); exit}' "$net")
-    tag=$(echo "$topo-$cmd" | tr -c 'A-Za-z0-9' '_')
-    echo "== $topo: $cmd (SMs at $host)" >&2
+    host=$(cas_of "$net" | head -1)
 
     # OpenSM.
     d=$WORK/osm-$tag
@@ -161,6 +302,7 @@ while [ $# -ge 2 ]; do
     t_done=$(grep "HEAVY SWEEP COMPLETE" "$q/log" | sed -n "$((n0 + 1))p" | trc_secs)
     q_ms=$(diff_ms "$t_cmd" "$t_done")
     after=$(tail -n +"$((lines0 + 1))" "$q/log" | sed 's/\x1b\[[0-9;]*m//g')
+    local sweeps smps lfts ratio
     sweeps=$(echo "$after" | grep -o "Entering heavy sweep [0-9]* ([A-Za-z]*" | sed 's/.*(//' | paste -sd, -)
     smps=$(echo "$after" | grep -o "DISCOVERY COMPLETE: .*, [0-9]* SMPs" | sed 's/.*, \([0-9]*\) SMPs/\1/' | paste -sd+ -)
     lfts=$(echo "$after" | grep -m1 -o "PROGRAMMING COMPLETE: [0-9]* LFT blocks" | sed 's/[^0-9]*\([0-9]*\) LFT.*/\1/')
@@ -168,9 +310,37 @@ while [ $# -ge 2 ]; do
     ratio=$(awk -v a="$osm_ms" -v b="$q_ms" 'BEGIN{ if (b > 0) printf "%.1f", a/b; else print "inf"}')
     echo "   OpenSM ${osm_ms} ms, ours ${q_ms} ms (${ratio}x): sweeps ${sweeps:-?}, discovery SMPs ${smps:-?}, LFT blocks ${lfts:-0}" >&2
     rows+=("| $topo | \`$cmd\` | ${osm_ms} ms | ${q_ms} ms | ${ratio}x | ${sweeps:-?} | ${smps:-?} | ${lfts:-0} |")
+}
+
+rows=()
+fo_rows=()
+while [ $# -ge 2 ]; do
+    topo=$1 cmd=$2
+    shift 2
+    if [ -f "$topo" ]; then
+        net=$(realpath "$topo")
+    else
+        net=$WORK/$(echo "$topo" | tr ':=' '__').net
+        [ -f "$net" ] || "$SMCTL" topo gen spec "$topo" -o "$net" >&2
+    fi
+    tag=$(echo "$topo-$cmd" | tr -c 'A-Za-z0-9' '_')
+    echo "== $topo: $cmd" >&2
+    if [ "$cmd" = failover ]; then
+        measure_failover "$topo" "$net" "$tag"
+    else
+        measure_fault "$topo" "$net" "$tag" "$cmd"
+    fi
 done
 
-echo
-echo "| fabric | fault (ibsim console) | OpenSM to next SUBNET UP | Quorum SM to next sweep end | ratio | our sweeps | our discovery SMPs | our LFT blocks |"
-echo "|---|---|---|---|---|---|---|---|"
-printf '%s\n' "${rows[@]}"
+if [ ${#fo_rows[@]} -gt 0 ]; then
+    echo
+    echo "| fabric | OpenSM: kill -9 of the master to the standby's SUBNET UP | Quorum SM: to a new master | to its first sweep complete | ratio | its discovery SMPs | its LFT blocks | ibroute before/after |"
+    echo "|---|---|---|---|---|---|---|---|"
+    printf '%s\n' "${fo_rows[@]}"
+fi
+if [ ${#rows[@]} -gt 0 ]; then
+    echo
+    echo "| fabric | fault (ibsim console) | OpenSM to next SUBNET UP | Quorum SM to next sweep end | ratio | our sweeps | our discovery SMPs | our LFT blocks |"
+    echo "|---|---|---|---|---|---|---|---|"
+    printf '%s\n' "${rows[@]}"
+fi

@@ -487,3 +487,40 @@ fn membership_changes_one_at_a_time_and_only_for_configured_replicas() {
     let now = c.now;
     c.core(l).change_membership(now, f[0], true).unwrap();
 }
+
+/// An intent of ft3:36's size (336,960 LFT blocks: some 30 MiB, about 30 log entries of the
+/// 1 MiB command limit) is committed like a small one.
+#[test]
+fn an_intent_of_a_large_fabric_is_committed() {
+    let mut c = Cluster::new(3);
+    let l = c.elect();
+    let gen_ = c.core(l).master_gen().unwrap();
+    let term = c.core(l).term();
+    let lft_blocks = (0..336_960u32)
+        .map(|i| sm_core::LftBlockWrite {
+            switch: fabric::Guid(0x2000_0000_0000_0000 + u64::from(i / 208)),
+            block: (i % 208) as u16,
+            ports: [(i % 36) as u8 + 1; 64],
+        })
+        .collect();
+    let it = sm_core::Intent {
+        id: (term << 32) | 1,
+        lft_blocks,
+        ..Default::default()
+    };
+    let now = c.now;
+    c.core(l)
+        .intent(now, gen_, sm_core::IntentEvent::Program(it));
+    c.drain(l);
+    for _ in 0..50 {
+        c.settle();
+        c.tick();
+    }
+    assert!(
+        c.node(l).seen.iter().any(
+            |s| matches!(s, Seen::IntentResult { gen_: g, committed: true, .. } if *g == gen_)
+        ),
+        "{:?}",
+        c.node(l).seen
+    );
+}

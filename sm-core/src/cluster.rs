@@ -24,6 +24,10 @@ pub(crate) struct Fencing {
     lease_until: Option<VTime>,
 }
 
+/// How often a master whose Sets wait for its lease looks at the lease again (see
+/// [`crate::Sweeper::poll_timeout`]).
+pub(crate) const FENCE_RECHECK: VTime = 10 * crate::MS;
+
 impl Fencing {
     pub fn set_fenced(&mut self, fenced: bool) {
         self.fenced = fenced;

@@ -641,17 +641,22 @@ impl Discovery {
             self.unlink(pi);
         }
         let p = &mut self.ports[pi];
+        // ACTIVE when last read and ACTIVE now: the link has not been down in between (a
+        // port whose link goes down drops to Down and comes back in Init; only an SM's
+        // PortInfo Set makes it ACTIVE again), so its far end is the one already known.
+        let stayed_active = p.info_sweep == sweep && p.info.port_state == 4 && info.port_state == 4;
         p.info = info;
         p.info_sweep = sweep;
         if port == 0 || !is_switch {
             p.fresh = info.lid.0 == 0;
         }
         self.ports_read += 1;
-        // A targeted sweep probes every up port of a target again (its far end may have
-        // changed); a full one only the ports whose peer is not known yet.
+        // A targeted sweep probes every up port of a target again whose link may have
+        // been down since it was read (its far end may have changed); a full one only the
+        // ports whose peer is not known yet.
         let probe = up
             && port != 0
-            && (p.remote_sweep != sweep || target)
+            && (p.remote_sweep != sweep || (target && !stayed_active))
             && (is_switch || node == self.local);
         if probe && target && p.remote_sweep == sweep {
             self.min_smps += 1;

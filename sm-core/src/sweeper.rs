@@ -351,9 +351,16 @@ impl Sweeper {
     }
 
     /// When `handle_timeout` must next be called (None: nothing scheduled, e.g. waiting
-    /// for a routing result or idle with light sweeps off).
+    /// for a routing result or idle with light sweeps off). A master holding queued Sets
+    /// while its lease has lapsed is woken every 10 ms (`FENCE_RECHECK`): the
+    /// driver extends the lease on its own (a quorum's acknowledgement), and nothing else
+    /// would make the sweeper look again.
     pub fn poll_timeout(&mut self) -> Option<VTime> {
-        let d = self.io.window().next_deadline();
+        let mut d = self.io.window().next_deadline();
+        if self.cfg.role == Role::Master && !self.may_transmit() && !self.io.idle() {
+            let recheck = self.now + crate::cluster::FENCE_RECHECK;
+            d = Some(d.map_or(recheck, |t| t.min(recheck)));
+        }
         let l = match self.phase {
             Phase::Idle => self.sched.next(),
             Phase::Lids => Some(self.now),

@@ -753,3 +753,43 @@ fn paused_master_resumed_at_the_new_masters_first_set_is_held_by_its_lease() {
     assert_eq!(late, 0, "A's Sets accepted after B's first Set");
     checked_up(&c, &t);
 }
+
+/// The intent of a large fabric takes the Raft log long enough that the write lease lapses
+/// before the commit reaches the master (ft3:36: ~30 log entries). The lease comes back on
+/// the driver's side (a quorum's acknowledgement), which calls the sweeper only at the
+/// times it names: while Sets wait for the lease it must name one, or they wait for ever.
+#[test]
+fn sets_held_by_a_lapsed_lease_leave_once_it_is_extended() {
+    let t = topo("ft2:8");
+    let cas = ca_ports(&t);
+    let mut c = Cluster::new(&t, 1);
+    let a = c.add(cas[0].2, gated(KEY_A, vec![]));
+    c.sms[a].auto_commit = false;
+    c.sms[a].lease = Some(200 * MS);
+    assert!(c.run(10 * SEC, |c| !c.sms[a].intents.is_empty()));
+    let id = match &c.sms[a].intents[0] {
+        IntentEvent::Program(i) => i.id,
+        other => panic!("expected an intent, got {other:?}"),
+    };
+    // The lease lapses while the intent is being replicated; then it is committed.
+    c.sms[a].lease = None;
+    let lapsed = c.now;
+    c.sms[a].sw.set_lease(Some(lapsed));
+    c.advance(SEC);
+    c.sms[a].sw.handle_intent_committed(c.now, id);
+    assert!(
+        c.sms[a].sw.poll_transmit_at(c.now).is_none(),
+        "a Set left without a lease"
+    );
+    assert!(c.fab.take_set_log().is_empty());
+    // The driver extends its lease object but calls the sweeper only at its deadline.
+    let due = c.sms[a].sw.poll_timeout();
+    assert!(
+        due.is_some_and(|t| t <= c.now + 10 * MS),
+        "queued Sets held by the lease name no time to look again: {due:?}"
+    );
+    c.sms[a].sw.set_lease(Some(c.now + 10 * SEC));
+    c.sms[a].lease = Some(200 * MS);
+    c.sms[a].auto_commit = true;
+    c.subnet_up(a);
+}

@@ -148,3 +148,31 @@ fn an_election_timeout_too_short_for_the_lease_is_refused() {
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// A replica whose listen address is taken exits 1 with the reason as its last line (it
+/// panicked on its way out before: the ended gRPC server's handle was awaited twice).
+#[test]
+fn a_replica_whose_address_is_taken_exits_1_saying_why() {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = taken.local_addr().unwrap().port();
+    let dir = temp_dir("bin-taken");
+    let out = Command::new(BIN)
+        .args(["--id", "1", "--peers"])
+        .arg(format!("1=127.0.0.1:{port}"))
+        .args(["--fabric", "sim:ft2:4", "--insecure-loopback", "--data-dir"])
+        .arg(&dir)
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    let last = err.lines().last().unwrap_or_default();
+    assert!(
+        last.contains("E_NODE_GRPC")
+            && last.contains(&format!("127.0.0.1:{port}"))
+            && last.contains("in use"),
+        "{err}"
+    );
+    drop(taken);
+    std::fs::remove_dir_all(&dir).unwrap();
+}

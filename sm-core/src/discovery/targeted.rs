@@ -3,9 +3,11 @@
 //!
 //! The previous sweep's nodes, links and directed paths are carried into the new sweep
 //! number; every port of a trapping switch is read again (PortInfo) and every up port
-//! probed again (NodeInfo), so a link that went down is removed, a link that came up is
-//! followed (a node not known yet is discovered as in a full sweep, with everything behind
-//! it) and a link whose far end changed is noticed. When the reads are in, the nodes still
+//! probed again (NodeInfo) unless it was ACTIVE when last read and still is (its link has
+//! not been down since: a port comes back from a link down in Init, and only an SM makes it
+//! ACTIVE), so a link that went down is removed, a link that came up is followed (a node
+//! not known yet is discovered as in a full sweep, with everything behind it) and a link
+//! whose far end changed is noticed. When the reads are in, the nodes still
 //! reachable from the SM's port are found again breadth-first, a directed path that crosses
 //! a removed link is replaced by one over the links in place, and what is no longer
 //! reachable is left out of the sweep, exactly as a full sweep would not have found it.

@@ -194,7 +194,10 @@ pub async fn serve_grpc(
         .add_service(admin::admin_server(admin::AdminService::new(id, raft)))
         .serve_with_shutdown(listen, shutdown)
         .await
-        .map_err(|e| NodeError::Cluster(format!("E_NODE_GRPC: serve on {listen}: {e}")))
+        .map_err(|e| {
+            let why = std::error::Error::source(&e).map_or(String::new(), |s| format!(": {s}"));
+            NodeError::Cluster(format!("E_NODE_GRPC: serve on {listen}: {e}{why}"))
+        })
 }
 
 #[cfg(test)]

@@ -121,6 +121,19 @@ impl RaftActor {
         self.base.elapsed().as_nanos() as VTime
     }
 
+    /// Warns when handling one input kept this thread (and so the heartbeats) from running
+    /// for more than a tenth of the election timeout.
+    fn slow(&self, what: &str, bytes: usize, t0: Instant) {
+        let took = t0.elapsed();
+        if took > self.cfg.tick * self.cfg.election_ticks as u32 / 10 {
+            tracing::warn!(
+                "E_NODE_RAFT_SLOW: replica {}: {what} ({bytes} bytes) took {} ms",
+                self.cfg.id,
+                took.as_millis()
+            );
+        }
+    }
+
     /// Carries out everything the core has to say, until it has nothing more.
     fn drive(&mut self, ctx: &mut Context<Self>) {
         while let Some(o) = self.core.poll_output() {
@@ -230,8 +243,9 @@ impl Actor for RaftActor {
     fn started(&mut self, ctx: &mut Context<Self>) {
         self.drive(ctx);
         ctx.run_interval(self.cfg.tick, |act, ctx| {
-            let now = act.now();
+            let (now, t0) = (act.now(), Instant::now());
             act.core.tick(now);
+            act.slow("a tick", 0, t0);
             act.drive(ctx);
         });
     }
@@ -281,8 +295,9 @@ pub struct IntentFrom(u64, sm_core::IntentEvent);
 
 impl StreamHandler<IntentFrom> for RaftActor {
     fn handle(&mut self, IntentFrom(gen_, ev): IntentFrom, ctx: &mut Context<Self>) {
-        let now = self.now();
+        let (now, t0) = (self.now(), Instant::now());
         self.core.intent(now, gen_, ev);
+        self.slow("an intent", 0, t0);
         self.drive(ctx);
     }
 

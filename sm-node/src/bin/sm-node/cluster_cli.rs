@@ -180,7 +180,10 @@ pub fn run_replica(a: ReplicaArgs) -> anyhow::Result<ExitCode> {
         let end = loop {
             tokio::select! {
                 sig = signals.recv() => break End::Signal(sig),
-                r = &mut server => break End::Failed(format!("E_NODE_GRPC: the gRPC server ended: {r:?}")),
+                r = &mut server => break End::Failed(match r {
+                    Ok(Err(e)) => e.to_string(),
+                    r => format!("E_NODE_GRPC: the gRPC server ended: {r:?}"),
+                }),
                 Ok(why) = &mut died => break End::Failed(why),
                 r = &mut joined => {
                     let why = r.map_or_else(|e| format!("the replica thread: {e}"), cluster::thread_end);
@@ -205,7 +208,10 @@ pub fn run_replica(a: ReplicaArgs) -> anyhow::Result<ExitCode> {
         system.stop();
         let _ = stop_tx.send(());
         let _ = dash_stop.send(());
-        let _ = tokio::time::timeout(STOP_STEP, server).await;
+        // A server that already ended (the failure above) is not polled again.
+        if !server.is_finished() {
+            let _ = tokio::time::timeout(STOP_STEP, server).await;
+        }
         // After a failure the replica thread is dead or wedged: not waited for.
         let thread_ended = joined.is_finished()
             || (matches!(end, End::Signal(_))

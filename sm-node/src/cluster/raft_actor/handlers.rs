@@ -11,6 +11,7 @@ use proto::admin::{ClusterStatusReply, GetPolicyReply, GetVlTablesReply};
 use proto::state::ApplyResult;
 use raft::eraftpb::Message as RaftMessage;
 use replica::ReplicatedState;
+use std::time::Instant;
 use tokio::sync::{mpsc, oneshot};
 
 /// Raft messages from a peer (encoded eraftpb::Message).
@@ -32,8 +33,13 @@ impl Handler<Step> for RaftActor {
                     }
                 })
                 .collect();
-        let now = self.now();
+        let (now, bytes, t0) = (
+            self.now(),
+            m.0.iter().map(Vec::len).sum::<usize>(),
+            Instant::now(),
+        );
         self.core.step_batch(now, msgs);
+        self.slow("a step", bytes, t0);
         self.drive(ctx);
     }
 }
