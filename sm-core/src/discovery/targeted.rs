@@ -1,5 +1,6 @@
 //! Targeted re-discovery: the heavy sweep a link-state trap (128) starts re-reads only the
-//! switches that trapped instead of the whole fabric.
+//! switches that trapped (before it started, or while it discovers) instead of the whole
+//! fabric.
 //!
 //! The previous sweep's nodes, links and directed paths are carried into the new sweep
 //! number; every port of a trapping switch is read again (PortInfo) and every up port
@@ -115,6 +116,27 @@ impl Discovery {
             gets.extend(self.add_target(t));
         }
         gets
+    }
+
+    /// A switch at `lid` trapped while a targeted sweep runs: it becomes one of its targets
+    /// (SwitchInfo and every PortInfo), as if it had trapped before the sweep started. None
+    /// when no targeted sweep runs, no switch of the last sweep answers to `lid`, or that
+    /// switch was read already (what changed since is swept by another sweep).
+    pub fn join_targeted(&mut self, lid: Lid) -> Option<Gets> {
+        if !self.retarget.active {
+            return None;
+        }
+        let node = self.switch_at_lid(lid)?;
+        if self.retarget.read.contains(&node) {
+            return None;
+        }
+        let mut gets = Vec::new();
+        if self.retarget.verified.insert(node) {
+            self.min_smps += 1;
+            gets.push((Op::SwitchInfoGet, node, 0));
+        }
+        gets.extend(self.add_target(node));
+        Some(gets)
     }
 
     /// Makes `node` a target of the running targeted sweep: PortInfo of each of its ports

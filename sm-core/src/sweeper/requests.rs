@@ -341,6 +341,18 @@ impl Sweeper {
             issuer: n.issuer_lid,
         });
         if matches!(number, 128 | 144 | 145) {
+            // A switch trapping while a targeted discovery runs joins it (a switch removed
+            // whole makes all its neighbours trap at once: read together, they show it gone
+            // without a check read waiting for its timeout); one read already is swept again.
+            if number == 128
+                && self.phase == Phase::Discovering
+                && let Some(gets) = self.disc.join_targeted(n.issuer_lid)
+            {
+                for (op, node, port) in gets {
+                    self.push(op, node, port, 0);
+                }
+                return;
+            }
             if number == 128 {
                 self.sched
                     .request_for_links(SweepReason::Trap(128), n.issuer_lid);
