@@ -132,12 +132,21 @@ impl<const W: usize> Class<W> {
                 while b != 0 {
                     let i = b.trailing_zeros() as usize;
                     b &= b - 1;
-                    if counters[w * 64 + i] == min {
-                        *word |= 1u64 << i;
-                    }
+                    *word |= u64::from(counters[w * 64 + i] == min) << i;
                 }
             }
         }
+    }
+
+    /// [`Class::take`] when the caller then adds `count` to the port's counter: a port
+    /// that leaves the minimum is dropped from `at_min` at once instead of at the next
+    /// call (the same choices; the next call's first candidate is usually valid).
+    fn take_counted(&mut self, counters: &[u32], count: u32) -> Option<u8> {
+        let p = self.take(counters)?;
+        if count > 0 {
+            self.at_min[p as usize / 64] &= !(1u64 << (p % 64));
+        }
+        Some(p)
     }
 }
 
@@ -451,7 +460,7 @@ fn lfts_of<const W: usize>(
             } else if start != 1 {
                 least_from(mask, &counters, start, nports)
             } else {
-                classes[class as usize].take(&counters)
+                classes[class as usize].take_counted(&counters, count)
             };
             if let Some(p) = chosen {
                 lft[lid] = p;
