@@ -297,16 +297,16 @@ impl Graph {
                             continue;
                         }
                         hop.clear();
-                        hop.extend(input.ports(x).iter().enumerate().map(|(p, peer)| {
-                            match *peer {
+                        hop.extend(input.ports(x).iter().enumerate().map(
+                            |(p, peer)| match *peer {
                                 Peer::Switch { sw, .. } => Hop {
                                     table: tables[sw as usize],
                                     channels: sw_ports[sw as usize],
                                     chan: id_of[input.channel(x, p as u8)] as usize - c0,
                                 },
                                 _ => Hop::NOT_SWITCH,
-                            }
-                        }));
+                            },
+                        ));
                         for (lid, &p) in t[r.clone()].iter().enumerate() {
                             let Some(h) = hop.get(p as usize) else {
                                 continue;

@@ -259,14 +259,7 @@ fn lfts_of<const W: usize>(
     let mut classes: Vec<Class<W>> = Vec::new();
     let any_lmc = input.end_ports.iter().any(|e| e.lids.lmc > 0);
     // LMC: per end port, the ports leading to next switches its LIDs already use.
-    let mut used_by_port = vec![
-        [0u64; W];
-        if any_lmc {
-            input.end_ports.len()
-        } else {
-            0
-        }
-    ];
+    let mut used_by_port = vec![[0u64; W]; if any_lmc { input.end_ports.len() } else { 0 }];
     let mut out = Vec::with_capacity(range.len());
     let ft = plan.ftree.as_ref();
     let stride = ft.map_or(1, |f| f.max_level as usize + 1);
@@ -432,12 +425,10 @@ fn lfts_of<const W: usize>(
                 // of that path is a legal neighbour; otherwise up towards its root. (The
                 // up*down* orientation may call a move down that climbs a level, near the
                 // switches that join the roots: see `Directions::from_ranks`.)
-                if row_s[t] & DOWN_ONLY != 0 {
-                    if let Some(path) = below {
-                        let m = path[i];
-                        if m != NONE {
-                            pref = and(mask, &nbr_mask[m as usize]);
-                        }
+                if let Some(path) = below.filter(|_| row_s[t] & DOWN_ONLY != 0) {
+                    let m = path[i];
+                    if m != NONE {
+                        pref = and(mask, &nbr_mask[m as usize]);
                     }
                 }
                 if is_empty(&pref) {
