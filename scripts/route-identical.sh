@@ -9,6 +9,7 @@
 #
 #   scripts/route-identical.sh OLD_SMCTL NEW_SMCTL [WORKERS]
 #
+# ROUTE_CASES=REGEX runs only the cases whose name matches (e.g. ROUTE_CASES='dfsssp|2qos').
 # Exit status 1 when any case differs (each difference is printed), 2 on a failed run.
 set -euo pipefail
 old=${1:?usage: route-identical.sh OLD_SMCTL NEW_SMCTL [WORKERS]}
@@ -23,7 +24,9 @@ cases=(
   "ft3-48|--topology ft3:48"
   "ft2-36|--topology ft2:36"
   "torus|--topology torus:6x6x6"
+  "torus-2qos|--topology torus:6x6x6 --engine torus-2QoS"
   "random|--topology random:256:seed=7"
+  "random-dfsssp|--topology random:256:seed=7 --engine dfsssp"
   "random-minhop|--topology random:256:seed=7 --engine minhop --accept-credit-loops"
   "ft3-36-lmc2|--topology ft3:36 --lmc 2"
   "ft2-36-lmc2-updn|--topology ft2:36 --lmc 2 --engine updn"
@@ -40,6 +43,7 @@ strip='del(.routing_ms, .load_ms, .input_ms, .metrics_ms, .peak_rss_mb,
 fail=0
 for c in "${cases[@]}"; do
   name=${c%%|*}
+  [[ $name =~ ${ROUTE_CASES:-.} ]] || continue
   read -r -a args <<<"${c#*|}"
   for side in old new; do
     bin=$old
