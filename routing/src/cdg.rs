@@ -264,41 +264,62 @@ impl Graph {
         if !hosts_only {
             // Switch-major: one switch's table read in order, its neighbours' tables in a
             // few sequential streams; a channel's dependencies all belong to its switch, so
-            // jobs over switch ranges fill disjoint parts of the graph.
-            let used: Vec<bool> = dests
-                .iter()
-                .enumerate()
-                .map(|(lid, d)| lid != 0 && d.is_used())
+            // jobs over switch ranges fill disjoint parts of the graph. This loop runs for
+            // every (switch, used LID) pair: what it needs per output port is looked up once
+            // per switch ([`Hop`]), the used LIDs are ranges, and a dependency is one OR
+            // (the count is the number of bits set, taken once per job).
+            let used = used_ranges(dests);
+            // Per switch: its switch-to-switch ports, as a set over all 256 port numbers.
+            let sw_ports: Vec<[u64; 4]> = (0..n)
+                .map(|s| {
+                    let mut bits = [0u64; 4];
+                    for (p, peer) in input.ports(s).iter().enumerate().take(256) {
+                        if matches!(peer, Peer::Switch { .. }) {
+                            bits[p / 64] |= 1u64 << (p % 64);
+                        }
+                    }
+                    bits
+                })
                 .collect();
             let jobs = shards.clamp(1, n.max(1));
             let parts = exec.map(jobs, |j| {
                 let (a, b) = (j * n / jobs, (j + 1) * n / jobs);
                 let c0 = chan_start[a];
                 let mut local = vec![0u64; (chan_start[b] - c0) * words];
-                let mut count = 0u64;
-                for (x, t) in tables.iter().enumerate().take(b).skip(a) {
-                    let ports = input.ports(x);
-                    for (lid, &p) in t.iter().enumerate() {
-                        if !used.get(lid).copied().unwrap_or(false) {
+                let mut hop: Vec<Hop<'_>> = Vec::new();
+                // In blocks of LIDs, every switch of the job per block: the neighbours'
+                // tables are read where a block of them is still cached from the switches
+                // before (switches next to each other share most of their neighbours).
+                for blk in blocks(&used, CDG_BLOCK) {
+                    for (x, t) in tables.iter().enumerate().take(b).skip(a) {
+                        let r = blk.start.min(t.len())..blk.end.min(t.len());
+                        if r.is_empty() {
                             continue;
                         }
-                        let Some(Peer::Switch { sw, .. }) = ports.get(p as usize) else {
-                            continue;
-                        };
-                        let nx = *sw as usize;
-                        let p2 = tables[nx].get(lid).copied().unwrap_or(NO_ROUTE);
-                        if !matches!(input.ports(nx).get(p2 as usize), Some(Peer::Switch { .. })) {
-                            continue;
-                        }
-                        let c = id_of[input.channel(x, p)] as usize - c0;
-                        let w = &mut local[c * words + p2 as usize / 64];
-                        let bit = 1u64 << (p2 % 64);
-                        if *w & bit == 0 {
-                            *w |= bit;
-                            count += 1;
+                        hop.clear();
+                        hop.extend(input.ports(x).iter().enumerate().map(
+                            |(p, peer)| match *peer {
+                                Peer::Switch { sw, .. } => Hop {
+                                    table: tables[sw as usize],
+                                    channels: sw_ports[sw as usize],
+                                    chan: id_of[input.channel(x, p as u8)] as usize - c0,
+                                },
+                                _ => Hop::NOT_SWITCH,
+                            },
+                        ));
+                        for (lid, &p) in t[r.clone()].iter().enumerate() {
+                            let Some(h) = hop.get(p as usize) else {
+                                continue;
+                            };
+                            let p2 = h.table.get(r.start + lid).copied().unwrap_or(NO_ROUTE);
+                            let (w, bit) = (p2 as usize / 64, 1u64 << (p2 % 64));
+                            if h.channels[w] & bit != 0 {
+                                local[h.chan * words + w] |= bit;
+                            }
                         }
                     }
                 }
+                let count = local.iter().map(|w| u64::from(w.count_ones())).sum::<u64>();
                 (c0, local, count)
             });
             for (c0, local, count) in parts {
@@ -544,4 +565,53 @@ impl Graph {
         }
         None
     }
+}
+
+/// What the dependency scan needs about one output port of a switch.
+struct Hop<'a> {
+    /// The next switch's table (empty when the port does not lead to a switch).
+    table: &'a [u8],
+    /// The next switch's switch-to-switch ports (none when the port does not lead to one).
+    channels: [u64; 4],
+    /// The port's channel id, relative to the job's first channel.
+    chan: usize,
+}
+
+impl Hop<'_> {
+    const NOT_SWITCH: Hop<'static> = Hop {
+        table: &[],
+        channels: [0; 4],
+        chan: 0,
+    };
+}
+
+/// LIDs per block of the dependency scan: a block of every table (4 MB at 3,920 switches)
+/// stays in a shared L3 cache while the switches that read it as neighbours come by.
+const CDG_BLOCK: usize = 1024;
+
+/// `ranges` cut into pieces of at most `len` LIDs, in order.
+fn blocks(
+    ranges: &[std::ops::Range<usize>],
+    len: usize,
+) -> impl Iterator<Item = std::ops::Range<usize>> + '_ {
+    ranges.iter().flat_map(move |r| {
+        (r.start..r.end)
+            .step_by(len)
+            .map(move |a| a..(a + len).min(r.end))
+    })
+}
+
+/// The used LIDs (LID 0 excluded) as ascending, disjoint ranges.
+fn used_ranges(dests: &[crate::input::Dest]) -> Vec<std::ops::Range<usize>> {
+    let mut out: Vec<std::ops::Range<usize>> = Vec::new();
+    for (lid, d) in dests.iter().enumerate().skip(1) {
+        if !d.is_used() {
+            continue;
+        }
+        match out.last_mut() {
+            Some(r) if r.end == lid => r.end = lid + 1,
+            _ => out.push(lid..lid + 1),
+        }
+    }
+    out
 }

@@ -241,6 +241,14 @@ fn plain_bfs(input: &RoutingInput, t: usize, col: &mut [u8], queue: &mut Vec<u32
     true
 }
 
+/// Shards of at least this many destination switches are searched [`BATCH`] at a time
+/// ([`batch_search`]: one pass over every edge per level for up to 64 destinations); fewer
+/// (dfsssp asks for one at a time) one by one ([`queue_search`]: each edge once per
+/// destination). Both give the same columns (tested).
+const BATCH_MIN: usize = 16;
+/// Destinations per [`batch_search`]: one bit each in a u64 per switch.
+const BATCH: usize = 64;
+
 /// Computes the columns of destination switches `range`. With `dirs` the legal paths are
 /// up*down* (up/down, fat-tree); without, any shortest path (min-hop).
 pub fn compute_hop_shard(
@@ -251,62 +259,18 @@ pub fn compute_hop_shard(
     let n = input.num_switches();
     let mut cols = vec![UNREACHABLE; range.len() * n];
     let mut too_deep = false;
-    let mut queue: Vec<u32> = Vec::with_capacity(n);
-    let mut queue_b: Vec<u32> = Vec::with_capacity(n);
-    for (i, t) in range.clone().enumerate() {
-        let col = &mut cols[i * n..(i + 1) * n];
-        queue.clear();
-        match dirs {
-            None => {
-                too_deep |= !plain_bfs(input, t, col, &mut queue);
-            }
-            Some(dirs) => {
-                // Level-synchronous search from t over the two states of a switch: D (its
-                // route goes only down: it may be entered from above) and U (it may go up
-                // first, and down into a D neighbour; it is never entered from above). At
-                // each distance a switch with an up neighbour one hop closer is U, one with
-                // only a D neighbour below it one hop closer is D: every switch gets its
-                // shortest up*down* distance, and a tie keeps the up moves open.
-                col[t] = DOWN_ONLY;
-                queue.push(t as u32);
-                let mut head = 0;
-                let mut d = 0u8;
-                while head < queue.len() {
-                    let level_end = queue.len();
-                    if d >= MAX_HOPS {
-                        too_deep = true;
-                        break;
-                    }
-                    queue_b.clear();
-                    for &y in &queue[head..level_end] {
-                        let y = y as usize;
-                        // x -> y is an up move for every x in downs(y).
-                        for &x in dirs.downs(y) {
-                            if col[x as usize] == UNREACHABLE {
-                                col[x as usize] = PENDING_U;
-                                queue_b.push(x);
-                            } else if col[x as usize] == PENDING_D {
-                                col[x as usize] = PENDING_U;
-                            }
-                        }
-                        if col[y] & DOWN_ONLY != 0 {
-                            for &x in dirs.ups(y) {
-                                if col[x as usize] == UNREACHABLE {
-                                    col[x as usize] = PENDING_D;
-                                    queue_b.push(x);
-                                }
-                            }
-                        }
-                    }
-                    head = level_end;
-                    d += 1;
-                    for &x in &queue_b {
-                        let c = &mut col[x as usize];
-                        *c = if *c == PENDING_U { d } else { d | DOWN_ONLY };
-                    }
-                    queue.extend_from_slice(&queue_b);
-                }
-            }
+    if range.len() >= BATCH_MIN && n > 0 {
+        let mut bufs = BatchBufs::new(n);
+        for (b, chunk) in cols.chunks_mut(BATCH * n).enumerate() {
+            let t0 = range.start + b * BATCH;
+            too_deep |= batch_search(input, dirs, t0..t0 + chunk.len() / n, chunk, &mut bufs);
+        }
+    } else {
+        let mut queue: Vec<u32> = Vec::with_capacity(n);
+        let mut queue_b: Vec<u32> = Vec::with_capacity(n);
+        for (i, t) in range.clone().enumerate() {
+            let col = &mut cols[i * n..(i + 1) * n];
+            too_deep |= queue_search(input, dirs, t, col, &mut queue, &mut queue_b);
         }
     }
     HopShard {
@@ -314,6 +278,160 @@ pub fn compute_hop_shard(
         cols,
         too_deep,
     }
+}
+
+/// One destination's column by a queue search; true when a path is longer than
+/// [`MAX_HOPS`].
+fn queue_search(
+    input: &RoutingInput,
+    dirs: Option<&Directions>,
+    t: usize,
+    col: &mut [u8],
+    queue: &mut Vec<u32>,
+    queue_b: &mut Vec<u32>,
+) -> bool {
+    queue.clear();
+    match dirs {
+        None => !plain_bfs(input, t, col, queue),
+        Some(dirs) => {
+            // Level-synchronous search from t over the two states of a switch: D (its
+            // route goes only down: it may be entered from above) and U (it may go up
+            // first, and down into a D neighbour; it is never entered from above). At
+            // each distance a switch with an up neighbour one hop closer is U, one with
+            // only a D neighbour below it one hop closer is D: every switch gets its
+            // shortest up*down* distance, and a tie keeps the up moves open.
+            col[t] = DOWN_ONLY;
+            queue.push(t as u32);
+            let mut head = 0;
+            let mut d = 0u8;
+            while head < queue.len() {
+                let level_end = queue.len();
+                if d >= MAX_HOPS {
+                    return true;
+                }
+                queue_b.clear();
+                for &y in &queue[head..level_end] {
+                    let y = y as usize;
+                    // x -> y is an up move for every x in downs(y).
+                    for &x in dirs.downs(y) {
+                        if col[x as usize] == UNREACHABLE {
+                            col[x as usize] = PENDING_U;
+                            queue_b.push(x);
+                        } else if col[x as usize] == PENDING_D {
+                            col[x as usize] = PENDING_U;
+                        }
+                    }
+                    if col[y] & DOWN_ONLY != 0 {
+                        for &x in dirs.ups(y) {
+                            if col[x as usize] == UNREACHABLE {
+                                col[x as usize] = PENDING_D;
+                                queue_b.push(x);
+                            }
+                        }
+                    }
+                }
+                head = level_end;
+                d += 1;
+                for &x in queue_b.iter() {
+                    let c = &mut col[x as usize];
+                    *c = if *c == PENDING_U { d } else { d | DOWN_ONLY };
+                }
+                queue.extend_from_slice(queue_b);
+            }
+            false
+        }
+    }
+}
+
+/// Per-switch bit sets of [`batch_search`] (bit k: destination k of the batch).
+struct BatchBufs {
+    /// Reached at any distance so far.
+    seen: Vec<u64>,
+    /// Reached at the current distance, and of those the down-only ones.
+    front: Vec<u64>,
+    front_d: Vec<u64>,
+    /// Reached at the next distance, and of those the down-only ones.
+    next: Vec<u64>,
+    next_d: Vec<u64>,
+}
+
+impl BatchBufs {
+    fn new(n: usize) -> BatchBufs {
+        BatchBufs {
+            seen: vec![0; n],
+            front: vec![0; n],
+            front_d: vec![0; n],
+            next: vec![0; n],
+            next_d: vec![0; n],
+        }
+    }
+}
+
+/// The columns of destination switches `ts` (at most 64; `cols` holds one column of `n`
+/// entries per destination) in one level-synchronous search, the destinations as bits.
+/// The rules of [`queue_search`], per switch x instead of per reached switch: x is reached
+/// at distance d + 1 as U when a neighbour above it (`ups(x)`; without directions any
+/// neighbour) was reached at d, otherwise as D when a neighbour below it (`downs(x)`) was
+/// reached at d as D. True when a path is longer than [`MAX_HOPS`].
+fn batch_search(
+    input: &RoutingInput,
+    dirs: Option<&Directions>,
+    ts: Range<usize>,
+    cols: &mut [u8],
+    b: &mut BatchBufs,
+) -> bool {
+    let n = input.num_switches();
+    b.seen.fill(0);
+    b.front.fill(0);
+    b.front_d.fill(0);
+    for (k, t) in ts.clone().enumerate() {
+        let bit = 1u64 << k;
+        b.seen[t] |= bit;
+        b.front[t] |= bit;
+        if dirs.is_some() {
+            b.front_d[t] |= bit;
+            cols[k * n + t] = DOWN_ONLY;
+        } else {
+            cols[k * n + t] = 0;
+        }
+    }
+    let mut live = !ts.is_empty();
+    let mut d = 0u8;
+    while live {
+        if d >= MAX_HOPS {
+            return true;
+        }
+        d += 1;
+        for x in 0..n {
+            let or = |ys: &[u32], f: &[u64]| ys.iter().fold(0u64, |a, &y| a | f[y as usize]);
+            let (up, down) = match dirs {
+                None => (or(input.neighbours(x), &b.front), 0),
+                Some(dirs) => (or(dirs.ups(x), &b.front), or(dirs.downs(x), &b.front_d)),
+            };
+            let up = up & !b.seen[x];
+            let down = down & !b.seen[x] & !up;
+            b.next[x] = up | down;
+            b.next_d[x] = down;
+        }
+        live = false;
+        for x in 0..n {
+            let mut new = b.next[x];
+            if new == 0 {
+                continue;
+            }
+            live = true;
+            b.seen[x] |= new;
+            let down = b.next_d[x];
+            while new != 0 {
+                let k = new.trailing_zeros() as usize;
+                new &= new - 1;
+                cols[k * n + x] = if down >> k & 1 != 0 { d | DOWN_ONLY } else { d };
+            }
+        }
+        std::mem::swap(&mut b.front, &mut b.next);
+        std::mem::swap(&mut b.front_d, &mut b.next_d);
+    }
+    false
 }
 
 /// Plain shortest switch-to-switch hops (no direction rule), one BFS per destination
@@ -354,4 +472,53 @@ pub fn merge_hop_shards(n: usize, shards: Vec<HopShard>) -> Result<HopTable, Rou
         }
     }
     Ok(HopTable { n, data })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::input::assign_lids_sequential;
+
+    fn input(spec: &str) -> RoutingInput {
+        let topo = spec
+            .parse::<fabric::DegradedSpec>()
+            .expect("valid spec")
+            .generate()
+            .expect("generates");
+        let lids = assign_lids_sequential(&topo, 0).expect("LIDs fit");
+        RoutingInput::new(&topo, &lids, None).expect("valid input")
+    }
+
+    /// The batched search (shards of 16 or more destinations) gives, column for column,
+    /// what the queue search gives one destination at a time, with and without directions.
+    #[test]
+    fn batch_search_equals_queue_search() {
+        for spec in [
+            "ft2:12",
+            "ft3:8",
+            "ft3:12:remove=5:seed=3",
+            "torus:5x4x3",
+            "random:150:seed=7",
+            "random:90:seed=2",
+        ] {
+            let input = input(spec);
+            let n = input.num_switches();
+            assert!(n >= BATCH_MIN, "{spec}: {n} switches");
+            let roots = crate::updn::find_roots(&input, &[]).expect("roots");
+            let updn = crate::updn::directions(&input, &roots).expect("directions");
+            let ftree = crate::ftree::plan(&input).ok().map(|(_, d)| d);
+            for dirs in [None, Some(&updn), ftree.as_ref()] {
+                // Ranges that straddle a batch and end in a partial one.
+                for range in [0..n, 1..n.min(BATCH + 9)] {
+                    let batched = compute_hop_shard(&input, dirs, range.clone());
+                    for (i, t) in range.clone().enumerate() {
+                        let one = compute_hop_shard(&input, dirs, t..t + 1);
+                        assert_eq!(batched.col(i), one.col(0), "{spec} t={t}");
+                        assert!(!one.too_deep, "{spec}");
+                    }
+                    assert!(!batched.too_deep, "{spec}");
+                }
+            }
+        }
+    }
 }

@@ -34,36 +34,42 @@ pub(crate) enum Move {
 /// destination switch is `a` into a neighbour whose entry is `b` is legal and minimal.
 #[inline(always)]
 pub(crate) fn allowed(mv: Move, a: u8, b: u8) -> bool {
+    // Non-short-circuit `&` (and wrapping arithmetic, whose result only counts when the
+    // other terms hold): no branch, so `fill_byte` vectorises for every move kind.
     match mv {
         Move::Any => a == b.wrapping_add(1),
         Move::Up => a == (b & !DOWN_ONLY) + 1,
-        Move::Down => b >= DOWN_ONLY && b != UNREACHABLE && (a & !DOWN_ONLY) == b - DOWN_ONLY + 1,
+        Move::Down => {
+            (b >= DOWN_ONLY)
+                & (b != UNREACHABLE)
+                & ((a & !DOWN_ONLY) == b.wrapping_sub(DOWN_ONLY).wrapping_add(1))
+        }
     }
 }
 
-fn fill_masks(masks: &mut [u64], words: usize, p: usize, mv: Move, row_s: &[u8], row_m: &[u8]) {
-    let bit = 1u64 << (p % 64);
-    let w = p / 64;
-    if words == 1 {
-        // Separate loops per move kind keep the inner loop branch-free.
-        macro_rules! fill {
-            ($mv:expr) => {
-                for ((m, &a), &b) in masks.iter_mut().zip(row_s).zip(row_m) {
-                    *m |= (allowed($mv, a, b) as u64) << p;
-                }
-            };
-        }
-        match mv {
-            Move::Any => fill!(Move::Any),
-            Move::Up => fill!(Move::Up),
-            Move::Down => fill!(Move::Down),
-        }
-    } else {
-        for (t, (&a, &b)) in row_s.iter().zip(row_m).enumerate() {
-            if allowed(mv, a, b) {
-                masks[t * words + w] |= bit;
+/// ORs port `p`'s bit (`bit`, within its byte of the masks) into `acc[t]` for every
+/// destination switch `t` the port may lead to. Branch-free per destination, one loop per
+/// move kind, on bytes: the loop vectorises 8 times wider than on the u64 masks.
+fn fill_byte(acc: &mut [u8], bit: u8, mv: Move, row_s: &[u8], row_m: &[u8]) {
+    macro_rules! fill {
+        ($mv:expr) => {
+            for ((m, &a), &b) in acc.iter_mut().zip(row_s).zip(row_m) {
+                *m |= (allowed($mv, a, b) as u8).wrapping_neg() & bit;
             }
-        }
+        };
+    }
+    match mv {
+        Move::Any => fill!(Move::Any),
+        Move::Up => fill!(Move::Up),
+        Move::Down => fill!(Move::Down),
+    }
+}
+
+/// ORs byte `g` of the masks (ports `8g .. 8g + 8`), gathered in `acc`, into `masks`.
+fn merge_byte<const W: usize>(masks: &mut [[u64; W]], acc: &[u8], g: usize) {
+    let (w, shift) = (g / 8, (g % 8) * 8);
+    for (m, &a) in masks.iter_mut().zip(acc) {
+        m[w] |= u64::from(a) << shift;
     }
 }
 
@@ -90,18 +96,18 @@ fn has_port(mask: &[u64], p: u8) -> bool {
 /// Least-loaded choice among a fixed set of ports, exact and amortised O(1): `at_min` holds
 /// the ports whose count equals `min`; counts only grow, so a port found above `min` is
 /// dropped lazily, and the set is rebuilt by one scan when it runs empty.
-struct Class {
-    mask: Box<[u64]>,
+struct Class<const W: usize> {
+    mask: [u64; W],
     min: u32,
-    at_min: Box<[u64]>,
+    at_min: [u64; W],
 }
 
-impl Class {
-    fn new(mask: &[u64]) -> Class {
+impl<const W: usize> Class<W> {
+    fn new(mask: [u64; W]) -> Class<W> {
         Class {
-            mask: mask.into(),
+            mask,
             min: 0,
-            at_min: vec![0; mask.len()].into_boxed_slice(),
+            at_min: [0; W],
         }
     }
 
@@ -126,16 +132,25 @@ impl Class {
                 while b != 0 {
                     let i = b.trailing_zeros() as usize;
                     b &= b - 1;
-                    if counters[w * 64 + i] == min {
-                        *word |= 1u64 << i;
-                    }
+                    *word |= u64::from(counters[w * 64 + i] == min) << i;
                 }
             }
         }
     }
+
+    /// [`Class::take`] when the caller then adds `count` to the port's counter: a port
+    /// that leaves the minimum is dropped from `at_min` at once instead of at the next
+    /// call (the same choices; the next call's first candidate is usually valid).
+    fn take_counted(&mut self, counters: &[u32], count: u32) -> Option<u8> {
+        let p = self.take(counters)?;
+        if count > 0 {
+            self.at_min[p as usize / 64] &= !(1u64 << (p % 64));
+        }
+        Some(p)
+    }
 }
 
-/// FxHash-style hasher for mask lookups (keys are small u64 slices).
+/// FxHash-style hasher for mask lookups (keys are masks of one to four u64 words).
 #[derive(Default)]
 struct MaskHasher(u64);
 
@@ -144,8 +159,10 @@ impl std::hash::Hasher for MaskHasher {
         self.0
     }
     fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.write_u64(b as u64);
+        for c in bytes.chunks(8) {
+            let mut v = [0u8; 8];
+            v[..c.len()].copy_from_slice(c);
+            self.write_u64(u64::from_le_bytes(v));
         }
     }
     fn write_u64(&mut self, v: u64) {
@@ -156,7 +173,7 @@ impl std::hash::Hasher for MaskHasher {
     }
 }
 
-type MaskMap = HashMap<Box<[u64]>, u32, std::hash::BuildHasherDefault<MaskHasher>>;
+type MaskMap<const W: usize> = HashMap<[u64; W], u32, std::hash::BuildHasherDefault<MaskHasher>>;
 
 /// The least-loaded port of `mask`; ties go to the first port met when scanning from port
 /// `start` upwards and wrapping (OpenSM's scan order; `start` 1 means lowest port first).
@@ -166,20 +183,22 @@ fn least_from(mask: &[u64], counters: &[u32], start: usize, slots: usize) -> Opt
     ports_of(mask).min_by_key(|&p| (counters[p as usize], (p as usize + shift) % slots))
 }
 
-/// One destination LID as the LFT loop reads it (see `compute_lfts`).
+/// One destination LID as the LFT loop reads it (see `compute_lfts`): 16 bytes, read for
+/// every (switch, LID) pair.
 struct Step {
-    lid: u32,
     /// Dense index of the switch the LID leads to.
     switch: u32,
     /// End port index, NONE for a switch LID.
     end: u32,
+    /// Fat-tree root chosen for the LID (NONE without a fat-tree plan).
+    root: u32,
+    /// Unicast LIDs fit in 16 bits.
+    lid: u16,
     /// Output port at that switch.
     port: u8,
     /// Not the first LID of its end port (LMC): the port scan starts after the previous
     /// LID's port.
     follows: bool,
-    /// Fat-tree root chosen for the LID (NONE without a fat-tree plan).
-    root: u32,
 }
 
 pub(crate) fn compute_lfts(
@@ -190,37 +209,63 @@ pub(crate) fn compute_lfts(
     hints: Option<&Hints<'_>>,
     balance: Option<&Balance>,
 ) -> ShardResult {
+    // Port masks are arrays of as many 64-bit words as the widest switch needs (port
+    // numbers are u8: at most 4), so that the loop below, which runs for every (switch,
+    // LID) pair, works on fixed-size values; one function, compiled per width.
+    let words = (input.max_ports() as usize + 1).div_ceil(64).max(1);
+    match words {
+        1 => lfts_of::<1>(plan, input, hops, range, hints, balance),
+        2 => lfts_of::<2>(plan, input, hops, range, hints, balance),
+        3 => lfts_of::<3>(plan, input, hops, range, hints, balance),
+        _ => lfts_of::<4>(plan, input, hops, range, hints, balance),
+    }
+}
+
+fn and<const W: usize>(a: &[u64; W], b: &[u64; W]) -> [u64; W] {
+    std::array::from_fn(|w| a[w] & b[w])
+}
+
+fn is_empty<const W: usize>(m: &[u64; W]) -> bool {
+    m.iter().all(|&w| w == 0)
+}
+
+fn ones<const W: usize>(m: &[u64; W]) -> u32 {
+    m.iter().map(|w| w.count_ones()).sum()
+}
+
+/// [`compute_lfts`] with masks of `W` words.
+fn lfts_of<const W: usize>(
+    plan: &Plan,
+    input: &RoutingInput,
+    hops: &HopTable,
+    range: Range<usize>,
+    hints: Option<&Hints<'_>>,
+    balance: Option<&Balance>,
+) -> ShardResult {
     let n = input.num_switches();
     let nports = input.max_ports() as usize + 1;
-    let words = nports.div_ceil(64).max(1);
     let dests = input.dests();
     let nlids = dests.len();
-    let mut masks = vec![0u64; n * words];
+    // Per destination switch: the ports the engine allows towards it.
+    let mut masks = vec![[0u64; W]; n];
+    let mut acc = vec![0u8; n];
     let mut counters = vec![0u32; nports];
     let mut port_nbr = vec![NONE; nports];
     // Per neighbour switch: the mask of ports leading to it (reset through `touched`).
-    let mut nbr_mask = vec![0u64; n * words];
+    let mut nbr_mask = vec![[0u64; W]; n];
     let mut touched: Vec<u32> = Vec::new();
     let mut class_of = vec![NONE; n];
-    let mut class_ids: MaskMap = MaskMap::default();
-    let mut classes: Vec<Class> = Vec::new();
+    let mut class_ids: MaskMap<W> = MaskMap::default();
+    let mut classes: Vec<Class<W>> = Vec::new();
     let any_lmc = input.end_ports.iter().any(|e| e.lids.lmc > 0);
     // LMC: per end port, the ports leading to next switches its LIDs already use.
-    let mut used_by_port = vec![
-        0u64;
-        if any_lmc {
-            input.end_ports.len() * words
-        } else {
-            0
-        }
-    ];
-    let mut pref = vec![0u64; words];
+    let mut used_by_port = vec![[0u64; W]; if any_lmc { input.end_ports.len() } else { 0 }];
     let mut out = Vec::with_capacity(range.len());
     let ft = plan.ftree.as_ref();
     let stride = ft.map_or(1, |f| f.max_level as usize + 1);
     let nroots = ft.map_or(0, |f| f.roots.len());
     // Fat-tree: ports of s leading up towards each root.
-    let mut toward = vec![0u64; nroots * words];
+    let mut toward = vec![[0u64; W]; nroots];
     // What the inner loop reads per destination, once, in routing order: it runs for every
     // (switch, LID) pair, and reading the LID-indexed tables (destinations, end ports,
     // fat-tree roots and paths) there cost a cache miss each on large fabrics.
@@ -231,71 +276,86 @@ pub(crate) fn compute_lfts(
             let lid = lid16 as usize;
             let d = &dests[lid];
             Step {
-                lid: u32::from(lid16),
                 switch: d.switch,
                 end: d.end,
+                root: ft.map_or(NONE, |f| f.lid_root[lid]),
+                lid: lid16,
                 port: d.port,
                 follows: d.end != NONE
                     && lid > input.end_ports[d.end as usize].lids.base.0 as usize,
-                root: ft.map_or(NONE, |f| f.lid_root[lid]),
             }
         })
         .collect();
+    // Fat-tree: the switch on each destination's chosen path, per level then per step
+    // (a source switch reads one level's run).
     let step_paths: Vec<u32> = match ft {
-        Some(f) => steps
-            .iter()
-            .flat_map(|st| {
-                let lo = st.lid as usize * stride;
-                f.lid_path[lo..lo + stride].iter().copied()
+        Some(f) => (0..stride)
+            .flat_map(|l| {
+                steps
+                    .iter()
+                    .map(move |st| f.lid_path[st.lid as usize * stride + l])
             })
             .collect(),
         None => Vec::new(),
     };
+    let nsteps = steps.len();
 
     for s in range.clone() {
-        masks.iter_mut().for_each(|m| *m = 0);
-        counters.iter_mut().for_each(|c| *c = 0);
-        used_by_port.iter_mut().for_each(|w| *w = 0);
-        port_nbr.iter_mut().for_each(|c| *c = NONE);
+        masks.fill([0; W]);
+        counters.fill(0);
+        used_by_port.fill([0; W]);
+        port_nbr.fill(NONE);
         for &m in &touched {
-            nbr_mask[m as usize * words..(m as usize + 1) * words]
-                .iter_mut()
-                .for_each(|w| *w = 0);
+            nbr_mask[m as usize] = [0; W];
         }
         touched.clear();
         let row_s = hops.row(s);
-        for (p, peer) in input.ports(s).iter().enumerate() {
-            if let Peer::Switch { sw, .. } = *peer {
-                port_nbr[p] = sw;
-                touched.push(sw);
-                nbr_mask[sw as usize * words + p / 64] |= 1u64 << (p % 64);
-                let mv = match &plan.dirs {
-                    None => Move::Any,
-                    Some(d) if d.is_up(s, sw as usize) => Move::Up,
-                    Some(_) => Move::Down,
-                };
-                fill_masks(&mut masks, words, p, mv, row_s, hops.row(sw as usize));
+        // The masks, one byte (8 ports) at a time: the allowed moves of each port gathered
+        // in `acc`, then ORed into the masks once per byte.
+        for (g, group) in input.ports(s).chunks(8).enumerate() {
+            let mut any = false;
+            for (k, peer) in group.iter().enumerate() {
+                let p = g * 8 + k;
+                if let Peer::Switch { sw, .. } = *peer {
+                    if !any {
+                        acc.fill(0);
+                        any = true;
+                    }
+                    port_nbr[p] = sw;
+                    touched.push(sw);
+                    nbr_mask[sw as usize][p / 64] |= 1u64 << (p % 64);
+                    let mv = match &plan.dirs {
+                        None => Move::Any,
+                        Some(d) if d.is_up(s, sw as usize) => Move::Up,
+                        Some(_) => Move::Down,
+                    };
+                    fill_byte(&mut acc, 1 << k, mv, row_s, hops.row(sw as usize));
+                }
+            }
+            if any {
+                merge_byte(&mut masks, &acc, g);
             }
         }
         // The masks' classes.
         class_ids.clear();
         classes.clear();
-        for t in 0..n {
-            let m = &masks[t * words..(t + 1) * words];
-            let bits: u32 = m.iter().map(|w| w.count_ones()).sum();
-            class_of[t] = if bits < 2 {
+        for (m, class) in masks.iter().zip(class_of.iter_mut()) {
+            *class = if ones(m) < 2 {
                 NONE
             } else if let Some(&c) = class_ids.get(m) {
                 c
             } else {
                 let c = classes.len() as u32;
-                classes.push(Class::new(m));
-                class_ids.insert(m.to_vec().into_boxed_slice(), c);
+                classes.push(Class::new(*m));
+                class_ids.insert(*m, c);
                 c
             };
         }
+        // Fat-tree: the switches one level below s on the destinations' paths (None at a
+        // leaf).
+        let mut below: Option<&[u32]> = None;
         if let Some(f) = ft {
-            toward.iter_mut().for_each(|w| *w = 0);
+            toward.fill([0; W]);
             let row_us = &f.updist[s * nroots..(s + 1) * nroots];
             for (p, &m) in port_nbr.iter().enumerate() {
                 if m == NONE {
@@ -305,10 +365,14 @@ pub(crate) fn compute_lfts(
                 let bit = 1u64 << (p % 64);
                 for (r, (&us, &um)) in row_us.iter().zip(row_um).enumerate() {
                     if us != UNREACHABLE && um.wrapping_add(1) == us {
-                        toward[r * words + p / 64] |= bit;
+                        toward[r][p / 64] |= bit;
                     }
                 }
             }
+            below = (f.level[s] > 0).then(|| {
+                let l = f.level[s] as usize - 1;
+                &step_paths[l * nsteps..(l + 1) * nsteps]
+            });
         }
         let prev = hints.and_then(|h| h.table(s));
         let mut lft = vec![NO_ROUTE; nlids];
@@ -321,7 +385,7 @@ pub(crate) fn compute_lfts(
                 lft[lid] = d.port;
                 continue;
             }
-            let mask = &masks[t * words..(t + 1) * words];
+            let mask = &masks[t];
             let class = class_of[t];
             if class == NONE {
                 // Zero or one allowed port.
@@ -348,6 +412,7 @@ pub(crate) fn compute_lfts(
             }
             // Engine preferences narrow the set; the least-loaded port of it wins.
             let mut narrowed = false;
+            let mut pref = [0u64; W];
             // Further LIDs of an LMC port: OpenSM starts its port scan after the port the
             // previous LID took, so equal loads rotate.
             let start = if d.follows {
@@ -355,44 +420,30 @@ pub(crate) fn compute_lfts(
             } else {
                 1
             };
-            let ft_dest = ft.filter(|_| d.end != NONE && d.root != NONE);
-            if let Some(f) = ft_dest {
+            if ft.is_some() && d.end != NONE && d.root != NONE {
                 // Down (by level) along the destination's chosen path when the next switch
                 // of that path is a legal neighbour; otherwise up towards its root. (The
                 // up*down* orientation may call a move down that climbs a level, near the
                 // switches that join the roots: see `Directions::from_ranks`.)
-                let down: &[u64] = if row_s[t] & DOWN_ONLY != 0 && f.level[s] > 0 {
-                    let m = step_paths[i * stride + f.level[s] as usize - 1];
-                    if m == NONE {
-                        &[]
-                    } else {
-                        &nbr_mask[m as usize * words..(m as usize + 1) * words]
-                    }
-                } else {
-                    &[]
-                };
-                for (w, pw) in pref.iter_mut().enumerate() {
-                    *pw = mask[w] & down.get(w).copied().unwrap_or(0);
-                }
-                if pref.iter().all(|&w| w == 0) {
-                    let r = d.root as usize;
-                    let up = &toward[r * words..(r + 1) * words];
-                    for (w, pw) in pref.iter_mut().enumerate() {
-                        *pw = mask[w] & up[w];
+                if let Some(path) = below.filter(|_| row_s[t] & DOWN_ONLY != 0) {
+                    let m = path[i];
+                    if m != NONE {
+                        pref = and(mask, &nbr_mask[m as usize]);
                     }
                 }
-                narrowed = pref.iter().any(|&w| w != 0);
+                if is_empty(&pref) {
+                    pref = and(mask, &toward[d.root as usize]);
+                }
+                narrowed = !is_empty(&pref);
             } else if any_lmc && d.end != NONE {
                 // LMC (OpenSM's enhanced mode): the LIDs of one end port prefer next switches
                 // that its other LIDs do not use yet.
-                let used = &used_by_port[d.end as usize * words..(d.end as usize + 1) * words];
-                for (w, pw) in pref.iter_mut().enumerate() {
-                    *pw = mask[w] & !used[w];
-                }
-                narrowed = pref.iter().any(|&w| w != 0) && pref != mask;
+                let used = &used_by_port[d.end as usize];
+                pref = std::array::from_fn(|w| mask[w] & !used[w]);
+                narrowed = !is_empty(&pref) && pref != *mask;
             }
             let chosen = if narrowed {
-                if pref.iter().map(|w| w.count_ones()).sum::<u32>() == 1 {
+                if ones(&pref) == 1 {
                     ports_of(&pref).next()
                 } else {
                     least_from(&pref, &counters, start, nports)
@@ -400,16 +451,16 @@ pub(crate) fn compute_lfts(
             } else if start != 1 {
                 least_from(mask, &counters, start, nports)
             } else {
-                classes[class as usize].take(&counters)
+                classes[class as usize].take_counted(&counters, count)
             };
             if let Some(p) = chosen {
                 lft[lid] = p;
                 counters[p as usize] += count;
                 if any_lmc && d.end != NONE {
                     let m = port_nbr[p as usize] as usize;
-                    let e = d.end as usize;
-                    for w in 0..words {
-                        used_by_port[e * words + w] |= nbr_mask[m * words + w];
+                    let used = &mut used_by_port[d.end as usize];
+                    for (u, nb) in used.iter_mut().zip(&nbr_mask[m]) {
+                        *u |= nb;
                     }
                 }
             }
