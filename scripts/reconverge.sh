@@ -26,7 +26,7 @@
 #             measures B (a link coming back: 'Unlink "S-.."[5] then ReLink "S-.."[5]')
 #   env: SM_NODE (default target/release/sm-node), SMCTL (default target/release/smctl),
 #        RC_KEEP=1 keeps the scratch directory, RC_BOUND seconds to wait for each end of
-#        sweep (default 600).
+#        sweep (default 600), RC_OURS_ONLY=1 skips OpenSM in a failover row.
 # Generated fat trees name spines S-2002..., leaves S-2001... (ft2) and cores S-2003...,
 # aggregations S-2002... (ft3); `smctl topo gen spec SPEC -o F` writes the file to look.
 set -euo pipefail
@@ -116,13 +116,13 @@ stop_all() {
 }
 
 # The switch LIDs' LFTs as `ibroute` prints them, from CA $1 of ibsim socket $2, to file $3
-# (one ibroute per switch, four at a time, concatenated in LID order).
+# (one ibroute per switch, 16 at a time: each waits on its own SMPs; concatenated in LID order).
 dump_lfts() {
     local ca=$1 sock=$2 out=$3 dir
     dir=$(mktemp -d "$WORK/dump.XXXXXX")
     (cd "$dir" && IBSIM_SOCKNAME=$sock SIM_HOST=$ca LD_PRELOAD=$UMAD2SIM "$IBSWITCHES") \
         | sed -n 's/.* lid \([0-9]*\) .*/\1/p' | sort -n >"$dir/lids"
-    (cd "$dir" && xargs -P 4 -I{} sh -c 'IBSIM_SOCKNAME=$0 SIM_HOST=$1 LD_PRELOAD=$2 "$3" {} >lft.{} 2>&1' \
+    (cd "$dir" && xargs -P 16 -I{} sh -c 'IBSIM_SOCKNAME=$0 SIM_HOST=$1 LD_PRELOAD=$2 "$3" {} >lft.{} 2>&1' \
         "$sock" "$ca" "$UMAD2SIM" "$IBROUTE" <lids)
     while read -r l; do cat "$dir/lft.$l"; done <"$dir/lids" >"$out"
     rm -rf "$dir"
@@ -139,7 +139,9 @@ measure_failover() {
     mapfile -t cas < <(cas_of "$net")
     [ "${#cas[@]}" -ge 4 ] || { echo "reconverge: failover needs 4 CAs in $net" >&2; return 1; }
 
-    # OpenSM master + standby.
+    # OpenSM master + standby (RC_OURS_ONLY=1 skips it).
+    osm_ms=-
+    if [ -z "${RC_OURS_ONLY:-}" ]; then
     d=$WORK/osm-$tag
     mkdir -p "$d"
     sock=fo-osm-$$
@@ -164,6 +166,7 @@ measure_failover() {
     osm_ms=$(diff_ms "$t_kill" "$t_up")
     stop_all
     echo "   OpenSM: kill -9 of the master -> the standby's SUBNET UP after ${osm_ms} ms" >&2
+    fi
 
     # Three Quorum SM replicas.
     q=$WORK/q-$tag
@@ -227,19 +230,20 @@ measure_failover() {
     [ -n "$new" ] || { echo "reconverge: no surviving replica completed a sweep as master within ${BOUND} s" >&2; return 1; }
     local after=$q/r$new/after
     t_elect=$(grep -m1 "becomes MASTER" "$after" | trc_secs)
-    t_done=$(sed -n '/becomes MASTER/,$p' "$after" | grep -m1 "HEAVY SWEEP COMPLETE" | trc_secs)
+    t_done=$(sed -n '/becomes MASTER/,$p' "$after" | grep -m1 "HEAVY SWEEP COMPLETE" | trc_secs || true)
     e_ms=$(diff_ms "$t_kill" "$t_elect")
     q_ms=$(diff_ms "$t_kill" "$t_done")
     local lfts smps
-    lfts=$(sed -n '/becomes MASTER/,$p' "$after" | grep -m1 -o "PROGRAMMING COMPLETE: [0-9]* LFT blocks" | sed 's/[^0-9]*\([0-9]*\) LFT.*/\1/')
-    smps=$(sed -n '/becomes MASTER/,$p' "$after" | grep -m1 -o "DISCOVERY COMPLETE: .*, [0-9]* SMPs" | sed 's/.*, \([0-9]*\) SMPs/\1/')
+    # (|| true: grep -m1 ends the pipe early, which set -o pipefail would count as a failure.)
+    lfts=$(sed -n '/becomes MASTER/,$p' "$after" | grep -m1 -o "PROGRAMMING COMPLETE: [0-9]* LFT blocks" | sed 's/[^0-9]*\([0-9]*\) LFT.*/\1/' || true)
+    smps=$(sed -n '/becomes MASTER/,$p' "$after" | grep -m1 -o "DISCOVERY COMPLETE: .*, [0-9]* SMPs" | sed 's/.*, \([0-9]*\) SMPs/\1/' || true)
     dump_lfts "${cas[3]}" "$sock" "$q/after.txt"
     local same switches
     switches=$(grep -c "valid lids dumped" "$q/before.txt" || true)
     if cmp -s "$q/before.txt" "$q/after.txt"; then same=identical; else same=DIFFER; fi
     stop_all
-    local ratio
-    ratio=$(awk -v a="$osm_ms" -v b="$q_ms" 'BEGIN{ if (b > 0) printf "%.1f", a/b; else print "inf"}')
+    local ratio=-
+    [ "$osm_ms" = - ] || ratio=$(awk -v a="$osm_ms" -v b="$q_ms" 'BEGIN{ if (b > 0) printf "%.1f", a/b; else print "inf"}')
     echo "   ours: kill -9 of replica $m (the master; $terms_up masters before the cluster settled) -> replica $new MASTER after ${e_ms} ms, first sweep complete after ${q_ms} ms (${ratio}x); LFT blocks ${lfts:-?}; ibroute of ${switches} switches ${same}" >&2
     fo_rows+=("| $topo | ${osm_ms} ms | ${e_ms} ms | ${q_ms} ms | ${ratio}x | ${smps:-?} | ${lfts:-?} | ${switches} switches ${same} |")
     [ "$same" = identical ] || { diff "$q/before.txt" "$q/after.txt" | head -20 >&2; return 1; }
@@ -305,7 +309,7 @@ measure_fault() {
     local sweeps smps lfts ratio
     sweeps=$(echo "$after" | grep -o "Entering heavy sweep [0-9]* ([A-Za-z]*" | sed 's/.*(//' | paste -sd, -)
     smps=$(echo "$after" | grep -o "DISCOVERY COMPLETE: .*, [0-9]* SMPs" | sed 's/.*, \([0-9]*\) SMPs/\1/' | paste -sd+ -)
-    lfts=$(echo "$after" | grep -m1 -o "PROGRAMMING COMPLETE: [0-9]* LFT blocks" | sed 's/[^0-9]*\([0-9]*\) LFT.*/\1/')
+    lfts=$(echo "$after" | grep -m1 -o "PROGRAMMING COMPLETE: [0-9]* LFT blocks" | sed 's/[^0-9]*\([0-9]*\) LFT.*/\1/' || true)
     stop_all
     ratio=$(awk -v a="$osm_ms" -v b="$q_ms" 'BEGIN{ if (b > 0) printf "%.1f", a/b; else print "inf"}')
     echo "   OpenSM ${osm_ms} ms, ours ${q_ms} ms (${ratio}x): sweeps ${sweeps:-?}, discovery SMPs ${smps:-?}, LFT blocks ${lfts:-0}" >&2

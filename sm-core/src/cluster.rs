@@ -46,6 +46,12 @@ impl Fencing {
         self.lease_until.is_some()
     }
 
+    /// Not fenced, but the lease has run out at `now` (only the driver's extension of the
+    /// lease, not a call of the sweeper, lets Sets leave again).
+    pub fn lease_lapsed(&self, now: VTime) -> bool {
+        !self.fenced && self.lease_until.is_some_and(|u| now >= u)
+    }
+
     /// Not fenced, and `now` within the lease.
     pub fn allows_sets(&self, now: VTime) -> bool {
         !self.fenced && self.lease_until.is_none_or(|u| now < u)

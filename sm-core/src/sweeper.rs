@@ -357,7 +357,11 @@ impl Sweeper {
     /// would make the sweeper look again.
     pub fn poll_timeout(&mut self) -> Option<VTime> {
         let mut d = self.io.window().next_deadline();
-        if self.cfg.role == Role::Master && !self.may_transmit() && !self.io.idle() {
+        if self.cfg.role == Role::Master
+            && self.fencing.lease_lapsed(self.now)
+            && !self.may_transmit()
+            && !self.io.idle()
+        {
             let recheck = self.now + crate::cluster::FENCE_RECHECK;
             d = Some(d.map_or(recheck, |t| t.min(recheck)));
         }
