@@ -234,6 +234,11 @@ impl Discovery {
         self.retarget.needs_full = true;
     }
 
+    /// Is a read of `node` a targeted sweep's check of a switch it does not read whole?
+    pub fn is_check(&self, node: u32) -> bool {
+        self.retarget.active && !self.retarget.read.contains(&node)
+    }
+
     /// Is `node` one of the targeted sweep's switches?
     pub(super) fn is_target(&self, node: u32) -> bool {
         self.retarget.active && self.retarget.read.contains(&node)
