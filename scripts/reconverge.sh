@@ -131,7 +131,8 @@ dump_lfts() {
 }
 
 # The first four CA names of netfile $1.
-cas_of() { awk '/^(Ca|Hca)/{match($0, /"[^"]*"/); print substr($0, RSTART+1, RLENGTH-2)}' "$1" | head -4; }
+# (awk stops by itself: a `| head` would end the pipe early, a failure under pipefail.)
+cas_of() { awk '/^(Ca|Hca)/{match($0, /"[^"]*"/); print substr($0, RSTART+1, RLENGTH-2); if (++n == 4) exit}' "$1"; }
 
 # Failover of OpenSM (master + standby) and of three Quorum SM replicas; appends a row to
 # fo_rows.
@@ -260,7 +261,7 @@ measure_fault() {
         *" then "*) setup=${cmd%% then *} fault=${cmd#* then } ;;
         *) setup= fault=$cmd ;;
     esac
-    host=$(cas_of "$net" | head -1)
+    host=$(cas_of "$net" | sed -n 1p)
 
     # OpenSM.
     d=$WORK/osm-$tag
