@@ -407,7 +407,21 @@ fn two_tenants_and_a_storage_hub_on_the_simulator() {
             .unwrap()
             .into_inner();
         assert_eq!(r.version, 4);
-        let a = agent_client::fetch(&conn, &[blue[0].0]).await.unwrap();
+        // The agent reads the follower, which applies the deletion on its own time: its
+        // answer names the tenants version it was computed from (failed once under a loaded
+        // full suite when read at once).
+        let mut a = agent_client::fetch(&conn, &[blue[0].0]).await.unwrap();
+        for _ in 0..400 {
+            if a.tenants_version >= r.version {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+            a = agent_client::fetch(&conn, &[blue[0].0]).await.unwrap();
+        }
+        assert_eq!(
+            a.tenants_version, r.version,
+            "the follower never applied the deletion"
+        );
         assert_eq!(a.tenant, "");
 
         // The smctl write commands, end to end.
