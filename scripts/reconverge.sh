@@ -39,6 +39,7 @@ UMAD2SIM=/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so
 BOUND=${RC_BOUND:-600}
 
 . "$ROOT/scripts/tools.sh" # the tests' tool lookup: PATH, then /usr/sbin and /sbin
+. "$ROOT/scripts/ibsim.sh" # start_ibsim NET SOCK [CONSOLE_FIFO], stop_ibsim
 IBSIM=$(qsm_require_tool ibsim)
 OPENSM=$(qsm_require_tool opensm)
 [ -f "$UMAD2SIM" ] || { echo "reconverge: $UMAD2SIM missing" >&2; exit 2; }
@@ -87,32 +88,13 @@ wait_count() {
     return 1
 }
 
-# ibsim with its console reading the FIFO $3 (held open on fd 3).
-start_ibsim_console() {
-    local net=$1 sock=$2 fifo=$3 n s p i
-    read -r n s p < <(awk '/^Switch/{s++; n++; p+=$2+1} /^(Ca|Hca)/{n++; p+=$2} END{print n+0, s+0, p+0}' "$net")
-    rm -f "$fifo"
-    mkfifo "$fifo"
-    exec 3<>"$fifo"
-    IBSIM_SOCKNAME=$sock "$IBSIM" -s -N $((n > 2048 ? n + 16 : 2048)) -S $((s > 256 ? s + 16 : 256)) \
-        -P $((p > 13312 ? p + 64 : 13312)) "$net" <"$fifo" >"$WORK/ibsim-$sock.log" 2>&1 &
-    IBSIM_PID=$!
-    for i in $(seq 1 2400); do
-        grep -q "@$sock:ctl" /proc/net/unix && return 0
-        kill -0 "$IBSIM_PID" 2>/dev/null || { cat "$WORK/ibsim-$sock.log" >&2; return 1; }
-        sleep 0.05
-    done
-    echo "reconverge: ibsim did not come up" >&2
-    return 1
-}
-
 stop_all() {
     for p in "$SM_PID" "${EXTRA_PIDS[@]}"; do
         [ -n "$p" ] || continue
         kill "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true
     done
     SM_PID= EXTRA_PIDS=()
-    kill "$IBSIM_PID" 2>/dev/null || true; wait "$IBSIM_PID" 2>/dev/null || true; IBSIM_PID=
+    stop_ibsim
     exec 3>&-
 }
 
@@ -148,7 +130,7 @@ measure_failover() {
     d=$WORK/osm-$tag
     mkdir -p "$d"
     sock=fo-osm-$$
-    start_ibsim_console "$net" "$sock" "$d/console"
+    start_ibsim "$net" "$sock" "$d/console"
     (cd "$d" && IBSIM_SOCKNAME=$sock SIM_HOST=${cas[0]} OSM_TMP_DIR=$d OSM_CACHE_DIR=$d LD_PRELOAD=$UMAD2SIM \
         exec "$OPENSM" -F "$OSM_CONF" -e -f "$d/master.log" -p 15 -s 10 >"$d/master.out" 2>&1) &
     SM_PID=$!
@@ -175,7 +157,7 @@ measure_failover() {
     q=$WORK/q-$tag
     sock=fo-q-$$
     mkdir -p "$q"
-    start_ibsim_console "$net" "$sock" "$q/console"
+    start_ibsim "$net" "$sock" "$q/console"
     local -a ports=(0 $((17200 + $$ % 500)) $((17700 + $$ % 500)) $((18200 + $$ % 500)))
     local peers=1=127.0.0.1:${ports[1]},2=127.0.0.1:${ports[2]},3=127.0.0.1:${ports[3]}
     local -a pids
@@ -267,7 +249,7 @@ measure_fault() {
     d=$WORK/osm-$tag
     mkdir -p "$d"
     sock=rc-osm-$$
-    start_ibsim_console "$net" "$sock" "$d/console"
+    start_ibsim "$net" "$sock" "$d/console"
     (cd "$d" && IBSIM_SOCKNAME=$sock SIM_HOST=$host OSM_TMP_DIR=$d OSM_CACHE_DIR=$d LD_PRELOAD=$UMAD2SIM \
         exec "$OPENSM" -F "$OSM_CONF" -e -f "$d/osm.log" -s 10 >"$d/stdout" 2>&1) &
     SM_PID=$!
@@ -291,7 +273,7 @@ measure_fault() {
     q=$WORK/q-$tag
     mkdir -p "$q"
     sock=rc-q-$$
-    start_ibsim_console "$net" "$sock" "$q/console"
+    start_ibsim "$net" "$sock" "$q/console"
     (cd "$q" && IBSIM_SOCKNAME=$sock SIM_HOST=$host LD_PRELOAD=$UMAD2SIM NO_COLOR=1 \
         exec "$SM_NODE" --fabric umad:/dev/infiniband/umad0 --sweep-interval 10 >"$q/summary" 2>"$q/log") &
     SM_PID=$!

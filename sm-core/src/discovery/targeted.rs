@@ -106,15 +106,18 @@ impl Discovery {
             fresh: true,
             ..Retarget::default()
         };
+        targets.iter().flat_map(|&t| self.add_trapped(t)).collect()
+    }
+
+    /// A switch that trapped becomes a target: its SwitchInfo (its PortStateChange is
+    /// cleared by this sweep, a lost table seen) and the PortInfo of each of its ports.
+    fn add_trapped(&mut self, node: u32) -> Gets {
         let mut gets = Vec::new();
-        for &t in targets {
-            // SwitchInfo: its PortStateChange is cleared by this sweep, a lost table seen.
-            if self.retarget.verified.insert(t) {
-                self.min_smps += 1;
-                gets.push((Op::SwitchInfoGet, t, 0));
-            }
-            gets.extend(self.add_target(t));
+        if self.retarget.verified.insert(node) {
+            self.min_smps += 1;
+            gets.push((Op::SwitchInfoGet, node, 0));
         }
+        gets.extend(self.add_target(node));
         gets
     }
 
@@ -130,13 +133,7 @@ impl Discovery {
         if self.retarget.read.contains(&node) {
             return None;
         }
-        let mut gets = Vec::new();
-        if self.retarget.verified.insert(node) {
-            self.min_smps += 1;
-            gets.push((Op::SwitchInfoGet, node, 0));
-        }
-        gets.extend(self.add_target(node));
-        Some(gets)
+        Some(self.add_trapped(node))
     }
 
     /// Makes `node` a target of the running targeted sweep: PortInfo of each of its ports
@@ -234,9 +231,12 @@ impl Discovery {
         self.retarget.needs_full = true;
     }
 
-    /// Is a read of `node` a targeted sweep's check of a switch it does not read whole?
+    /// Is a SwitchInfo read of `node` a targeted sweep's check of a switch it does not read
+    /// whole (a replaced path, a light sweep's unanswered poll)?
     pub fn is_check(&self, node: u32) -> bool {
-        self.retarget.active && !self.retarget.read.contains(&node)
+        self.retarget.active
+            && self.retarget.verified.contains(&node)
+            && !self.retarget.read.contains(&node)
     }
 
     /// Is `node` one of the targeted sweep's switches?

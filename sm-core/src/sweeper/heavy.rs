@@ -51,9 +51,7 @@ impl Sweeper {
             sweep: self.disc.sweep(),
             reason: SweepReason::LinkTraps(targets.len() as u32),
         });
-        for (op, node, port) in gets {
-            self.push(op, node, port, 0);
-        }
+        self.push_gets(gets);
     }
 
     /// Discovery has nothing left in flight: report it, then other SMs (or straight on
@@ -62,9 +60,8 @@ impl Sweeper {
         let targeted = self.disc.targeted();
         if targeted && !self.disc.needs_full() {
             let unreached = self.light.take_unreached();
-            for (op, node, port) in self.disc.settle_round(&unreached) {
-                self.push(op, node, port, 0);
-            }
+            let gets = self.disc.settle_round(&unreached);
+            self.push_gets(gets);
             if !self.io.idle() {
                 return;
             }

@@ -15,6 +15,13 @@ use mad::{
 };
 
 impl Sweeper {
+    /// Queues each of discovery's reads (op, node, port).
+    pub(super) fn push_gets(&mut self, gets: impl IntoIterator<Item = (Op, u32, u8)>) {
+        for (op, node, port) in gets {
+            self.push(op, node, port, 0);
+        }
+    }
+
     /// Queues a request (LID-routed where allowed, see below) at its gate.
     pub(super) fn push(&mut self, op: Op, node: u32, port: u8, arg: u16) {
         // LID routes are trusted only once this sweep's LFTs are written (port bring-up,
@@ -157,9 +164,7 @@ impl Sweeper {
                     self.cfg.known_pkeys.as_deref(),
                     self.prog.lfts(),
                 );
-                for (op, node, port) in gets {
-                    self.push(op, node, port, 0);
-                }
+                self.push_gets(gets);
             }
             Op::NodeDesc => self
                 .disc
@@ -173,9 +178,7 @@ impl Sweeper {
             }
             Op::SwitchInfoGet => {
                 let gets = (self.disc).on_switch_info(req.node, SwitchInfo::decode(&smp.data));
-                for (op, node, port) in gets {
-                    self.push(op, node, port, 0);
-                }
+                self.push_gets(gets);
             }
             Op::LightSwitchInfo => self.on_light_switch_info(req, SwitchInfo::decode(&smp.data)),
             Op::SwitchInfoRecheck => {
@@ -226,11 +229,7 @@ impl Sweeper {
                         .then(|| self.disc.switch_gone(req.node))
                         .flatten();
                     match gone {
-                        Some(gets) => {
-                            for (op, node, port) in gets {
-                                self.push(op, node, port, 0);
-                            }
-                        }
+                        Some(gets) => self.push_gets(gets),
                         None => self.disc.want_full(),
                     }
                 }
@@ -348,9 +347,7 @@ impl Sweeper {
                 && self.phase == Phase::Discovering
                 && let Some(gets) = self.disc.join_targeted(n.issuer_lid)
             {
-                for (op, node, port) in gets {
-                    self.push(op, node, port, 0);
-                }
+                self.push_gets(gets);
                 return;
             }
             if number == 128 {
