@@ -221,16 +221,11 @@ pub fn run_replica(a: ReplicaArgs) -> anyhow::Result<ExitCode> {
                 tracing::info!("replica {id} stopped");
                 Ok(ExitCode::SUCCESS)
             }
-            End::Signal(_) => {
-                tracing::error!(
-                    "E_NODE_STOP: replica {id}: the replica did not stop within {STOP_STEP:?}; exiting anyway"
-                );
-                Ok(ExitCode::FAILURE)
-            }
-            End::Failed(why) => {
-                tracing::error!("{why}; exiting");
-                Ok(ExitCode::FAILURE)
-            }
+            // The reason is printed by `main` as the process's last line.
+            End::Signal(_) => Err(anyhow!(
+                "E_NODE_STOP: replica {id}: the replica did not stop within {STOP_STEP:?}; exiting anyway"
+            )),
+            End::Failed(why) => Err(anyhow!("{why}; exiting")),
         }
     });
     // A task still blocked (a wedged thread, a blocking call) must not keep the process

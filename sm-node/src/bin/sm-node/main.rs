@@ -48,8 +48,11 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => code,
         Err(e) => {
+            // stderr stays locked from the reason to the exit: a thread still running (a
+            // wedged replica thread is not waited for) cannot print after the last line.
+            let _last = std::io::stderr().lock();
             tracing::error!("{e:#}");
-            ExitCode::FAILURE
+            std::process::exit(1)
         }
     }
 }
