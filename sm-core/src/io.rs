@@ -221,6 +221,19 @@ impl Window {
         Some((slot, tid, gate, req))
     }
 
+    /// Takes out every outstanding request `doomed` picks (their slots are freed, so a late
+    /// response is stale). Each is still pending: the caller settles it.
+    pub fn take_where(&mut self, mut doomed: impl FnMut(&Req) -> bool) -> Vec<Req> {
+        let picked: Vec<u16> = (self.slots.iter().enumerate())
+            .filter(|(_, s)| s.as_ref().is_some_and(|s| doomed(&s.req)))
+            .map(|(i, _)| i as u16)
+            .collect();
+        picked
+            .into_iter()
+            .filter_map(|s| self.take_slot(s))
+            .collect()
+    }
+
     /// Undoes [`Window::next`] for a request that could not be built.
     pub fn cancel(&mut self, slot: u16) -> Option<Req> {
         self.take_slot(slot)

@@ -154,27 +154,31 @@ fn a_host_link_down_leaves_the_host_out_as_a_full_sweep_does() {
     assert_eq!(full_sweep_writes(&mut h), vec![]);
 }
 
-#[test]
-fn a_switch_gone_and_back_ends_as_a_full_sweep_would() {
-    let (t, mut h) = up("ft2:16", 33);
-    // A spine: every leaf loses one uplink, every host keeps a path.
-    let spine = t
-        .switches()
+/// The first spine of a 2-level fat tree: every leaf loses one uplink with it, every host
+/// keeps a path.
+fn first_spine(t: &fabric::Topology) -> NodeId {
+    t.switches()
         .map(|(id, _)| id)
         .find(|&id| {
             (1..=t.node(id).num_ports())
                 .filter_map(|p| t.remote(PortRef::new(id, p)))
                 .all(|r| t.node(r.node).is_switch())
         })
-        .unwrap();
+        .unwrap()
+}
+
+#[test]
+fn a_switch_gone_and_back_ends_as_a_full_sweep_would() {
+    let (t, mut h) = up("ft2:16", 33);
+    let spine = first_spine(&t);
     let full_smps = full_discovery_smps(&h);
     h.fab
         .inject(h.now, Fault::RemoveNode { node: spine })
         .unwrap();
     // Traps of the leaves whose way to the SM crossed the spine are lost, and so are the
-    // light sweep's polls of what lies behind it: the spine's check over its new path does
-    // not answer, it is taken to be gone and its neighbours are read; no full discovery.
-    // Every leaf lost a link: the leaves that trapped are read whole, as for any link.
+    // light sweep's polls of what lies behind it: the leaves report a PortStateChange and
+    // are read whole, which cuts every path to the spine (its check read is taken back);
+    // no full discovery.
     let sweeps = quiet(&mut h);
     assert!(!sweeps.is_empty());
     for (r, smps) in &sweeps {
@@ -191,6 +195,43 @@ fn a_switch_gone_and_back_ends_as_a_full_sweep_would() {
     let sweeps = quiet(&mut h);
     assert!(!sweeps.is_empty());
     h.check_programmed(&t);
+    h.check_delivery(&t, 5, all_full, PKey(0xFFFF));
+    assert_eq!(full_sweep_writes(&mut h), vec![]);
+}
+
+/// A spine removed whole that carried the leaves' routes to the SM: only the SM's own leaf
+/// traps, the spine's check read goes out over a new path through another leaf, and that
+/// leaf (it reports a PortStateChange) is read whole: its port to the spine is down, so the
+/// check cannot answer and is taken back at once instead of waiting for its timeout.
+#[test]
+fn a_dead_switch_check_is_taken_back_when_a_read_cuts_its_path() {
+    let (t, mut h) = up("ft2:16", 33);
+    let spine = first_spine(&t);
+    h.fab
+        .inject(h.now, Fault::RemoveNode { node: spine })
+        .unwrap();
+    let second = 1_000_000_000;
+    assert!(h.run_until(second, |e| matches!(
+        e,
+        Event::HeavySweepStarted {
+            reason: SweepReason::LinkTraps(_),
+            ..
+        }
+    )));
+    let (start, timeouts) = (h.now, h.sw.counters().timeouts);
+    assert!(h.run_until(second, |e| matches!(e, Event::DiscoveryDone { .. })));
+    let took = h.now - start;
+    let quarter = SweeperConfig::default().timeout / 4;
+    assert!(
+        took < quarter / 10,
+        "targeted discovery took {took} ns (a check's timeout is {quarter} ns)"
+    );
+    assert_eq!(
+        h.sw.counters().timeouts,
+        timeouts,
+        "a read of the targeted sweep timed out"
+    );
+    quiet(&mut h);
     h.check_delivery(&t, 5, all_full, PKey(0xFFFF));
     assert_eq!(full_sweep_writes(&mut h), vec![]);
 }

@@ -239,6 +239,25 @@ impl Discovery {
             && !self.retarget.read.contains(&node)
     }
 
+    /// Is a check read of `node` in flight over a path that no longer leads to it (a
+    /// target's port on it was read down since it went out)? It cannot answer: waiting for
+    /// its timeout would only delay the sweep.
+    pub fn check_doomed(&self, node: u32) -> bool {
+        self.is_check(node) && {
+            let ep = self.nodes[node as usize].port_index(0);
+            !self.path_leads_to(ep, node, 0)
+        }
+    }
+
+    /// A doomed check read (see [`Discovery::check_doomed`]) was taken back: the switch is
+    /// checked again by the next round, over a path that leads to it, if one is left.
+    pub fn uncheck(&mut self, node: u32) {
+        if self.retarget.verified.remove(&node) {
+            self.min_smps = self.min_smps.saturating_sub(1);
+            self.retarget.fresh = true;
+        }
+    }
+
     /// Is `node` one of the targeted sweep's switches?
     pub(super) fn is_target(&self, node: u32) -> bool {
         self.retarget.active && self.retarget.read.contains(&node)

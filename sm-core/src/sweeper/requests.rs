@@ -175,6 +175,9 @@ impl Sweeper {
                 if self.disc.on_port_info(req.node, req.port, info) {
                     self.push(Op::Probe, req.node, req.port, 0);
                 }
+                if self.disc.targeted() && self.phase == Phase::Discovering {
+                    self.take_back_doomed_checks();
+                }
             }
             Op::SwitchInfoGet => {
                 let gets = (self.disc).on_switch_info(req.node, SwitchInfo::decode(&smp.data));
@@ -211,6 +214,19 @@ impl Sweeper {
             | Op::MftSet
             | Op::SlToVlSet
             | Op::VlArbSet => self.on_set_done(req, smp),
+        }
+    }
+
+    /// A targeted sweep's check reads whose path a target's port read just cut are taken
+    /// back instead of waiting for their timeout (a switch removed whole: its neighbours'
+    /// traps and reads come in while the first check of it is in flight).
+    fn take_back_doomed_checks(&mut self) {
+        let disc = &self.disc;
+        let doomed = (self.io.window())
+            .take_where(|r| r.op == Op::SwitchInfoGet && disc.check_doomed(r.node));
+        for r in doomed {
+            self.io.settle();
+            self.disc.uncheck(r.node);
         }
     }
 
