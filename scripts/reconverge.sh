@@ -27,7 +27,10 @@
 #   env: SM_NODE (default target/release/sm-node), SMCTL (default target/release/smctl),
 #        RC_KEEP=1 keeps the scratch directory, RC_BOUND seconds to wait for each end of
 #        sweep (default 600), RC_OURS_ONLY=1 skips OpenSM in a failover row, RC_NO_DUMP=1
-#        skips its ibroute dumps (each takes minutes on ft3:36).
+#        skips the ibroute dumps (each takes minutes on ft3:36): a failover's before/after
+#        comparison and a fault's count of end-port pairs left without a route (after each
+#        SM's end of sweep: the fabric by ibnetdiscover, every switch's ibroute, the
+#        unreachable pairs of `smctl route analyze`).
 # Generated fat trees name spines S-2002..., leaves S-2001... (ft2) and cores S-2003...,
 # aggregations S-2002... (ft3); `smctl topo gen spec SPEC -o F` writes the file to look.
 set -euo pipefail
@@ -47,6 +50,7 @@ OPENSM=$(qsm_require_tool opensm)
 [ $# -ge 2 ] && [ $(($# % 2)) -eq 0 ] || { sed -n '2,30p' "$0"; exit 2; }
 IBSWITCHES=$(qsm_require_tool ibswitches)
 IBROUTE=$(qsm_require_tool ibroute)
+IBNETDISCOVER=$(qsm_require_tool ibnetdiscover)
 
 WORK=$(mktemp -d /tmp/reconverge.XXXXXX)
 IBSIM_PID=
@@ -110,6 +114,24 @@ dump_lfts() {
         "$sock" "$ca" "$UMAD2SIM" "$IBROUTE" <lids)
     while read -r l; do cat "$dir/lft.$l"; done <"$dir/lids" >"$out"
     rm -rf "$dir"
+}
+
+# End-port pairs the SM's tables leave without a route although the fabric has a path
+# between them, seen from CA $1 of ibsim socket $2 (scratch files in directory $3): the
+# fabric as `ibnetdiscover` finds it now, every switch's `ibroute`, the unreachable pairs of
+# `smctl route analyze`. `-` with RC_NO_DUMP=1.
+unrouted_pairs() {
+    local ca=$1 sock=$2 dir=$3
+    [ -z "${RC_NO_DUMP:-}" ] || { echo -; return 0; }
+    (cd "$dir" && IBSIM_SOCKNAME=$sock SIM_HOST=$ca LD_PRELOAD=$UMAD2SIM "$IBNETDISCOVER") \
+        >"$dir/now.net" 2>"$dir/ibnetdiscover.err" || { echo "?"; return 0; }
+    # Each entry cut to `LID PORT portguid GUID` (what `route analyze` reads): the full text
+    # of ft3:36:pods=16 is over smctl's 256 MiB input limit.
+    dump_lfts "$ca" "$sock" "$dir/now.full"
+    sed 's/ : (.*portguid \(0x[0-9a-fA-F]*\).*/ portguid \1/' "$dir/now.full" >"$dir/now.lfts"
+    rm -f "$dir/now.full"
+    "$SMCTL" route analyze --topology "$dir/now.net" --lfts "$dir/now.lfts" --json 2>"$dir/analyze.err" \
+        | grep -o '"unreachable_pairs": [0-9]*' | grep -o '[0-9]*$' || echo "?"
 }
 
 # The first four CA names of netfile $1.
@@ -238,12 +260,13 @@ measure_failover() {
 
 # One fault on each SM; appends a row to rows.
 measure_fault() {
-    local topo=$1 net=$2 tag=$3 cmd=$4 setup fault host d q sock n0 t_cmd t_up t_done osm_ms q_ms lines0 after
+    local topo=$1 net=$2 tag=$3 cmd=$4 setup fault host other d q sock n0 t_cmd t_up t_done osm_ms q_ms lines0 after osm_pairs q_pairs
     case "$cmd" in
         *" then "*) setup=${cmd%% then *} fault=${cmd#* then } ;;
         *) setup= fault=$cmd ;;
     esac
     host=$(cas_of "$net" | sed -n 1p)
+    other=$(cas_of "$net" | sed -n 2p)
 
     # OpenSM.
     d=$WORK/osm-$tag
@@ -267,6 +290,7 @@ measure_fault() {
     wait_count "$d/osm.log" "$n0" "SUBNET UP"
     t_up=$(grep "SUBNET UP" "$d/osm.log" | sed -n "$((n0 + 1))p" | osm_secs)
     osm_ms=$(diff_ms "$t_cmd" "$t_up")
+    osm_pairs=$(unrouted_pairs "$other" "$sock" "$d")
     stop_all
 
     # Quorum SM (a single replica).
@@ -297,10 +321,11 @@ measure_fault() {
     sweeps=$(echo "$after" | grep -o "Entering heavy sweep [0-9]* ([A-Za-z]*" | sed 's/.*(//' | paste -sd, -)
     smps=$(echo "$after" | grep -o "DISCOVERY COMPLETE: .*, [0-9]* SMPs" | sed 's/.*, \([0-9]*\) SMPs/\1/' | paste -sd+ -)
     lfts=$(echo "$after" | grep -m1 -o "PROGRAMMING COMPLETE: [0-9]* LFT blocks" | sed 's/[^0-9]*\([0-9]*\) LFT.*/\1/' || true)
+    q_pairs=$(unrouted_pairs "$other" "$sock" "$q")
     stop_all
     ratio=$(awk -v a="$osm_ms" -v b="$q_ms" 'BEGIN{ if (b > 0) printf "%.1f", a/b; else print "inf"}')
-    echo "   OpenSM ${osm_ms} ms, ours ${q_ms} ms (${ratio}x): sweeps ${sweeps:-?}, discovery SMPs ${smps:-?}, LFT blocks ${lfts:-0}" >&2
-    rows+=("| $topo | \`$cmd\` | ${osm_ms} ms | ${q_ms} ms | ${ratio}x | ${sweeps:-?} | ${smps:-?} | ${lfts:-0} |")
+    echo "   OpenSM ${osm_ms} ms, ours ${q_ms} ms (${ratio}x): sweeps ${sweeps:-?}, discovery SMPs ${smps:-?}, LFT blocks ${lfts:-0}; end-port pairs without a route: OpenSM ${osm_pairs}, ours ${q_pairs}" >&2
+    rows+=("| $topo | \`$cmd\` | ${osm_ms} ms | ${q_ms} ms | ${ratio}x | ${sweeps:-?} | ${smps:-?} | ${lfts:-0} | ${osm_pairs} / ${q_pairs} |")
 }
 
 rows=()
@@ -331,7 +356,7 @@ if [ ${#fo_rows[@]} -gt 0 ]; then
 fi
 if [ ${#rows[@]} -gt 0 ]; then
     echo
-    echo "| fabric | fault (ibsim console) | OpenSM to next SUBNET UP | Quorum SM to next sweep end | ratio | our sweeps | our discovery SMPs | our LFT blocks |"
-    echo "|---|---|---|---|---|---|---|---|"
+    echo "| fabric | fault (ibsim console) | OpenSM to next SUBNET UP | Quorum SM to next sweep end | ratio | our sweeps | our discovery SMPs | our LFT blocks | end-port pairs without a route (OpenSM / ours) |"
+    echo "|---|---|---|---|---|---|---|---|---|"
     printf '%s\n' "${rows[@]}"
 fi

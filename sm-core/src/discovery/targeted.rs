@@ -14,11 +14,16 @@
 //! reachable is left out of the sweep, exactly as a full sweep would not have found it.
 //!
 //! Then every switch whose path was replaced, and every switch the light sweep before it
-//! could not reach, is read again (SwitchInfo) over its path: one that does not answer is
-//! taken to be gone (its links removed, its neighbours made targets, whose port reads
-//! confirm it: a switch removed whole, whose neighbours' traps were lost with it, is settled
-//! without a full discovery), one that reports a PortStateChange becomes a target too, and
-//! the rounds go on until no target is left. What it cannot settle alone (a port's far end
+//! could not reach, is read again (SwitchInfo) over its path. A check whose path a target's
+//! port read cuts while it is in flight is taken back at once (it cannot answer) and the
+//! switch is checked again by the next round over a path that still leads to it, if any
+//! (a switch removed whole: its neighbours, read whole for their traps or their
+//! PortStateChange, cut every path to it, and it is left out without waiting for a
+//! timeout). A check that does not answer is taken to be gone (its links removed, its
+//! neighbours made targets, whose port reads confirm it: a switch removed whole, whose
+//! neighbours' traps were lost with it, is settled without a full discovery), one that
+//! reports a PortStateChange becomes a target too, and the rounds go on until no target is
+//! left. What it cannot settle alone (a port's far end
 //! that changed, a read that did not answer) asks for a full discovery instead
 //! ([`Discovery::needs_full`]); the periodic heavy sweep still rediscovers everything.
 
