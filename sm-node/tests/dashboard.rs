@@ -12,7 +12,8 @@
 //!   chromium or chromedriver is missing this part fails under `CI=true` and is reported
 //!   `SKIPPED: ...` otherwise (testenv).
 //!
-//! Every child (replicas, chromedriver) is killed by PID on every path (Drop guards), and
+//! Every child is killed on every path (Drop guards: the replicas by PID, chromedriver with
+//! its process group, so the chromium it started goes too), and
 //! the whole test runs under a watchdog.
 
 mod common;
@@ -22,6 +23,7 @@ use proto::admin::*;
 use sm_node::cluster::harness::LocalCluster;
 use std::io::{Read, Write};
 use std::net::TcpStream;
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -78,11 +80,17 @@ fn http_get(port: u16, path: &str, headers: &[(&str, &str)]) -> (u16, String, St
     (code, head.to_string(), body.to_string())
 }
 
-/// Kills a child by PID when dropped.
-struct ChildGuard(Child);
+/// Kills a child and everything in its process group when dropped: chromedriver's
+/// chromium processes outlived a SIGKILL of chromedriver alone after a failed run.
+struct GroupGuard(Child);
 
-impl Drop for ChildGuard {
+impl Drop for GroupGuard {
     fn drop(&mut self) {
+        if let Ok(pid) = i32::try_from(self.0.id()) {
+            // SAFETY: kill(2) with a negative PID signals that process group; no memory is
+            // touched. The group is the child's own (spawned with process_group(0)).
+            unsafe { libc::kill(-pid, libc::SIGKILL) };
+        }
         let _ = self.0.kill();
         let _ = self.0.wait();
     }
@@ -310,9 +318,10 @@ async fn browser(
 ) {
     use fantoccini::{ClientBuilder, Locator};
     let dport = free_port();
-    let _driver = ChildGuard(
+    let _driver = GroupGuard(
         Command::new(driver)
             .arg(format!("--port={dport}"))
+            .process_group(0)
             .stdout(Stdio::null())
             .stderr(
                 std::fs::File::create(dir.join("chromedriver.log"))

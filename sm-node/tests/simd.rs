@@ -98,6 +98,17 @@ fn simd_binary() -> Option<PathBuf> {
     bin.is_file().then_some(bin)
 }
 
+/// Kills the fabric-simd process when dropped: also when an assertion fails first (a failed
+/// run left it running before).
+struct KillOnDrop(std::process::Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 #[test]
 fn daemon_over_the_socket_of_a_fabric_simd_process() {
     let Some(bin) = simd_binary() else {
@@ -111,16 +122,18 @@ fn daemon_over_the_socket_of_a_fabric_simd_process() {
     };
     let dir = temp_dir("simd-proc");
     let socket = dir.join("simd.sock");
-    let mut child = Command::new(&bin)
-        .args(["--topology", "torus:3x3x2", "--socket"])
-        .arg(&socket)
-        .env("RUST_LOG", "info")
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = KillOnDrop(
+        Command::new(&bin)
+            .args(["--topology", "torus:3x3x2", "--socket"])
+            .arg(&socket)
+            .env("RUST_LOG", "info")
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
     // Ready when it logs SIMD-I001 (blocking reads; the process's exit ends them).
-    let mut err = BufReader::new(child.stderr.take().unwrap());
+    let mut err = BufReader::new(child.0.stderr.take().unwrap());
     let mut line = String::new();
     let mut ready = false;
     while err.read_line(&mut line).unwrap() > 0 {
@@ -164,7 +177,6 @@ fn daemon_over_the_socket_of_a_fabric_simd_process() {
             }
         }
     }
-    child.kill().unwrap();
-    child.wait().unwrap();
+    drop(child);
     std::fs::remove_dir_all(&dir).unwrap();
 }
