@@ -95,6 +95,11 @@ impl Discovery {
         self.sweep
     }
 
+    /// Links of this sweep so far (a targeted sweep's read of a port found down removes one).
+    pub fn link_count(&self) -> u64 {
+        self.links
+    }
+
     pub fn nodes(&self) -> &[Node] {
         &self.nodes
     }

@@ -13,8 +13,8 @@
 //!   `SKIPPED: ...` otherwise (testenv).
 //!
 //! Every child is killed on every path (Drop guards: the replicas by PID, chromedriver with
-//! its process group, so the chromium it started goes too), and
-//! the whole test runs under a watchdog.
+//! its process group, so the chromium it started goes too), and the whole test runs under a
+//! watchdog.
 
 mod common;
 

@@ -13,7 +13,7 @@ mod ibsim_common;
 use ibsim_common::*;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
-use std::process::{Child, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 use umad::testing::Ibsim;
 
@@ -23,15 +23,6 @@ const NAME: &str = "counters_and_errors_match_the_diags_on_ibsim";
 /// a few MADs cross a port in that time (the two reads' own answers, a light sweep's SMPs).
 const PKTS_BETWEEN: u64 = 40;
 const WORDS_PER_MAD: u64 = 72;
-
-struct Killed(Child);
-
-impl Drop for Killed {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
 
 fn wait_log(path: &Path, what: &str, from: usize) -> String {
     let end = Instant::now() + SM_DEADLINE;
@@ -109,7 +100,7 @@ fn counters_and_errors_match_the_diags_on_ibsim() {
     // error_thresholds' suggested values with PortRcvErrors at 0 (any error).
     let th = dir.join("thresholds");
     std::fs::write(&th, "PortRcvErrors=0\nSymbolErrorCounter=10\n").unwrap();
-    let _sm = Killed(
+    let _sm = common::Killed(
         sim.client(env!("CARGO_BIN_EXE_sm-node"), Some(&host))
             .args(["--id", "1", "--peers", &format!("1=127.0.0.1:{port}")])
             .args(["--initial-cluster-state", "new", "--data-dir"])

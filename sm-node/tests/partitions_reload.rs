@@ -10,26 +10,16 @@
 
 mod common;
 
-use common::{BOUND, ca_ports, temp_dir};
+use common::{BOUND, Killed, ca_ports, temp_dir};
 use fabric::{Guid, Topology};
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::time::Instant;
 
 const BIN: &str = env!("CARGO_BIN_EXE_sm-node");
-
-/// Kills and reaps the child when the test ends, however it ends.
-struct Proc(Child);
-
-impl Drop for Proc {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
 
 /// stderr lines of the child, and everything read so far.
 struct Log {
@@ -169,7 +159,7 @@ fn sighup_reloads_partitions_and_a_bad_file_keeps_the_policy() {
     let pid = child.id();
     let _watchdog = common::watchdog(pid);
     let err = BufReader::new(child.stderr.take().unwrap());
-    let mut proc_ = Proc(child);
+    let mut proc_ = Killed(child);
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         for l in err.lines() {

@@ -98,17 +98,6 @@ fn simd_binary() -> Option<PathBuf> {
     bin.is_file().then_some(bin)
 }
 
-/// Kills the fabric-simd process when dropped: also when an assertion fails first (a failed
-/// run left it running before).
-struct KillOnDrop(std::process::Child);
-
-impl Drop for KillOnDrop {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 #[test]
 fn daemon_over_the_socket_of_a_fabric_simd_process() {
     let Some(bin) = simd_binary() else {
@@ -122,7 +111,8 @@ fn daemon_over_the_socket_of_a_fabric_simd_process() {
     };
     let dir = temp_dir("simd-proc");
     let socket = dir.join("simd.sock");
-    let mut child = KillOnDrop(
+    // Killed on drop: also when an assertion fails first (a failed run left it running).
+    let mut child = Killed(
         Command::new(&bin)
             .args(["--topology", "torus:3x3x2", "--socket"])
             .arg(&socket)

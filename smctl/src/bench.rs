@@ -153,10 +153,9 @@ pub fn run(cmd: BenchCmd) -> anyhow::Result<ExitCode> {
             r.map_err(|e| anyhow!("E_BENCH_SIM: {e}"))?;
         }
         // The contract's loop, with the fabric stepped from event time to event time
-        // without waking the sweeper until something reaches the SM or its timer is due
-        // (same virtual times, fewer calls).
-        // Once something reached the SM, the fabric runs on for `coalesce_ns` of virtual
-        // time before the SM takes all that arrived (an SM reads its queue in batches).
+        // without waking the sweeper until its timer is due or something reached the SM and
+        // `coalesce_ns` of virtual time passed since: the SM then takes all that arrived
+        // (an SM reads its queue in batches; 0 wakes it at the first arrival).
         let deadline = sw.poll_timeout();
         let mut horizon = deadline;
         let mut arrived = false;

@@ -23,9 +23,9 @@
 //! neighbours made targets, whose port reads confirm it: a switch removed whole, whose
 //! neighbours' traps were lost with it, is settled without a full discovery), one that
 //! reports a PortStateChange becomes a target too, and the rounds go on until no target is
-//! left. What it cannot settle alone (a port's far end
-//! that changed, a read that did not answer) asks for a full discovery instead
-//! ([`Discovery::needs_full`]); the periodic heavy sweep still rediscovers everything.
+//! left. What it cannot settle alone (a port's far end that changed, a read that did not
+//! answer) asks for a full discovery instead ([`Discovery::needs_full`]); the periodic
+//! heavy sweep still rediscovers everything.
 
 use super::Discovery;
 use crate::io::Op;

@@ -172,10 +172,15 @@ impl Sweeper {
             Op::PortInfoGet => {
                 let info = PortInfo::decode(&smp.data);
                 self.note_key(&req, &info);
+                let links = self.disc.link_count();
                 if self.disc.on_port_info(req.node, req.port, info) {
                     self.push(Op::Probe, req.node, req.port, 0);
                 }
-                if self.disc.targeted() && self.phase == Phase::Discovering {
+                // Only a read that removed a link can cut a check's path.
+                if self.disc.link_count() < links
+                    && self.disc.targeted()
+                    && self.phase == Phase::Discovering
+                {
                     self.take_back_doomed_checks();
                 }
             }

@@ -13,6 +13,17 @@ use std::path::PathBuf;
 use std::time::Duration;
 use tokio::sync::mpsc::UnboundedReceiver;
 
+/// A child process killed and reaped when dropped, however the test ends (a failed
+/// assertion included).
+pub struct Killed(pub std::process::Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 /// Failure bound for anything a test waits on.
 pub const BOUND: Duration = Duration::from_secs(120);
 
