@@ -297,6 +297,33 @@ impl LocalCluster {
         after_ms: u64,
         bound: Duration,
     ) -> Result<ClusterStatusReply, String> {
+        self.wait_leader(bound, |st| st.last_sweep_unix_ms >= after_ms)
+            .await
+    }
+
+    /// Waits (bounded) for a serving master whose last heavy sweep programmed the policy,
+    /// tenant set and QoS policy versions in force: after a change's reply, the fabric carries
+    /// it (the change restarted the master, and a sweep of the master it replaced does not
+    /// count, whenever it completed).
+    pub async fn wait_programmed(&self, bound: Duration) -> Result<ClusterStatusReply, String> {
+        self.wait_leader(bound, |st| {
+            st.has_programmed
+                && (
+                    st.programmed_policy_version,
+                    st.programmed_tenants_version,
+                    st.programmed_qos_version,
+                ) == (st.policy_version, st.tenants_version, st.qos_version)
+        })
+        .await
+    }
+
+    /// Waits (bounded) for a running replica that reports itself leader with the subnet up,
+    /// its sweep recorded and `ok` true of its status.
+    async fn wait_leader(
+        &self,
+        bound: Duration,
+        ok: impl Fn(&ClusterStatusReply) -> bool,
+    ) -> Result<ClusterStatusReply, String> {
         let start = Instant::now();
         let mut last = String::new();
         while start.elapsed() < bound {
@@ -308,7 +335,7 @@ impl LocalCluster {
                     Ok(st)
                         if st.leader_id == st.self_id
                             && st.subnet_up_unix_ms != 0
-                            && st.last_sweep_unix_ms >= after_ms
+                            && ok(&st)
                             && self.sweep_recorded(r.id).await =>
                     {
                         return Ok(st);

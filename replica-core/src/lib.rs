@@ -39,7 +39,7 @@ pub use output::{Level, Notice, Output};
 pub use role::Role;
 pub use seed::{Seeds, SweepTables};
 pub use sm_core::VTime;
-pub use start::MasterSeed;
+pub use start::{MasterSeed, PolicyVersions};
 pub use status::{CoreStatus, PeerRole, PeerView};
 
 /// FNV-1a of an entry's type and data: what the simulation's checker compares across

@@ -173,7 +173,7 @@ impl<S: RaftLog + Clone> ReplicaCore<S> {
                 .as_ref()
                 .map_or(0, |l| l.switches.len()),
             pkeys: seed.seeds.known_pkeys.as_ref().map_or(0, |p| p.len()),
-            policy_version: seed.policy_version,
+            policy_version: seed.versions.partitions,
         });
         self.out.push_back(Output::StartMaster {
             gen_,

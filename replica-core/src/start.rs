@@ -28,8 +28,32 @@ pub struct MasterSeed {
     pub m_key_prev: Vec<u64>,
     /// The SA's replicated state.
     pub sa_state: proto::state::SaState,
-    /// Policy version in force (for the log line).
-    pub policy_version: u64,
+    /// The policy versions in force: what this master programs.
+    pub versions: PolicyVersions,
+}
+
+/// The versions of the three operator policies, which together decide what a master
+/// programs beyond routes: the partition policy, the tenant set compiled into it, the QoS
+/// policy (0: none applied).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PolicyVersions {
+    /// Partition policy version.
+    pub partitions: u64,
+    /// Tenant set version.
+    pub tenants: u64,
+    /// QoS policy version.
+    pub qos: u64,
+}
+
+impl PolicyVersions {
+    /// The versions in force in `st`.
+    pub fn of(st: &ReplicatedState) -> PolicyVersions {
+        PolicyVersions {
+            partitions: st.policy().version,
+            tenants: st.tenants().version,
+            qos: st.qos_policy().version,
+        }
+    }
 }
 
 impl MasterSeed {
@@ -59,7 +83,7 @@ impl MasterSeed {
             m_key,
             m_key_prev,
             sa_state: st.sa_state().clone(),
-            policy_version: st.policy().version,
+            versions: PolicyVersions::of(st),
         }
     }
 

@@ -7,7 +7,6 @@
 
 use proto::admin::sm_admin_client::SmAdminClient;
 use proto::admin::*;
-use sm_node::clock::unix_ms;
 use sm_node::cluster::harness::LocalCluster;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -324,7 +323,6 @@ fn admin_api_on_three_replicas() {
         );
 
         // Apply on a follower commits through the leader; a linearizable read sees it.
-        let t0 = unix_ms();
         let r = fa
             .apply_policy(ApplyPolicyRequest {
                 text: POLICY.into(),
@@ -354,7 +352,7 @@ fn admin_api_on_three_replicas() {
         assert_eq!(e.code(), Code::FailedPrecondition, "{e:?}");
 
         // Let the master finish programming the new policy, then clear the Set log.
-        c.wait_serving(t0, BOUND).await.unwrap();
+        c.wait_programmed(BOUND).await.unwrap();
         let _ = c.take_sets();
         // Malformed: INVALID_ARGUMENT with line:col, version unchanged, no Set sent.
         for a in [&mut fa, &mut la] {

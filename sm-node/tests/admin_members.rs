@@ -10,7 +10,6 @@
 mod common;
 
 use proto::admin::*;
-use sm_node::clock::unix_ms;
 use sm_node::cluster::harness::LocalCluster;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -172,7 +171,6 @@ fn linearizable_reads_confirm_leadership() {
         }
         // Read-your-writes across replicas: written through f1, read linearizably on f2
         // (forwarded to the leader, which confirms with ReadIndex) and on the leader.
-        let t0 = unix_ms();
         let mut a1 = c.admin(f1).unwrap();
         let v = a1
             .apply_policy(ApplyPolicyRequest {
@@ -203,7 +201,7 @@ fn linearizable_reads_confirm_leadership() {
             .unwrap()
             .into_inner();
         assert_ne!(s.sm_lid, 0);
-        c.wait_serving(t0, BOUND).await.unwrap();
+        c.wait_programmed(BOUND).await.unwrap();
 
         // Cut the leader off: both followers killed. A plain read is still answered from
         // the applied state; a linearizable one is refused (no quorum confirms the

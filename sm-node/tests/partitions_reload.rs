@@ -271,7 +271,6 @@ fn file_len(p: &Path) -> usize {
 #[test]
 fn sighup_on_a_follower_proposes_the_partitions_file_to_the_cluster() {
     use proto::admin::GetPolicyRequest;
-    use sm_node::clock::unix_ms;
     use sm_node::cluster::harness::LocalCluster;
     let d = std::env::temp_dir().join(format!("smnode-reload-cluster-{}", std::process::id()));
     let mut c = LocalCluster::new(&std::path::PathBuf::from(BIN), "ft2:4", 3, &d).unwrap();
@@ -324,13 +323,12 @@ fn sighup_on_a_follower_proposes_the_partitions_file_to_the_cluster() {
     std::fs::write(&conf, &b).unwrap();
     let from = file_len(&log);
     c.take_sets();
-    let t0 = unix_ms();
     hup(pid, "HUP");
     let l = wait_in_file(&log, from, "partitions reloaded from");
     assert!(l.contains("policy version 1 committed"), "{l}");
     let p = policy(&c);
     assert_eq!((p.version, p.text.as_str()), (1, b.as_str()));
-    rt.block_on(c.wait_serving(t0, BOUND)).unwrap();
+    rt.block_on(c.wait_programmed(BOUND)).unwrap();
     let sm_port = c.replicas[(leader - 1) as usize].port_guid;
     let want = planned(&c.topo, &b, sm_port);
     let deadline = Instant::now() + BOUND;

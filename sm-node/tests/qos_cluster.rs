@@ -10,7 +10,6 @@
 //! the heavy sweep that would have written it (`LocalCluster::heavy_sweeps_since`), never for time to pass.
 
 use proto::admin::{ApplyPolicyRequest, GetPolicyRequest, GetVlTablesRequest, TriggerSweepRequest};
-use sm_node::clock::unix_ms;
 use sm_node::cluster::harness::{LocalCluster, ca_ports};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -154,7 +153,7 @@ fn qos_tables_survive_a_failover_and_follow_the_replicated_policy() {
             .into_inner();
         assert_eq!(ok.version, 1);
         // The master restarts on the new policy: its sweep writes the hosts' SLtoVL only.
-        let st = c.wait_serving(unix_ms(), BOUND).await.unwrap();
+        let st = c.wait_programmed(BOUND).await.unwrap();
         let leader = st.leader_id;
         c.settle(leader, BOUND).await.unwrap();
         let sets = c.take_sets();

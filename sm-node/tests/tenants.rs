@@ -18,7 +18,6 @@ use proto::state::{self, tenant_member};
 use serde_json::{Value, json};
 use sm_agent::reconcile::{Assignment, Config, reconcile};
 use sm_agent::{Roots, client as agent_client, sysfs};
-use sm_node::clock::unix_ms;
 use sm_node::cluster::harness::LocalCluster;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -144,7 +143,6 @@ fn two_tenants_and_a_storage_hub_on_the_simulator() {
         .await
         .unwrap();
         let mut fa = c.admin(follower).unwrap();
-        let t_policy = unix_ms();
         fa.apply_policy(ApplyPolicyRequest {
             text: OPERATOR.into(),
             expected_version: 0,
@@ -153,7 +151,7 @@ fn two_tenants_and_a_storage_hub_on_the_simulator() {
         .await
         .unwrap();
         // Without tenants the operator's ALL=full joins every host: red reaches blue.
-        c.wait_serving(t_policy, BOUND).await.unwrap();
+        c.wait_programmed(BOUND).await.unwrap();
         let lids: BTreeMap<Guid, Lid> = c.ca_lids().into_iter().collect();
         assert_eq!(
             deliver_many(&sock, &[(red[0], lids[&blue[0]], 0xffff)]),
@@ -198,7 +196,6 @@ fn two_tenants_and_a_storage_hub_on_the_simulator() {
             .into_inner();
         assert_eq!(r.version, 3);
         // Applied on the leader when the call returns: the master restarts after this.
-        let t0 = unix_ms();
 
         // Refused changes: PKey clash, a port in two tenants, a stale version, an unknown
         // delete. The version stays 3.
@@ -268,7 +265,7 @@ fn two_tenants_and_a_storage_hub_on_the_simulator() {
         assert!(l.effective_policy.starts_with(OPERATOR));
 
         // The master restarted on the new set: wait for a sweep after the last change.
-        c.wait_serving(t0, BOUND).await.unwrap();
+        c.wait_programmed(BOUND).await.unwrap();
         // Tables as programmed in the fabric.
         let tables: BTreeMap<Guid, Vec<PKey>> = c
             .ca_pkeys()

@@ -13,7 +13,6 @@ use proto::admin::change_guids_request::{Op, Target};
 use proto::admin::*;
 use proto::state;
 use serde_json::Value;
-use sm_node::clock::unix_ms;
 use sm_node::cluster::harness::LocalCluster;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -173,7 +172,6 @@ fn ufm_plugin_calls_give_the_memberships_of_the_grpc_calls() {
         let (s, _) = http(&at, "GET", "/ufmRest/app/ufm_version", &auth, "").await;
         assert_eq!(s, 200);
         // Pod a, b and a VF come up in network 0x000A; b goes away.
-        let t0 = unix_ms();
         let (s, body) = http(
             &at,
             "POST",
@@ -244,7 +242,7 @@ fn ufm_plugin_calls_give_the_memberships_of_the_grpc_calls() {
             .into_inner();
         assert!(asg.ports[0].pkeys.contains(&0x800a) && asg.ports[0].pkeys.contains(&0x800b));
         // Programmed within the next sweep.
-        c.wait_serving(t0, BOUND).await.unwrap();
+        c.wait_programmed(BOUND).await.unwrap();
         let tables: BTreeMap<Guid, Vec<PKey>> = c.ca_pkeys().into_iter().collect();
         for k in [0x800a, 0x800b] {
             assert!(tables[&a].contains(&PKey(k)), "{:?}", tables[&a]);

@@ -47,13 +47,15 @@ pub fn status_text(st: &ClusterStatusReply) -> String {
     }
     let _ = writeln!(
         o,
-        "  SUBNET UP at {}, last sweep at {}, policy version {} (tenants version {}), intent pending: {}",
+        "  SUBNET UP at {}, last sweep at {}, policy version {} (tenants version {}, QoS version {}), intent pending: {}",
         ms_to_utc(st.subnet_up_unix_ms),
         ms_to_utc(st.last_sweep_unix_ms),
         st.policy_version,
         st.tenants_version,
+        st.qos_version,
         st.intent_pending
     );
+    let _ = writeln!(o, "  programmed: {}", programmed(st));
     if st.leader_figures {
         let _ = writeln!(
             o,
@@ -62,6 +64,26 @@ pub fn status_text(st: &ClusterStatusReply) -> String {
         );
     }
     o
+}
+
+/// What the master's last heavy sweep programmed, against the versions in force.
+fn programmed(st: &ClusterStatusReply) -> String {
+    if !st.has_programmed {
+        return "nothing yet (no heavy sweep of this master)".to_string();
+    }
+    let swept = (
+        st.programmed_policy_version,
+        st.programmed_tenants_version,
+        st.programmed_qos_version,
+    );
+    let (p, t, q) = swept;
+    if swept == (st.policy_version, st.tenants_version, st.qos_version) {
+        format!("the versions in force (policy {p}, tenants {t}, QoS {q})")
+    } else {
+        format!(
+            "policy {p}, tenants {t}, QoS {q} (the versions in force are not on the fabric yet)"
+        )
+    }
 }
 
 /// A follower's status `own` with the figures only the leader knows taken from the
@@ -106,6 +128,11 @@ pub fn with_leader_figures(
         },
         policy_version: own.policy_version.max(leader.policy_version),
         tenants_version: own.tenants_version.max(leader.tenants_version),
+        qos_version: own.qos_version.max(leader.qos_version),
+        has_programmed: leader.has_programmed,
+        programmed_policy_version: leader.programmed_policy_version,
+        programmed_tenants_version: leader.programmed_tenants_version,
+        programmed_qos_version: leader.programmed_qos_version,
         leader_figures: true,
         ..own
     }
@@ -169,6 +196,15 @@ pub fn status_events(
             format!(
                 "tenant set version {} in force (was {}): the effective partition policy changed",
                 st.tenants_version, p.tenants_version
+            ),
+        ));
+    }
+    if st.qos_version != p.qos_version {
+        out.push((
+            "policy",
+            format!(
+                "QoS policy version {} in force (was {})",
+                st.qos_version, p.qos_version
             ),
         ));
     }
@@ -262,6 +298,8 @@ mod tests {
         leader.last_sweep_unix_ms = 1000;
         leader.subnet_up_unix_ms = 900;
         leader.tenants_version = 2;
+        leader.has_programmed = true;
+        leader.programmed_tenants_version = 1;
         leader.replicas = vec![
             rs(1, Role::Leader, 42, 7),
             rs(2, Role::Follower, 41, 0),
@@ -288,6 +326,28 @@ mod tests {
         assert!(t.contains("match     42"), "{t}");
         assert!(t.contains("tenants version 2"), "{t}");
         assert!(t.contains("as the leader, replica 1, reported them"), "{t}");
+        assert!(
+            t.contains("programmed: policy 0, tenants 1, QoS 0 (the versions in force are not"),
+            "{t}"
+        );
+    }
+
+    #[test]
+    fn the_status_says_whether_the_policies_in_force_are_programmed() {
+        let mut s = st(1, 3);
+        assert!(status_text(&s).contains("programmed: nothing yet"));
+        (s.policy_version, s.qos_version) = (3, 2);
+        s.has_programmed = true;
+        (s.programmed_policy_version, s.programmed_qos_version) = (3, 2);
+        let t = status_text(&s);
+        assert!(
+            t.contains("programmed: the versions in force (policy 3, tenants 0, QoS 2)"),
+            "{t}"
+        );
+        s.qos_version = 3;
+        assert!(
+            status_text(&s).contains("QoS 2 (the versions in force are not on the fabric yet)")
+        );
     }
 
     #[test]

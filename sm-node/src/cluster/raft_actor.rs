@@ -16,7 +16,7 @@ use crate::pool::RoutingPool;
 use actix::prelude::*;
 use proto::state::ApplyResult;
 use protobuf::Message as _;
-use replica_core::{CoreConfig, Level, Output, ReplicaCore, VTime};
+use replica_core::{CoreConfig, Level, Output, PolicyVersions, ReplicaCore, VTime};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
@@ -52,6 +52,10 @@ pub struct RaftActor {
     fence_dropped: Arc<AtomicU64>,
     subnet_up_unix_ms: u64,
     last_sweep_unix_ms: u64,
+    /// The policy versions each running master generation was started with.
+    role_versions: BTreeMap<u64, PolicyVersions>,
+    /// What the master's last completed heavy sweep programmed (None: no heavy sweep yet).
+    programmed: Option<PolicyVersions>,
     /// Told why, when the replica gives up.
     died: Option<oneshot::Sender<String>>,
 }
@@ -102,6 +106,8 @@ impl RaftActor {
             fence_dropped: Arc::new(AtomicU64::new(0)),
             subnet_up_unix_ms: 0,
             last_sweep_unix_ms: 0,
+            role_versions: BTreeMap::new(),
+            programmed: None,
             died: None,
         })
     }
@@ -271,12 +277,14 @@ impl StreamHandler<(u64, Milestone)> for RaftActor {
             }
             MilestoneKind::HeavySweepComplete { .. } if current => {
                 self.last_sweep_unix_ms = unix_ms();
+                self.programmed = self.role_versions.get(&gen_).copied();
                 self.core.heavy_sweep_done(now, gen_);
             }
             MilestoneKind::LightSweepComplete { .. } if current => {
                 self.last_sweep_unix_ms = unix_ms();
             }
             MilestoneKind::Stopped { reason } => {
+                self.role_versions.remove(&gen_);
                 if self.roles.remove(&gen_).is_some() {
                     tracing::info!("replica {}: role {gen_} stopped ({reason})", self.cfg.id);
                 }

@@ -5,7 +5,7 @@
 use fabric::Guid;
 use proto::admin::{ClusterStatusReply, MasterInfo, ReplicaStatus, Role};
 use replica::ReplicatedState;
-use replica_core::{CoreStatus, PeerRole};
+use replica_core::{CoreStatus, PeerRole, PolicyVersions};
 
 /// What this replica knows of itself besides the core.
 #[derive(Clone, Copy, Debug)]
@@ -18,6 +18,8 @@ pub struct Own {
     pub last_sweep_unix_ms: u64,
     /// When its master first reached SUBNET UP (Unix ms, 0: never).
     pub subnet_up_unix_ms: u64,
+    /// What its master's last completed heavy sweep programmed (None: none yet).
+    pub programmed: Option<PolicyVersions>,
 }
 
 fn role(r: PeerRole) -> Role {
@@ -70,5 +72,10 @@ pub fn reply(st: &CoreStatus, state: &ReplicatedState, own: Own) -> ClusterStatu
         intent_pending: state.pending_intent().is_some(),
         tenants_version: state.tenants().version,
         leader_figures: false,
+        qos_version: state.qos_policy().version,
+        has_programmed: own.programmed.is_some(),
+        programmed_policy_version: own.programmed.map_or(0, |v| v.partitions),
+        programmed_tenants_version: own.programmed.map_or(0, |v| v.tenants),
+        programmed_qos_version: own.programmed.map_or(0, |v| v.qos),
     }
 }

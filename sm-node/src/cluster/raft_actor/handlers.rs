@@ -90,6 +90,7 @@ impl Handler<GetClusterStatus> for RaftActor {
                 port_guid: self.cfg.port_guid,
                 last_sweep_unix_ms: self.last_sweep_unix_ms,
                 subnet_up_unix_ms: self.subnet_up_unix_ms,
+                programmed: self.programmed,
             },
         ))
     }

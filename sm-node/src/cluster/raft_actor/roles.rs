@@ -65,6 +65,7 @@ impl RaftActor {
             proposer: ctx.address().recipient(),
         });
         self.roles.insert(gen_, addr);
+        self.role_versions.insert(gen_, seed.versions);
         self.core.master_started(now, gen_, port);
     }
 
