@@ -306,15 +306,8 @@ impl LocalCluster {
     /// it (the change restarted the master, and a sweep of the master it replaced does not
     /// count, whenever it completed).
     pub async fn wait_programmed(&self, bound: Duration) -> Result<ClusterStatusReply, String> {
-        self.wait_leader(bound, |st| {
-            st.has_programmed
-                && (
-                    st.programmed_policy_version,
-                    st.programmed_tenants_version,
-                    st.programmed_qos_version,
-                ) == (st.policy_version, st.tenants_version, st.qos_version)
-        })
-        .await
+        self.wait_leader(bound, ClusterStatusReply::in_force_programmed)
+            .await
     }
 
     /// Waits (bounded) for a running replica that reports itself leader with the subnet up,

@@ -42,6 +42,22 @@ pub mod quorum {
         pub mod v1 {
             include!(concat!(env!("OUT_DIR"), "/quorum.admin.v1.rs"));
 
+            impl ClusterStatusReply {
+                /// The policy versions in force at the answering replica.
+                pub fn in_force(&self) -> PolicyVersions {
+                    PolicyVersions {
+                        policy: self.policy_version,
+                        tenants: self.tenants_version,
+                        qos: self.qos_version,
+                    }
+                }
+
+                /// True when the master's last heavy sweep programmed the versions in force.
+                pub fn in_force_programmed(&self) -> bool {
+                    self.programmed == Some(self.in_force())
+                }
+            }
+
             impl Role {
                 /// The name operators read (`leader`, `pre-candidate`, `-` when unknown) of
                 /// a wire value; values this build does not know read as `-`.

@@ -68,16 +68,11 @@ pub fn status_text(st: &ClusterStatusReply) -> String {
 
 /// What the master's last heavy sweep programmed, against the versions in force.
 fn programmed(st: &ClusterStatusReply) -> String {
-    if !st.has_programmed {
+    let Some(v) = &st.programmed else {
         return "nothing yet (no heavy sweep of this master)".to_string();
-    }
-    let swept = (
-        st.programmed_policy_version,
-        st.programmed_tenants_version,
-        st.programmed_qos_version,
-    );
-    let (p, t, q) = swept;
-    if swept == (st.policy_version, st.tenants_version, st.qos_version) {
+    };
+    let (p, t, q) = (v.policy, v.tenants, v.qos);
+    if st.in_force_programmed() {
         format!("the versions in force (policy {p}, tenants {t}, QoS {q})")
     } else {
         format!(
@@ -129,10 +124,7 @@ pub fn with_leader_figures(
         policy_version: own.policy_version.max(leader.policy_version),
         tenants_version: own.tenants_version.max(leader.tenants_version),
         qos_version: own.qos_version.max(leader.qos_version),
-        has_programmed: leader.has_programmed,
-        programmed_policy_version: leader.programmed_policy_version,
-        programmed_tenants_version: leader.programmed_tenants_version,
-        programmed_qos_version: leader.programmed_qos_version,
+        programmed: leader.programmed,
         leader_figures: true,
         ..own
     }
@@ -298,8 +290,10 @@ mod tests {
         leader.last_sweep_unix_ms = 1000;
         leader.subnet_up_unix_ms = 900;
         leader.tenants_version = 2;
-        leader.has_programmed = true;
-        leader.programmed_tenants_version = 1;
+        leader.programmed = Some(proto::admin::PolicyVersions {
+            tenants: 1,
+            ..Default::default()
+        });
         leader.replicas = vec![
             rs(1, Role::Leader, 42, 7),
             rs(2, Role::Follower, 41, 0),
@@ -337,8 +331,11 @@ mod tests {
         let mut s = st(1, 3);
         assert!(status_text(&s).contains("programmed: nothing yet"));
         (s.policy_version, s.qos_version) = (3, 2);
-        s.has_programmed = true;
-        (s.programmed_policy_version, s.programmed_qos_version) = (3, 2);
+        s.programmed = Some(proto::admin::PolicyVersions {
+            policy: 3,
+            tenants: 0,
+            qos: 2,
+        });
         let t = status_text(&s);
         assert!(
             t.contains("programmed: the versions in force (policy 3, tenants 0, QoS 2)"),

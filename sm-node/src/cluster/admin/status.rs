@@ -73,9 +73,10 @@ pub fn reply(st: &CoreStatus, state: &ReplicatedState, own: Own) -> ClusterStatu
         tenants_version: state.tenants().version,
         leader_figures: false,
         qos_version: state.qos_policy().version,
-        has_programmed: own.programmed.is_some(),
-        programmed_policy_version: own.programmed.map_or(0, |v| v.partitions),
-        programmed_tenants_version: own.programmed.map_or(0, |v| v.tenants),
-        programmed_qos_version: own.programmed.map_or(0, |v| v.qos),
+        programmed: own.programmed.map(|v| proto::admin::PolicyVersions {
+            policy: v.partitions,
+            tenants: v.tenants,
+            qos: v.qos,
+        }),
     }
 }
