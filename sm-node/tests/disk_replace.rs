@@ -46,16 +46,18 @@ fn a_replica_on_a_new_disk_recovers_its_log_before_it_votes() {
             .await
             .unwrap();
         }
+        // Every acknowledged apply is committed at or below this index.
+        let committed = c.status(leader).await.unwrap().commit_index;
         // The procedure: stop it, new (empty) disk, start it.
         c.kill9(replaced);
         c.start_on_new_disk(replaced).unwrap();
-        let st = c
-            .wait_status(replaced, BOUND, |s| {
-                s.policy_version == 25 && s.leader_id != 0
-            })
-            .await
-            .unwrap();
-        assert_eq!(st.policy_version, 25);
+        // A follower's status carries the leader's policy version (`with_leader_figures`),
+        // so wait on its own applied index: its local read below then sees all 25 applies.
+        c.wait_status(replaced, BOUND, |s| {
+            s.applied_index >= committed && s.leader_id != 0
+        })
+        .await
+        .unwrap();
         let p = c
             .admin(replaced)
             .unwrap()
@@ -63,6 +65,7 @@ fn a_replica_on_a_new_disk_recovers_its_log_before_it_votes() {
             .await
             .unwrap()
             .into_inner();
+        assert_eq!(p.version, 25);
         assert_eq!(p.text, text);
         let log_of = |id: u64| std::fs::read_to_string(d.join(format!("replica{id}.log"))).unwrap();
         // Wait (bounded, by polls) for the recovery to end: an entry of the leader's term.
