@@ -63,10 +63,11 @@ use crate::schedule::Schedule;
 use crate::vl::Lanes;
 use crate::vports::Vports;
 use crate::{SmError, VTime};
-use fabric::Lid;
+use fabric::{Lid, Topology};
 use mad::{Method, MgmtClass, SmState, Smp};
 use routing::Lfts;
 use std::collections::VecDeque;
+use std::sync::Arc;
 
 /// Where the sweeper is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -131,6 +132,9 @@ pub struct Sweeper {
     sched: Schedule,
     /// The fabric as discovered.
     disc: Discovery,
+    /// The topology of the last completed discovery (what the admin API, the SA and the
+    /// replicated log see while the next discovery is still under way).
+    last_topology: Arc<Topology>,
     /// The SM's LID.
     lids: LidState,
     /// Routing result, partition policy and the Sets of a heavy sweep.
@@ -191,6 +195,7 @@ impl Sweeper {
             io: Io::new(cfg.window),
             sched: Schedule::new(standby),
             disc: Discovery::new(),
+            last_topology: Arc::new(Topology::new()),
             lids: LidState::default(),
             prog: Programming::new(cfg.partitions_conf.clone(), cfg.known_lfts.clone()),
             intent: IntentState::default(),

@@ -234,3 +234,34 @@ fn guid2lid_keeps_every_lid_across_a_restart() {
     assert!(log.is_empty(), "reregistered twice: {log:?}");
     assert_eq!(all_lids(&h4, &t), lids);
 }
+
+/// While a heavy sweep discovers, the topology the sweeper shows (what the admin API, the SA
+/// and the replicated log read) is the last completed discovery's, never the half-read
+/// fabric: a master recording its sweep while the next one had begun recorded CA nodes
+/// without their links.
+#[test]
+fn the_topology_shown_during_a_discovery_is_the_last_complete_one() {
+    let t = topo("ft2:8");
+    let mut h = Harness::new(&t, SweeperConfig::default(), 5);
+    h.subnet_up();
+    h.heavy_done();
+    let done = h.sw.discovered_topology();
+    assert_eq!(done.len(), t.len());
+    assert_eq!(done.links().count(), t.links().count());
+    h.sw.request_sweep(h.now, true);
+    let mut during = 0;
+    while h.sw.phase() != sm_core::Phase::Idle || during == 0 {
+        if h.sw.phase() == sm_core::Phase::Discovering {
+            during += 1;
+            let shown = h.sw.discovered_topology();
+            assert_eq!(shown.len(), t.len(), "turn {during} of the discovery");
+            assert_eq!(shown.links().count(), t.links().count());
+        }
+        assert!(h.step(), "the sweep never ended");
+    }
+    assert!(during > 3, "{during} turns seen discovering");
+    assert_eq!(
+        h.sw.discovered_topology().links().count(),
+        t.links().count()
+    );
+}

@@ -614,7 +614,7 @@ impl Handler<GetTopology> for MasterActor {
     type Result = MessageResult<GetTopology>;
     fn handle(&mut self, _: GetTopology, _: &mut Context<Self>) -> Self::Result {
         MessageResult((
-            std::sync::Arc::new(self.sweeper.discovered_topology()),
+            self.sweeper.discovered_topology(),
             self.sweeper.guid2lid().clone(),
         ))
     }
@@ -630,7 +630,7 @@ impl Handler<GetFabric> for MasterActor {
     type Result = MessageResult<GetFabric>;
     fn handle(&mut self, _: GetFabric, _: &mut Context<Self>) -> Self::Result {
         MessageResult((
-            std::sync::Arc::new(self.sweeper.discovered_topology()),
+            self.sweeper.discovered_topology(),
             self.sweeper.partition_caps(),
         ))
     }

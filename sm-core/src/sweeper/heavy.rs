@@ -8,6 +8,7 @@ use crate::io::Op;
 use crate::state::NONE;
 use fabric::{NodeId, PortRef};
 use routing::{EngineOptions, RoutingInput};
+use std::sync::Arc;
 
 impl Sweeper {
     /// Starts a heavy sweep: discovery from the SM's own node.
@@ -83,6 +84,10 @@ impl Sweeper {
         });
         // Nothing to manage while the SM's own port has no link.
         if !found.linked {
+            // The fabric is the SM's own node: that is what this discovery found.
+            if let Ok((topo, _, _)) = self.disc.topology(false) {
+                self.last_topology = Arc::new(topo);
+            }
             // Not clean: the link may come back with the port in INIT and no trap says so
             // (no switch is known to poll), so every interval is a heavy sweep until it does.
             self.sched.mark_dirty();
@@ -98,6 +103,8 @@ impl Sweeper {
     /// Builds the topology, assigns LIDs, plans P_KeyTables and returns the routing job.
     fn prepare_routing(&mut self) -> Result<RoutingJob, SmError> {
         let (topo, tnode, order) = self.disc.topology(true)?;
+        let topo = Arc::new(topo);
+        self.last_topology = Arc::clone(&topo);
         let (la, outcome) = self.lids.assign(
             &mut self.disc,
             &mut self.cfg.guid2lid,

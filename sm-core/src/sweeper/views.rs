@@ -3,17 +3,15 @@
 
 use super::Sweeper;
 use fabric::Topology;
+use std::sync::Arc;
 
 impl Sweeper {
-    /// The fabric as the last sweep discovered it (nodes seen in that sweep and the links
-    /// between them), built the way routing sees it. Link width and speed are the defaults
-    /// (the sweeper does not keep them). Inconsistent links are left out.
-    pub fn discovered_topology(&self) -> Topology {
-        match self.disc.topology(false) {
-            Ok((topo, _, _)) => topo,
-            // Not strict: nothing is refused, every error is skipped.
-            Err(_) => Topology::new(),
-        }
+    /// The fabric as the last completed discovery found it (nodes seen in that sweep and
+    /// the links between them), built the way routing sees it; while a discovery runs, still
+    /// the one before (never a half-read fabric). Link width and speed are the defaults (the
+    /// sweeper does not keep them). Empty before the first discovery completes.
+    pub fn discovered_topology(&self) -> Arc<Topology> {
+        Arc::clone(&self.last_topology)
     }
 
     /// The P_Key table capacities of the nodes the last sweep saw (NodeInfo.PartitionCap,
