@@ -197,12 +197,17 @@ impl SimFabric {
         });
         self.st.ports[port as usize].attach = id;
         if is_sm {
-            self.st.cold[port as usize].info.capability_mask |= PortInfo::CAP_IS_SM;
+            // The SMA traps the change (144) to the master, as an HCA's does when an SM
+            // registers on its port: that is how a master learns of a new SM at a port it
+            // has already swept.
+            let mask = self.st.cold[port as usize].info.capability_mask | PortInfo::CAP_IS_SM;
+            self.change_capability(port, mask, self.now);
         }
         Ok(AttachId(id))
     }
 
-    /// Detaches an SM: clears IsSM, drops its queue. Later MADs for that port are dropped.
+    /// Detaches an SM: clears IsSM (trap 144 to the master, as on attach), drops its queue.
+    /// Later MADs for that port are dropped.
     pub fn detach(&mut self, sm: AttachId) -> Result<(), SimError> {
         let a = self.attach_mut(sm)?;
         a.active = false;
@@ -210,7 +215,8 @@ impl SimFabric {
         a.gmp_queue.clear();
         let port = a.port;
         self.st.ports[port as usize].attach = NONE;
-        self.st.cold[port as usize].info.capability_mask &= !PortInfo::CAP_IS_SM;
+        let mask = self.st.cold[port as usize].info.capability_mask & !PortInfo::CAP_IS_SM;
+        self.change_capability(port, mask, self.now);
         Ok(())
     }
 

@@ -101,6 +101,46 @@ fn capability_change_sends_trap_144() {
     assert_eq!(s.fab.port_info(s.h[3], 1).unwrap().capability_mask, mask);
 }
 
+/// An SM registering on a port the master has swept, and leaving it, changes the port's
+/// IsSM: the SMA traps each change (144) to the master, as an HCA's does.
+#[test]
+fn an_sm_attaching_or_leaving_traps_its_is_sm_change() {
+    let mut s = small(SimConfig::default());
+    s.bring_up();
+    let is_sm = mad::PortInfo::CAP_IS_SM;
+    let mut masks = Vec::new();
+    let sm4 = s.fab.attach(s.hg(4)).unwrap();
+    settle(&mut s.fab);
+    s.fab.detach(sm4).unwrap();
+    settle(&mut s.fab);
+    for r in others(&mut s.fab, s.sm) {
+        if r.smp.method != Method::TRAP {
+            continue;
+        }
+        let n = Notice::decode(&r.smp.data);
+        assert_eq!((n.trap_number(), n.issuer_lid), (Some(144), Lid(4)));
+        match n.details() {
+            NoticeDetails::CapabilityChange {
+                capability_mask, ..
+            } => masks.push(capability_mask & is_sm != 0),
+            d => panic!("unexpected {d:?}"),
+        }
+    }
+    assert_eq!(masks, vec![true, false], "IsSM set, then cleared");
+    assert_eq!(
+        s.fab.port_info(s.h[3], 1).unwrap().capability_mask & is_sm,
+        0
+    );
+    // A client (no IsSM) attaching changes nothing and traps nothing.
+    s.fab.attach_client(s.hg(4)).unwrap();
+    settle(&mut s.fab);
+    assert!(
+        others(&mut s.fab, s.sm)
+            .iter()
+            .all(|r| r.smp.method != Method::TRAP)
+    );
+}
+
 #[test]
 fn mixed_mode_lid_routed_start() {
     // LID-routed from the SM to S2 (DrSLID = 1), then directed S2 -> port 1 -> H3.

@@ -74,6 +74,12 @@ impl Schedule {
         (!full && !lids.is_empty()).then_some(lids)
     }
 
+    /// Is a heavy sweep with a full discovery asked for (a reason other than link-state
+    /// changes: trap 144 or 145, an operator's request)?
+    pub fn full_pending(&self) -> bool {
+        self.heavy.is_some() && self.full
+    }
+
     /// Is a heavy sweep asked for?
     pub fn heavy_pending(&self) -> bool {
         self.heavy.is_some()

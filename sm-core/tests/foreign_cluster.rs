@@ -232,3 +232,41 @@ fn sm_with_another_sm_key_is_ignored_and_reported() {
     f.wait_for(a, "SUBNET UP", subnet_up);
     assert!(f.first(a, stands_by).is_none(), "{}", f.log(a));
 }
+
+/// Trap 144 (IsSM set) from a port ours swept: a replica peer's port asks for nothing (peers
+/// are never queried), another SM's port asks for a full heavy sweep that queries it before
+/// anything is written.
+#[test]
+fn an_is_sm_trap_sweeps_for_a_foreign_sm_not_for_a_peer() {
+    let t = topo("ft2:4");
+    let (gf, ga, gc) = three_ports(&t);
+    let mut f = Fabric::new(&t);
+    let master = f.add(ga, master_cfg(5, &[ga, gc]));
+    f.wait_for(master, "SUBNET UP", subnet_up);
+    f.advance(INTERVAL / 10);
+    let trap144_sweeps = |f: &Fabric| {
+        count(f, master, |e| {
+            matches!(
+                e,
+                Event::HeavySweepStarted {
+                    reason: sm_core::SweepReason::Trap(144),
+                    ..
+                }
+            )
+        })
+    };
+    let traps = |f: &Fabric| count(f, master, |e| matches!(e, Event::Trap { number: 144, .. }));
+    // A standby replica registers at its port.
+    f.add(gc, standby_cfg(5, gc));
+    f.advance(INTERVAL / 10);
+    assert_eq!(traps(&f), 1, "{}", f.log(master));
+    assert_eq!(trap144_sweeps(&f), 0, "{}", f.log(master));
+    // A foreign SM registers (lower priority, so nothing else changes): one full sweep, and
+    // the master asks it.
+    let gets = sm_info_gets(&f, master);
+    f.add(gf, cfg(1));
+    f.advance(INTERVAL / 10);
+    assert_eq!(traps(&f), 2, "{}", f.log(master));
+    assert_eq!(trap144_sweeps(&f), 1, "{}", f.log(master));
+    assert!(sm_info_gets(&f, master) > gets, "{}", f.log(master));
+}

@@ -140,8 +140,11 @@ fn standby_takes_over_when_master_goes_and_keeps_right_lft_blocks() {
     f.wait_for(a, "STANDBY", stands_by);
     f.advance(3 * INTERVAL);
 
-    // Someone scribbles over LFT block 0 of the first CA's leaf switch (a rogue
-    // directed-route Set from another CA port): the one block A must rewrite.
+    // B goes. Then someone scribbles over LFT block 0 of the first CA's leaf switch (a
+    // rogue directed-route Set from another CA port): the one block A must rewrite (B,
+    // alive, would find it with its audit and rewrite it first).
+    let killed = f.now;
+    f.kill(b);
     let cas = ca_ports(&t);
     let mut smp = Smp::directed(
         Method::SET,
@@ -163,14 +166,12 @@ fn standby_takes_over_when_master_goes_and_keeps_right_lft_blocks() {
             },
         )
         .unwrap();
-    f.advance(INTERVAL);
+    f.advance(MS);
 
-    // The LFTs B left, block by block.
+    // The LFTs B left (scribble included), block by block.
     let switches: Vec<NodeId> = t.switches().map(|(id, _)| id).collect();
     let before: Vec<Vec<u8>> = switches.iter().map(|&s| f.fab.lft(s).unwrap()).collect();
     f.fab.take_set_log();
-    let killed = f.now;
-    f.kill(b);
     let gone = f.wait_for(a, "master gone", |e| {
         matches!(e, Event::ForeignMasterGone { .. })
     });
@@ -237,7 +238,9 @@ fn peers_and_lower_sms_change_nothing() {
     );
     let b = f.add(gb, cfg(10));
     f.wait_for(a, "SUBNET UP", subnet_up);
-    f.wait_for(b, "SUBNET UP", subnet_up);
+    // A is MASTER once its discovery is done (IBA 14.4.1): B, discovering, finds a MASTER
+    // and stands by whatever its priority.
+    f.wait_for(b, "STANDBY", stands_by);
     f.advance(5 * INTERVAL);
     assert!(f.first(a, stands_by).is_none(), "{}", f.log(a));
     assert!(

@@ -7,6 +7,7 @@ use crate::events::{Event, RoutingJob, SweepReason};
 use crate::io::Op;
 use crate::state::NONE;
 use fabric::{NodeId, PortRef};
+use mad::SmState;
 use routing::{EngineOptions, RoutingInput};
 use std::sync::Arc;
 
@@ -68,6 +69,14 @@ impl Sweeper {
             }
         }
         let found = self.disc.finish();
+        if targeted && self.sched.full_pending() {
+            // A full sweep was asked for while the switches were read (trap 144: an SM may
+            // have registered at a port, and no SM writes before it has asked the others):
+            // it takes this sweep's place before anything is written.
+            let reason = self.sched.take_heavy();
+            self.start_heavy(reason);
+            return;
+        }
         if targeted && self.disc.needs_full() {
             // What changed is more than the trapping switches tell: discover everything.
             self.start_heavy(SweepReason::Trap(128));
@@ -192,6 +201,12 @@ impl Sweeper {
 
     /// Discovery (or a pre-routing step) finished: rotation, re-apply, then LIDs.
     pub(super) fn pre_routing(&mut self, from: Phase) {
+        if from == Phase::Discovering && self.state == SmState::Discovering {
+            // IBA 14.4.1: discovery done and no SM found that it should stand by for, a
+            // DISCOVERING SM is MASTER (OpenSM's DISCOVERY_COMPLETED), before it writes: an
+            // SM discovering meanwhile finds a MASTER and stands by instead of taking over.
+            self.state = SmState::Master;
+        }
         if from == Phase::Discovering && self.start_rekey() && !self.io.idle() {
             return;
         }

@@ -360,6 +360,11 @@ impl Sweeper {
             number,
             issuer: n.issuer_lid,
         });
+        if number == 144 && self.is_own_or_peer_lid(n.issuer_lid) {
+            // This SM's own port or a replica peer's (its role attaching or leaving):
+            // nothing another SM could have changed, and peers are never asked.
+            return;
+        }
         if matches!(number, 128 | 144 | 145) {
             // A switch trapping while a targeted discovery runs joins it (a switch removed
             // whole makes all its neighbours trap at once: read together, they show it gone
@@ -381,6 +386,26 @@ impl Sweeper {
                 self.start_pending_heavy();
             }
         }
+    }
+
+    /// True when `lid` is this SM's port or the port of one of its cluster peers.
+    fn is_own_or_peer_lid(&self, lid: Lid) -> bool {
+        if lid.0 != 0 && lid == self.sm_lid() {
+            return true;
+        }
+        // A trap can come before this sweep's discovery knows the port: the LID map then.
+        let guid = self
+            .disc
+            .mgmt_index_at_lid(lid)
+            .map(|i| self.disc.port(i).guid)
+            .or_else(|| {
+                self.cfg
+                    .guid2lid
+                    .iter()
+                    .find(|&(_, lo, hi)| lo.0 != 0 && lo <= lid && lid <= hi)
+                    .map(|(g, _, _)| g)
+            });
+        guid.is_some_and(|g| self.own_rank().1 == g || self.cfg.peer_sms.contains(&g))
     }
 
     /// The M_Key believed in force at the end port answering to `lid` (this term's key

@@ -22,8 +22,11 @@ impl RaftActor {
             seed.configure(&mut scfg);
             // The replicas' SM ports: never queried; the rules are on when given.
             scfg.peer_sms.clone_from(&self.cfg.peer_sm_guids);
-            let sweeper = Sweeper::new(scfg)?;
             let (attached, _) = daemon::attach(&node_cfg)?;
+            // Its own port before discovery reads it: the trap 144 of its own attach (IsSM
+            // set) is then known as its own and asks for no sweep.
+            scfg.sm_port_guid = Some(attached.transport.port_guid());
+            let sweeper = Sweeper::new(scfg)?;
             Ok((sweeper, attached))
         })();
         let now = self.now();
