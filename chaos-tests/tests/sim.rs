@@ -518,3 +518,87 @@ fn regression_f11_discovering_master_yields_to_a_higher_discovering_sm() {
         assert!(st.foreign_master_sets > 0, "seed {seed}: {st:?}");
     }
 }
+
+/// Found by the simulation (sm-core and fabric-sim, fixed): an SM registering at a CA port
+/// the master swept long before is learnt from the trap 144 of that port's IsSM change, and
+/// a targeted sweep gives way to the full sweep it asks for (3405, 6600, 6819); a
+/// DISCOVERING SM is MASTER once discovery lets it go on, so an SM discovering meanwhile
+/// stands by (8577).
+#[test]
+fn regression_a_new_sm_at_a_swept_port_is_asked_before_any_write() {
+    for seed in [3405, 6600, 6819, 8577] {
+        let s = Schedule::generate(seed);
+        assert!(
+            s.steps
+                .iter()
+                .any(|st| matches!(st.action, Action::ForeignAppear { .. })),
+            "seed {seed}"
+        );
+        sim::run(&s, Variant::Correct).unwrap_or_else(|f| panic!("seed {seed}: {f}"));
+    }
+}
+
+/// Found by the simulation as seeds 883 and 12845 (sm-core, fixed): a discovery under MAD
+/// loss did not reach the foreign MASTER it had seen a moment before (883), or, on a
+/// takeover, one that had appeared while no master ran and whose trap 144 went to the dead
+/// master (12845), and wrote beside it. A discovery that lost reads now writes nothing
+/// when it missed an SM it watched or comes before SUBNET UP; another follows (bounded).
+#[test]
+fn regression_a_lossy_discovery_that_may_miss_a_master_writes_nothing() {
+    for seed in [883, 12845] {
+        let s = Schedule::generate(seed);
+        assert!(
+            s.steps
+                .iter()
+                .any(|st| matches!(st.action, Action::MadLoss { .. })),
+            "seed {seed}"
+        );
+        sim::run(&s, Variant::Correct).unwrap_or_else(|f| panic!("seed {seed}: {f}"));
+    }
+}
+
+/// Found by the simulation as seed 19483 (the invariant, fixed): a link down cut the
+/// foreign MASTER's CA off and the new master of the rest wrote; two parts of a fabric cut
+/// apart are two subnets, each rightly with its own master. INV-ONE-SM counts two SMs'
+/// Sets only while their ports reach each other.
+#[test]
+fn regression_an_sm_cut_off_by_a_link_down_masters_another_subnet() {
+    let s = Schedule::generate(19483);
+    assert!(
+        s.steps
+            .iter()
+            .any(|st| matches!(st.action, Action::LinkFlap { .. }))
+    );
+    sim::run(&s, Variant::Correct).unwrap_or_else(|f| panic!("{f}"));
+}
+
+/// Found by the simulation as seed 9059 (the simulation's fault model, fixed): a disk was
+/// replaced while an isolated replica still counted three voters though the others had
+/// committed a removal (voters 2 and 3, then 2's disk lost: no quorum can ever form
+/// again, unavailable by design). The fault is now chosen only when every replica, down
+/// ones with what they last knew, counts all three voters.
+#[test]
+fn regression_no_disk_is_lost_while_a_removal_leaves_two_voters() {
+    let s = Schedule::generate(9059);
+    assert!(
+        s.steps
+            .iter()
+            .any(|st| matches!(st.action, Action::WipeDisk(_)))
+    );
+    sim::run(&s, Variant::Correct).unwrap_or_else(|f| panic!("{f}"));
+}
+
+/// Found by the simulation as seed 12207 (sm-core, fixed): a master standing by for a
+/// foreign MASTER ran a multicast pass for a client's join and wrote an MFT block. A
+/// standalone multicast pass now runs only as MASTER; the groups wait for the heavy sweep
+/// it masters with.
+#[test]
+fn regression_a_master_standing_by_writes_no_multicast() {
+    let s = Schedule::generate(12207);
+    assert!(
+        s.steps
+            .iter()
+            .any(|st| matches!(st.action, Action::JoinGroup { .. }))
+    );
+    sim::run(&s, Variant::Correct).unwrap_or_else(|f| panic!("{f}"));
+}

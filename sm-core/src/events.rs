@@ -244,6 +244,14 @@ pub enum Event {
         state: Option<mad::SmState>,
     },
     /// The foreign master this SM stood by for is gone: a heavy sweep as master follows.
+    /// A discovery lost reads and did not reach an SM the last query found MASTER or
+    /// outranking this one, or came before this SM brought the subnet up: the sweep writes
+    /// nothing and another follows (bounded), rather than a second master writing beside
+    /// an unseen one.
+    SweepHeld {
+        /// The SM not reached (None: the subnet is not up yet).
+        missed: Option<fabric::Guid>,
+    },
     ForeignMasterGone {
         /// The master's port GUID.
         guid: fabric::Guid,
@@ -370,6 +378,8 @@ pub enum SweepReason {
     LinkTraps(u32),
     /// The foreign master this SM stood by for went away.
     MasterGone,
+    /// The last discovery lost reads and was held back ([`Event::SweepHeld`]).
+    LossyDiscovery,
     /// The master handed over to this SM (SubnSet(SMInfo) HANDOVER).
     Handover,
     /// The SM this master handed over to did not take over.
@@ -525,6 +535,14 @@ impl fmt::Display for Event {
             Event::ForeignMaster { guid, priority } => write!(
                 f,
                 "Entering STANDBY state (master {guid} priority {priority})"
+            ),
+            Event::SweepHeld { missed: Some(guid) } => write!(
+                f,
+                "SM {guid} not reached by a discovery that lost reads: nothing written, sweeping again"
+            ),
+            Event::SweepHeld { missed: None } => write!(
+                f,
+                "discovery lost reads before SUBNET UP: nothing written, sweeping again"
             ),
             Event::ForeignMasterGone {
                 guid,

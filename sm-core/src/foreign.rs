@@ -167,7 +167,18 @@ pub(crate) struct ForeignSms {
     /// The higher DISCOVERING / STANDBY SM this SM yielded to, and in how many queries in
     /// a row (bounded by [`YIELD_QUERIES`]: one that never masters is not waited for).
     yielded: Option<(Guid, u8)>,
+    /// The SMs the last query ended with that could take the fabric (MASTER, or outranking
+    /// this one): a discovery that loses reads and misses one of them writes nothing.
+    watched: Vec<Guid>,
+    /// Heavy sweeps in a row held back (at most [`HOLD_SWEEPS`]; see
+    /// [`ForeignSms::hold`]).
+    held: u8,
 }
+
+/// Heavy sweeps in a row whose discovery lost reads that write nothing (see
+/// [`ForeignSms::hold`]); the next one goes on with what it found (the SM may really be
+/// gone, and the loss last).
+pub(crate) const HOLD_SWEEPS: u8 = 3;
 
 /// Queries in a row in which a DISCOVERING SM yields to the same higher SM that does not
 /// master; the next one sweeps as master.
@@ -415,6 +426,38 @@ impl ForeignSms {
         QueryOutcome::Standby { master: f, notify }
     }
 
+    /// The query is over: the SMs found that could take the fabric are watched from now
+    /// on (see [`ForeignSms::missed_watched`]).
+    pub fn watch_found(&mut self, own: (u8, Guid)) {
+        self.watched = self
+            .found
+            .iter()
+            .filter(|r| {
+                r.state == Some(SmState::Master) || outranks(r.priority, r.port_guid, own.0, own.1)
+            })
+            .map(|r| r.port_guid)
+            .collect();
+        self.held = 0;
+    }
+
+    /// Whether a discovery that lost reads holds its sweep back (writes nothing, sweeps
+    /// again): it missed a watched SM (`Some(Some(guid))`), or `before_up` (this SM has not
+    /// brought the subnet up as master: an SM that appeared while no master ran trapped
+    /// to nobody, and only a discovery finds it) (`Some(None)`). None after [`HOLD_SWEEPS`]
+    /// holds in a row: the sweep goes on with what it found.
+    pub fn hold(&mut self, before_up: bool) -> Option<Option<Guid>> {
+        let missed = self
+            .watched
+            .iter()
+            .copied()
+            .find(|g| !self.found.iter().any(|r| r.port_guid == *g));
+        if (missed.is_none() && !before_up) || self.held >= HOLD_SWEEPS {
+            return None;
+        }
+        self.held += 1;
+        Some(missed)
+    }
+
     /// Stands by for `f` (polls counted from now).
     pub fn follow(&mut self, f: Followed) {
         self.master = Some(f);
@@ -537,5 +580,49 @@ mod tests {
                 }
             }
         }
+    }
+
+    fn sm(guid: u64, priority: u8, state: SmState) -> RemoteSm {
+        RemoteSm {
+            port_guid: Guid(guid),
+            priority,
+            state: Some(state),
+            act_count: 0,
+        }
+    }
+
+    #[test]
+    fn a_lossy_discovery_holds_for_a_missed_sm_or_before_subnet_up_a_bounded_number_of_times() {
+        let own = (5, Guid(50));
+        // A MASTER, a higher STANDBY, a lower STANDBY: the first two are watched.
+        let mut f = ForeignSms {
+            found: vec![
+                sm(1, 1, SmState::Master),
+                sm(2, 9, SmState::Standby),
+                sm(3, 1, SmState::Standby),
+            ],
+            ..ForeignSms::default()
+        };
+        f.watch_found(own);
+        assert_eq!(f.watched, vec![Guid(1), Guid(2)]);
+        // All found again: nothing to hold for, unless the subnet is not up yet.
+        assert_eq!(f.hold(false), None);
+        assert_eq!(f.hold(true), Some(None));
+        f.watch_found(own);
+        // The lower one missed: nothing to hold for.
+        f.found.truncate(2);
+        assert_eq!(f.hold(false), None);
+        // The MASTER missed: held HOLD_SWEEPS times, then the sweep goes on.
+        f.found = vec![sm(2, 9, SmState::Standby)];
+        for _ in 0..HOLD_SWEEPS {
+            assert_eq!(f.hold(false), Some(Some(Guid(1))));
+        }
+        assert_eq!(f.hold(false), None);
+        assert_eq!(f.hold(true), None);
+        // Going on watches what it found: the count starts again.
+        f.watch_found(own);
+        assert_eq!(f.watched, vec![Guid(2)]);
+        f.found.clear();
+        assert_eq!(f.hold(false), Some(Some(Guid(2))));
     }
 }

@@ -182,6 +182,7 @@ impl MilestoneKind {
             | Event::OtherSms(_)
             | Event::ForeignMaster { .. }
             | Event::ForeignMasterGone { .. }
+            | Event::SweepHeld { .. }
             | Event::LftsChecked { .. }
             | Event::HandoverSent { .. }
             | Event::HandoverReceived { .. }

@@ -112,13 +112,14 @@ impl Checker {
     }
 
     /// Sets the fabric accepted; `who` names the replica and master term behind a source
-    /// port; `foreign_masters`: an honest foreign SM runs as MASTER now.
+    /// port; `foreign_master(source)`: an honest foreign SM runs as MASTER now on the part
+    /// of the fabric that source port reaches.
     pub fn sets(
         &mut self,
         now: VTime,
         log: &[SetRecord],
         who: impl Fn(Guid) -> Option<(u64, u64)>,
-        foreign_masters: bool,
+        foreign_master: impl Fn(Guid) -> bool,
     ) -> Result<(), Violation> {
         for r in log {
             self.checks += 1;
@@ -132,8 +133,8 @@ impl Checker {
                 );
             };
             if let Some(f) = self.last_foreign_set
-                && foreign_masters
                 && r.time < f + ONE_SM_WINDOW
+                && r.source.is_some_and(&foreign_master)
             {
                 return Self::fail(
                     r.time,
@@ -302,10 +303,10 @@ mod tests {
         let who = |g: Guid| Some((g.0, if g.0 == 1 { 1 } else { 2 }));
         let mut c = Checker::default();
         c.leader(10, 1, 1).unwrap();
-        c.sets(20, &[set(15, 1, 0x19)], who, false).unwrap();
+        c.sets(20, &[set(15, 1, 0x19)], who, |_| false).unwrap();
         c.leader(30, 2, 2).unwrap();
         // Replica 1 (term 1) accepted after replica 2 led term 2.
-        let v = c.sets(40, &[set(35, 1, 0x19)], who, false).unwrap_err();
+        let v = c.sets(40, &[set(35, 1, 0x19)], who, |_| false).unwrap_err();
         assert!(v.what.starts_with("INV-FENCE"), "{v}");
         // Two leaders in one term.
         assert!(c.leader(50, 3, 2).is_err());
@@ -313,7 +314,7 @@ mod tests {
         let mut c = Checker::default();
         let same_term = |g: Guid| Some((g.0, 7));
         assert!(
-            c.sets(1, &[set(1, 1, 0x15), set(2, 2, 0x15)], same_term, false)
+            c.sets(1, &[set(1, 1, 0x15), set(2, 2, 0x15)], same_term, |_| false)
                 .is_err()
         );
     }
@@ -330,8 +331,8 @@ mod tests {
         assert!(c.lids(3, [(Guid(1), Lid(5))].into_iter()).is_err());
         c.quiet = Some((2, 9));
         let who = |_: Guid| Some((2, 9));
-        c.sets(1, &[set(1, 2, 0x15)], who, false).unwrap();
-        assert!(c.sets(1, &[set(1, 2, ATTR_LFT)], who, false).is_err());
+        c.sets(1, &[set(1, 2, 0x15)], who, |_| false).unwrap();
+        assert!(c.sets(1, &[set(1, 2, ATTR_LFT)], who, |_| false).is_err());
     }
 
     #[test]
@@ -341,7 +342,7 @@ mod tests {
         let mut c = Checker::default();
         let running = |_: u64, _: u64| true;
         let gone = |_: u64, _: u64| false;
-        c.sets(10, &[set(10, 1, ATTR_LFT)], who, false).unwrap();
+        c.sets(10, &[set(10, 1, ATTR_LFT)], who, |_| false).unwrap();
         // A rogue's write right after counts for no SM.
         c.foreign_sets(20, &[set(20, 99, ATTR_LFT)], f, false, running)
             .unwrap();
@@ -358,10 +359,10 @@ mod tests {
         let later = 10 + ONE_SM_WINDOW;
         c.foreign_sets(later, &[set(later, 99, ATTR_LFT)], f, true, running)
             .unwrap();
-        c.sets(later + 1, &[set(later + 1, 1, ATTR_LFT)], who, false)
+        c.sets(later + 1, &[set(later + 1, 1, ATTR_LFT)], who, |_| false)
             .unwrap();
         let v = c
-            .sets(later + 2, &[set(later + 2, 1, ATTR_LFT)], who, true)
+            .sets(later + 2, &[set(later + 2, 1, ATTR_LFT)], who, |_| true)
             .unwrap_err();
         assert!(v.what.starts_with("INV-ONE-SM"), "{v}");
     }

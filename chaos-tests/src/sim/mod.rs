@@ -8,6 +8,7 @@ pub mod findings;
 pub mod foreign;
 pub mod net;
 pub mod node;
+pub mod reach;
 pub mod schedule;
 mod settle;
 pub mod vports;

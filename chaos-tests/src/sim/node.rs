@@ -126,6 +126,8 @@ pub struct Node {
     reads: BTreeMap<u64, ReadCall>,
     boots: u64,
     last_state: ReplicatedState,
+    /// The voters it knew when it last went down (empty: never up, or a new disk).
+    last_voters: Vec<u64>,
     /// The SA state whose multicast groups the master was given last.
     groups_given: Option<proto::state::SaState>,
 }
@@ -169,6 +171,7 @@ impl Node {
             reads: BTreeMap::new(),
             boots: 0,
             last_state: ReplicatedState::new(),
+            last_voters: Vec::new(),
             groups_given: None,
         };
         n.boot(first_tick)?;
@@ -213,16 +216,17 @@ impl Node {
         self.core.as_ref().map_or(&self.last_state, |c| c.state())
     }
 
-    /// The voters this replica's log records.
+    /// The voters this replica's log records (down: none).
     pub fn voters(&self) -> Vec<u64> {
-        self.core.as_ref().map_or_else(Vec::new, |c| {
-            c.status()
-                .replicas
-                .iter()
-                .filter(|p| p.voter)
-                .map(|p| p.id)
-                .collect()
-        })
+        self.core.as_ref().map_or_else(Vec::new, voters_of)
+    }
+
+    /// The voters it knows: up, what its log records; down, what it knew when it went down
+    /// (its disk holds at least that membership).
+    pub fn voters_known(&self) -> Vec<u64> {
+        self.core
+            .as_ref()
+            .map_or_else(|| self.last_voters.clone(), voters_of)
     }
 
     /// The core (None when down).
@@ -234,6 +238,7 @@ impl Node {
     pub fn crash(&mut self, fab: &mut SimFabric) {
         if let Some(c) = self.core.take() {
             self.last_state = c.state().clone();
+            self.last_voters = voters_of(&c);
         }
         // A VolatileLog only fails on a poisoned lock, which a panic elsewhere caused.
         let _ = self.disk.crash();
@@ -261,6 +266,7 @@ impl Node {
         self.disk = VolatileLog::new();
         self.cfg.bootstrap = false;
         self.last_state = ReplicatedState::new();
+        self.last_voters.clear();
     }
 
     /// True while the core recovers a lost log.
@@ -682,4 +688,14 @@ impl Node {
     pub fn role(&self) -> Option<Role> {
         self.core.as_ref().map(|c| c.role())
     }
+}
+
+/// The voters a replica's log records.
+fn voters_of(c: &ReplicaCore<VolatileLog>) -> Vec<u64> {
+    c.status()
+        .replicas
+        .iter()
+        .filter(|p| p.voter)
+        .map(|p| p.id)
+        .collect()
 }

@@ -5,6 +5,7 @@ use super::check::{ATTR_PORT_INFO, Checker, Violation};
 use super::foreign::{ForeignMode, ForeignSm, Seen};
 use super::net::Net;
 use super::node::{Ctx, Node, Observed, TICK_NS};
+use super::reach::reachable;
 use super::schedule::Action;
 use super::{RunStats, Variant};
 use crate::ChaosError;
@@ -48,7 +49,7 @@ pub struct World {
     rng: SplitMix64,
     /// CA ports.
     pub cas: Vec<(NodeId, u8, Guid)>,
-    links: Vec<(NodeId, u8)>,
+    links: Vec<super::reach::Cable>,
     switches: Vec<NodeId>,
     /// Policies a client may apply.
     pub policies: Vec<String>,
@@ -212,7 +213,10 @@ impl World {
         for n in &mut nodes {
             n.peer_sms.clone_from(&replica_ports);
         }
-        let links = topo.links().map(|(a, _)| (a.node, a.port.0)).collect();
+        let links = topo
+            .links()
+            .map(|(a, b)| (a.node, a.port.0, b.node, b.port.0))
+            .collect();
         let switches = topo.switches().map(|(id, _)| id).collect();
         let policies = policies(&cas);
         let foreign_port = cas.get(3).and_then(|&(node, port, guid)| {
@@ -335,12 +339,15 @@ impl World {
                     self.stats.rogue_sets += theirs.len() as u64;
                 }
                 let nodes = &self.nodes;
+                let (fab, cables) = (&self.fab, &self.links);
                 let running = |r: u64, term: u64| {
                     nodes.get((r - 1) as usize).is_some_and(|n| {
                         // A paused master sends nothing (if it writes once resumed, the
-                        // replica-side check catches it); one standing by writes nothing.
+                        // replica-side check catches it); one standing by writes nothing;
+                        // one cut off from the foreign SM masters another subnet.
                         n.is_up()
                             && !n.paused
+                            && reachable(fab, cables, n.port_guid, fg)
                             && n.master.as_ref().is_some_and(|m| {
                                 m.term == Some(term)
                                     && !matches!(
@@ -365,12 +372,17 @@ impl World {
                 self.stats.quiet_lft_sets += log.iter().filter(|r| r.attr == lft).count() as u64;
             }
             let senders = &self.senders;
-            let foreign_masters = self
+            let (fab, cables) = (&self.fab, &self.links);
+            // An honest foreign MASTER the Set's sender can reach: one a link down cut off
+            // masters another subnet.
+            let foreign_master = self
                 .foreign
                 .as_ref()
-                .is_some_and(|f| f.mode == ForeignMode::Honest && f.state == SmState::Master);
+                .filter(|f| f.mode == ForeignMode::Honest && f.state == SmState::Master)
+                .map(|f| f.guid);
+            let beside = |src: Guid| foreign_master.is_some_and(|f| reachable(fab, cables, src, f));
             self.checker
-                .sets(now, &log, |g| senders.get(&g).copied(), foreign_masters)?;
+                .sets(now, &log, |g| senders.get(&g).copied(), beside)?;
             if log.iter().any(|r| r.attr == ATTR_PORT_INFO) {
                 self.check_lids()?;
             }
@@ -662,7 +674,7 @@ impl World {
             }
             Action::LinkFlap { link, down_ms } => {
                 if !self.links.is_empty() {
-                    let (node, port) = self.links[*link as usize % self.links.len()];
+                    let (node, port, _, _) = self.links[*link as usize % self.links.len()];
                     let up = now + VTime::from(*down_ms) * MS;
                     self.fab.inject(now, Fault::LinkDown { node, port })?;
                     self.fab.schedule(up, Fault::LinkUp { node, port })?;
@@ -761,12 +773,14 @@ impl World {
                     j != i && (n.is_recovering() || self.wiped.contains(&(j as u64)))
                 });
                 // Only with three voters: a replica removed meanwhile plus a lost log leaves
-                // no quorum that holds the log.
+                // no quorum that holds the log. Every replica counts, the ones down with the
+                // membership they last knew: an isolated replica may not have heard of a
+                // removal the others committed (seed 9059: voters 2 and 3, then 2's disk lost,
+                // so no quorum could ever form again).
                 let voters = self
                     .nodes
                     .iter()
-                    .filter(|n| n.is_up())
-                    .map(|n| n.voters().len())
+                    .map(|n| n.voters_known().len())
                     .min()
                     .unwrap_or(0);
                 if !other_lost && voters == self.nodes.len() {

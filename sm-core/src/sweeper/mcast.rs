@@ -7,6 +7,7 @@ use crate::intent::{Intent, IntentEvent};
 use crate::io::{Op, Req};
 use crate::mcast::{McastGroup, MftBlockWrite, MftTables};
 use fabric::Guid;
+use mad::SmState;
 use std::collections::HashMap;
 
 impl Sweeper {
@@ -50,9 +51,14 @@ impl Sweeper {
         }
     }
 
-    /// Starts a standalone pass when the groups changed and the fabric was routed.
+    /// Starts a standalone pass when the groups changed and the fabric was routed, and
+    /// this SM is MASTER: one standing by for another SM writes nothing (the groups wait
+    /// for the heavy sweep it masters with, which plans them).
     pub(super) fn start_mcast_pass(&mut self) {
-        if self.phase != Phase::Idle || !self.mcast.start_pass(&self.disc) {
+        if self.phase != Phase::Idle
+            || self.state != SmState::Master
+            || !self.mcast.start_pass(&self.disc)
+        {
             return;
         }
         if self.cfg.gate_programming {

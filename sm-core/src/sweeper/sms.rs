@@ -57,7 +57,7 @@ impl Sweeper {
         }
         let targets = ForeignSms::query_targets(&self.disc, &self.cfg.peer_sms);
         if targets.is_empty() {
-            self.pre_routing(Phase::Discovering);
+            self.proceed_after_query();
             return;
         }
         self.phase = Phase::SmInfo;
@@ -142,9 +142,13 @@ impl Sweeper {
             .sms
             .finish_query(self.own_rank(), master, hands_over(&self.cfg))
         {
-            QueryOutcome::Proceed => self.pre_routing(Phase::Discovering),
-            QueryOutcome::Handover(f) => self.send_handover(f),
+            QueryOutcome::Proceed => self.proceed_after_query(),
+            QueryOutcome::Handover(f) => {
+                self.sms.watch_found(self.own_rank());
+                self.send_handover(f);
+            }
             QueryOutcome::Standby { master, notify } => {
+                self.sms.watch_found(self.own_rank());
                 self.enter_standby(master);
                 if notify {
                     // It should hand over to this SM: tell it this SM is here (OpenSM's
@@ -153,6 +157,26 @@ impl Sweeper {
                 }
             }
         }
+    }
+
+    /// Nothing found stops this SM: on to the pre-routing steps, unless this discovery
+    /// lost reads and either missed an SM the last query saw able to take the fabric, or
+    /// this SM has not brought the subnet up yet (a takeover: traps sent while no master
+    /// ran reached nobody, so an SM that appeared meanwhile is only found by a discovery).
+    /// Such an SM may be there, unseen, and its MASTER would write alongside this one: this
+    /// sweep writes nothing and another starts at once, at most
+    /// [`crate::foreign::HOLD_SWEEPS`] in a row (a dirty sweep brings no SUBNET UP anyway).
+    fn proceed_after_query(&mut self) {
+        if self.sched.is_dirty()
+            && let Some(missed) = self.sms.hold(!self.subnet_up)
+        {
+            self.events.push_back(Event::SweepHeld { missed });
+            self.sched.request_heavy(SweepReason::LossyDiscovery);
+            self.finish_heavy();
+            return;
+        }
+        self.sms.watch_found(self.own_rank());
+        self.pre_routing(Phase::Discovering);
     }
 
     /// Stands by for `f`: nothing of this sweep is written.
