@@ -602,3 +602,18 @@ fn regression_a_master_standing_by_writes_no_multicast() {
     );
     sim::run(&s, Variant::Correct).unwrap_or_else(|f| panic!("{f}"));
 }
+
+/// Found by the simulation (fixed): seed 22299 (sm-core): a master resumed after a SIGSTOP
+/// longer than two sweep intervals re-read only the switches that trapped and wrote, beside
+/// a foreign MASTER that had come meanwhile (its trap lost); such a master now sweeps the
+/// whole fabric first. Seed 25034 (sm-core): a master whose own link went down kept asking a
+/// foreign SM found before at a node its last discovery no longer reached; the request had
+/// no path, was never sent nor timed out, and the light sweep never ended. Seed 28263 (the
+/// invariant): a replica's Set from before the foreign SM appeared was counted against it.
+#[test]
+fn regression_resumed_master_stuck_light_sweep_and_late_foreign_sm() {
+    for seed in [22299, 25034, 28263] {
+        let s = Schedule::generate(seed);
+        sim::run(&s, Variant::Correct).unwrap_or_else(|f| panic!("seed {seed}: {f}"));
+    }
+}

@@ -378,6 +378,8 @@ pub enum SweepReason {
     LinkTraps(u32),
     /// The foreign master this SM stood by for went away.
     MasterGone,
+    /// The master was not run for more than two sweep intervals (its process stopped).
+    Resumed,
     /// The last discovery lost reads and was held back ([`Event::SweepHeld`]).
     LossyDiscovery,
     /// The master handed over to this SM (SubnSet(SMInfo) HANDOVER).

@@ -213,6 +213,23 @@ impl Sweeper {
         })
     }
 
+    /// Takes `now` as the sweeper's time. A MASTER is handed a time at least once per
+    /// sweep interval (its light sweeps); more than two intervals without one mean the
+    /// process did not run (SIGSTOP, a paused VM): traps sent meanwhile may be lost and
+    /// another SM may have come, so a full heavy sweep (with its SMInfo queries) is asked
+    /// for before anything else is written.
+    fn clock(&mut self, now: VTime) {
+        let interval = self.cfg.sweep_interval;
+        if self.state == SmState::Master
+            && self.sched.first_done()
+            && interval > 0
+            && now > self.now.saturating_add(interval.saturating_mul(2))
+        {
+            self.sched.request_heavy(SweepReason::Resumed);
+        }
+        self.now = self.now.max(now);
+    }
+
     /// SMInfo.ActCount: the number of heavy sweeps started (wrapping).
     fn act_count(&self) -> u32 {
         self.disc.sweep() as u32
@@ -274,7 +291,7 @@ impl Sweeper {
     /// Runs at once when idle; a heavy request made while busy runs right after the running
     /// sweep, a light one is dropped (a sweep is already running).
     pub fn request_sweep(&mut self, now: VTime, heavy: bool) {
-        self.now = self.now.max(now);
+        self.clock(now);
         if self.cfg.role == Role::Standby || (self.standing_by() && !heavy) {
             return;
         }
@@ -397,7 +414,7 @@ impl Sweeper {
 
     /// Handles expired requests and due sweeps.
     pub fn handle_timeout(&mut self, now: VTime) {
-        self.now = self.now.max(now);
+        self.clock(now);
         while let Some((gate, mut req)) = self.io.window().expired(now) {
             self.io.counters_mut().timeouts += 1;
             if !matches!(req.op, Op::SmInfoGet | Op::SmInfoSet) {
@@ -442,7 +459,7 @@ impl Sweeper {
     /// addressed to its port (SMInfo). `slid` is the LRH source LID when the transport knows
     /// it (needed to answer LID-routed requests; `Lid(0)` when unknown).
     pub fn handle_mad(&mut self, now: VTime, slid: Lid, smp: Smp) {
-        self.now = self.now.max(now);
+        self.clock(now);
         if smp.class != MgmtClass::SUBN_LID_ROUTED && smp.class != MgmtClass::SUBN_DIRECTED_ROUTE {
             return;
         }
@@ -475,7 +492,7 @@ impl Sweeper {
 
     /// Takes the routing result of the last `RoutingNeeded` job.
     pub fn handle_routing_result(&mut self, now: VTime, result: Result<RoutingOutcome, SmError>) {
-        self.now = self.now.max(now);
+        self.clock(now);
         if self.phase != Phase::Routing {
             return;
         }

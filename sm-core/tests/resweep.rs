@@ -265,3 +265,32 @@ fn the_topology_shown_during_a_discovery_is_the_last_complete_one() {
         t.links().count()
     );
 }
+
+/// A master not run for more than two sweep intervals (its process stopped) sweeps the whole
+/// fabric, with its SMInfo queries, before anything else: traps sent meanwhile may be lost
+/// and another SM may have come (chaos seed 22299). Run on time, it does not.
+#[test]
+fn a_master_resumed_after_a_long_stop_sweeps_the_whole_fabric() {
+    let t = topo("ft2:8");
+    let cfg = SweeperConfig {
+        sweep_interval: 1_000_000_000,
+        ..SweeperConfig::default()
+    };
+    let mut h = Harness::new(&t, cfg, 3);
+    h.subnet_up();
+    h.heavy_done();
+    let resumed = |e: &Event| {
+        matches!(
+            e,
+            Event::HeavySweepStarted {
+                reason: SweepReason::Resumed,
+                ..
+            }
+        )
+    };
+    // Three light sweeps on time: no such sweep.
+    assert!(!h.run_until(3_500_000_000, resumed));
+    // Stopped for five intervals.
+    h.now += 5_000_000_000;
+    assert!(h.run_until(1_000_000, resumed), "{}", h.log.join("\n"));
+}

@@ -62,6 +62,9 @@ pub struct Checker {
     last_cluster_set: Option<(VTime, u64, u64)>,
     /// The last honest foreign SM's Set accepted.
     last_foreign_set: Option<VTime>,
+    /// When the running foreign SM appeared: a replica's Set before that is none of its
+    /// business (it could not have known of it, nor that replica of it).
+    foreign_since: VTime,
 }
 
 impl Checker {
@@ -191,6 +194,12 @@ impl Checker {
         Ok(())
     }
 
+    /// A foreign SM appeared at `now` (its Sets are checked against the replicas' from
+    /// then on).
+    pub fn foreign_appeared(&mut self, now: VTime) {
+        self.foreign_since = now;
+    }
+
     /// Sets from the foreign SM's port `port` the fabric accepted: an honest SM's
     /// (`legit`) must not fall within [`ONE_SM_WINDOW`] of a replica's while that
     /// replica's master of that term still runs (`running(replica, term)`).
@@ -208,6 +217,7 @@ impl Checker {
         for r in log {
             self.checks += 1;
             if let Some((c, replica, term)) = self.last_cluster_set
+                && c >= self.foreign_since
                 && r.time < c + ONE_SM_WINDOW
                 && running(replica, term)
             {
@@ -365,5 +375,24 @@ mod tests {
             .sets(later + 2, &[set(later + 2, 1, ATTR_LFT)], who, |_| true)
             .unwrap_err();
         assert!(v.what.starts_with("INV-ONE-SM"), "{v}");
+    }
+
+    #[test]
+    fn a_replica_set_before_the_foreign_sm_appeared_is_not_its_business() {
+        let who = |g: Guid| Some((g.0, 1));
+        let (f, running) = (Guid(99), |_: u64, _: u64| true);
+        let mut c = Checker::default();
+        c.sets(10, &[set(10, 1, ATTR_LFT)], who, |_| false).unwrap();
+        c.foreign_appeared(11);
+        c.foreign_sets(20, &[set(20, 99, ATTR_LFT)], f, true, running)
+            .unwrap();
+        // A replica's Set after it appeared counts again.
+        let mut c = Checker::default();
+        c.foreign_appeared(5);
+        c.sets(10, &[set(10, 1, ATTR_LFT)], who, |_| false).unwrap();
+        assert!(
+            c.foreign_sets(20, &[set(20, 99, ATTR_LFT)], f, true, running)
+                .is_err()
+        );
     }
 }

@@ -805,6 +805,7 @@ impl World {
                         *priority,
                     )?);
                     self.foreign_legit = *mode == ForeignMode::Honest;
+                    self.checker.foreign_appeared(now);
                     self.stats.foreign_sms += 1;
                 }
             }

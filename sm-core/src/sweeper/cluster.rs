@@ -56,7 +56,7 @@ impl Sweeper {
     /// [`Sweeper::poll_transmit`] after moving the sweeper's time to `now` (what the lease
     /// is checked against).
     pub fn poll_transmit_at(&mut self, now: VTime) -> Option<crate::Transmit> {
-        self.now = self.now.max(now);
+        self.clock(now);
         self.poll_transmit()
     }
 
@@ -93,7 +93,7 @@ impl Sweeper {
     /// Changes the role. Master -> Standby is [`Sweeper::step_down`]; Standby -> Master
     /// starts a heavy sweep at once.
     pub fn set_role(&mut self, now: VTime, role: Role) {
-        self.now = self.now.max(now);
+        self.clock(now);
         match (self.cfg.role, role) {
             (Role::Master, Role::Standby) => self.step_down(),
             (Role::Standby, Role::Master) => {

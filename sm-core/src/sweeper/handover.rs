@@ -133,7 +133,7 @@ impl Sweeper {
     /// stops; after a failed one this SM does not sweep again. From the HANDOVER on this SM
     /// answers NOT-ACTIVE. False: not master, or no standby known.
     pub fn hand_over_to_stop(&mut self, now: crate::VTime) -> bool {
-        self.now = self.now.max(now);
+        self.clock(now);
         if self.state != SmState::Master || self.sms.handing().is_some() {
             return false;
         }

@@ -35,7 +35,7 @@ impl Sweeper {
 
     /// The driver committed intent `id`: programming starts.
     pub fn handle_intent_committed(&mut self, now: VTime, id: u64) {
-        self.now = self.now.max(now);
+        self.clock(now);
         if self.phase != Phase::AwaitIntent || !self.intent.awaits(id) {
             return;
         }
@@ -53,7 +53,7 @@ impl Sweeper {
     /// of it is written, what it would have changed is marked unknown, and the sweep ends
     /// (a heavy sweep follows at the next interval).
     pub fn handle_intent_rejected(&mut self, now: VTime, id: u64) {
-        self.now = self.now.max(now);
+        self.clock(now);
         if self.phase != Phase::AwaitIntent || !self.intent.awaits(id) {
             return;
         }

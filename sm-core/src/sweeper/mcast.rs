@@ -17,7 +17,7 @@ impl Sweeper {
     /// routed the fabric, otherwise as soon as the running sweep ends (a heavy sweep that
     /// has not planned its programming yet takes them into its own).
     pub fn set_multicast(&mut self, now: VTime, groups: Vec<McastGroup>) {
-        self.now = self.now.max(now);
+        self.clock(now);
         if !self.mcast.set_groups(groups) {
             return;
         }

@@ -14,7 +14,7 @@ impl Sweeper {
     /// [`crate::Event::PKeyReadback`] will carry. Fails on a standby sweeper; a request made
     /// before the first heavy sweep completed waits for it.
     pub fn request_pkey_readback(&mut self, now: VTime) -> Result<ReadbackId, SmError> {
-        self.now = self.now.max(now);
+        self.clock(now);
         if self.cfg.role == crate::Role::Standby {
             return Err(SmError::Readback("a standby SM sends no SMPs".into()));
         }

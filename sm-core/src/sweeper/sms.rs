@@ -74,8 +74,12 @@ impl Sweeper {
         if !obeys_foreign_sms(&self.cfg) {
             return;
         }
+        // Only at nodes the last discovery reached: one that did not (the SM's own link went
+        // down since the query) has no path to send on.
         for (node, p) in self.sms.light_targets() {
-            self.push(Op::SmInfoGet, node, p, 0);
+            if self.disc.seen(node) {
+                self.push(Op::SmInfoGet, node, p, 0);
+            }
         }
     }
 
