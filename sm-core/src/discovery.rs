@@ -426,6 +426,16 @@ impl Discovery {
         Ok((topo, tnode, order))
     }
 
+    /// Did a port of `node` lose its link in this sweep (linked in the sweep before, not
+    /// now)?
+    pub fn lost_a_link(&self, node: u32) -> bool {
+        let n = &self.nodes[node as usize];
+        (1..=n.nports).any(|p| {
+            let port = &self.ports[n.port_index(p)];
+            port.remote != NONE && port.remote_sweep.saturating_add(1) == self.sweep
+        })
+    }
+
     /// A heavy sweep starts: a new sweep number, no path, the statistics and the per-sweep
     /// flags of the switch records reset.
     pub fn start(&mut self) {

@@ -380,6 +380,9 @@ pub enum SweepReason {
     MasterGone,
     /// The master was not run for more than two sweep intervals (its process stopped).
     Resumed,
+    /// A switch lost a link and its PortStateChange was cleared after that was read: its
+    /// ports are read again (a link back in between sent no trap).
+    Recheck,
     /// The last discovery lost reads and was held back ([`Event::SweepHeld`]).
     LossyDiscovery,
     /// The master handed over to this SM (SubnSet(SMInfo) HANDOVER).

@@ -110,6 +110,8 @@ pub(crate) struct Programming {
     stage_counts: [u64; 4],
     /// Ports (node GUID, port) a P_Key or PortInfo Set failed on in this sweep.
     failed_ports: Vec<(Guid, u8)>,
+    /// Switches whose PortStateChange this sweep's Sets cleared.
+    psc_cleared: Vec<u32>,
     /// Sets sent while the daemon routes (ungated mode).
     during_routing: DuringRouting,
     /// The SL per switch pair the routing in force requires (None: free).
@@ -136,6 +138,7 @@ impl Programming {
             failed_sets: 0,
             stage_counts: [0; 4],
             failed_ports: Vec::new(),
+            psc_cleared: Vec::new(),
             during_routing: DuringRouting::default(),
             path_sl: None,
             sl2vl: None,
@@ -178,7 +181,13 @@ impl Programming {
         self.failed_sets = 0;
         self.stage_counts = [0; 4];
         self.failed_ports.clear();
+        self.psc_cleared.clear();
         self.during_routing.result = None;
+    }
+
+    /// The switches whose PortStateChange this sweep's Sets cleared (forgotten).
+    pub fn take_psc_cleared(&mut self) -> Vec<u32> {
+        std::mem::take(&mut self.psc_cleared)
     }
 
     /// One more Set planned in this sweep (re-applied, multicast, M_Key rotation).
@@ -504,6 +513,7 @@ impl Programming {
                     // changes later sets it again.
                     if psc_seen {
                         s.psc_seen = false;
+                        self.psc_cleared.push(node);
                         self.planned(&mut sets, Op::SwitchInfoSet, node, 0, 1);
                     } else if top {
                         self.planned(&mut sets, Op::SwitchInfoSet, node, 0, 0);
@@ -560,6 +570,7 @@ impl Programming {
                     let s = &disc.switches()[k];
                     if disc.seen(s.node) && s.psc_seen {
                         let node = s.node;
+                        self.psc_cleared.push(node);
                         self.planned(&mut sets, Op::SwitchInfoSet, node, 0, 1);
                     }
                 }

@@ -34,8 +34,10 @@ impl Sweeper {
     /// start from and every one is a switch it found (None: a full discovery).
     fn link_trap_targets(&mut self, reason: SweepReason) -> Option<Vec<u32>> {
         let lids = self.sched.take_trap_lids()?;
-        if !matches!(reason, SweepReason::Trap(128) | SweepReason::Change)
-            || !self.sched.first_done()
+        if !matches!(
+            reason,
+            SweepReason::Trap(128) | SweepReason::Change | SweepReason::Recheck
+        ) || !self.sched.first_done()
             || self.sched.is_dirty()
         {
             return None;

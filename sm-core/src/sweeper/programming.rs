@@ -2,7 +2,7 @@
 //! other, the Sets' data written and their answers recorded (see `crate::program`).
 
 use super::{Phase, Sweeper};
-use crate::events::{Event, RoutingOutcome};
+use crate::events::{Event, RoutingOutcome, SweepReason};
 use crate::io::{Op, Req};
 use crate::keys::rekey_info;
 use crate::program::{Set, Wanted};
@@ -152,6 +152,17 @@ impl Sweeper {
         if !clean {
             // Something did not take or was not reached: look again at the next interval.
             self.sched.mark_dirty();
+        }
+        // A switch whose PortStateChange was cleared after this sweep read one of its
+        // ports losing its link: the link may have come back in between, with the bit
+        // still set (so no new trap 128), and the clear lost that. Its ports are read again
+        // by a targeted sweep now (chaos seed 2551: a rebooted switch back within the
+        // sweep stayed INIT).
+        for node in self.prog.take_psc_cleared() {
+            if self.disc.lost_a_link(node) {
+                let lid = self.disc.port_of(node, 0).info.lid;
+                self.sched.request_for_links(SweepReason::Recheck, lid);
+            }
         }
         if self.disc.sweep() == 1 && self.cfg.known_lfts.is_some() {
             // A takeover's first sweep: until it wrote MasterSMLID, the ports sent their
