@@ -45,8 +45,14 @@ pub struct ProcCluster {
     pub common: Vec<String>,
 }
 
-fn free_addr() -> std::io::Result<SocketAddr> {
-    std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()
+/// A free loopback address, held (bound) until the returned listener is dropped: the
+/// proxies are bound while the replicas' addresses are held, or the kernel could hand a
+/// replica's address to a proxy, which then dials itself for ever (seen in CI: replica 2
+/// could not serve, and proxy 1->2 on its address spawned thousands of pump threads).
+fn reserve_addr() -> std::io::Result<(std::net::TcpListener, SocketAddr)> {
+    let l = std::net::TcpListener::bind("127.0.0.1:0")?;
+    let a = l.local_addr()?;
+    Ok((l, a))
 }
 
 impl ProcCluster {
@@ -68,10 +74,13 @@ impl ProcCluster {
             });
         }
         let mut replicas = Vec::new();
+        let mut held = Vec::new();
         for id in 1..=3u64 {
+            let (l, addr) = reserve_addr()?;
+            held.push(l);
             replicas.push(Proc {
                 id,
-                addr: free_addr()?,
+                addr,
                 port_guid: cas[(id - 1) as usize].2,
                 child: None,
                 paused: false,
@@ -85,6 +94,8 @@ impl ProcCluster {
                 }
             }
         }
+        // The replicas bind their addresses themselves when they start.
+        drop(held);
         Ok(ProcCluster {
             dir: dir.to_path_buf(),
             server: Some(server),

@@ -55,7 +55,12 @@ const POLL: Duration = Duration::from_millis(50);
 impl Proxy {
     /// Listens on a free loopback port and forwards to `target`.
     pub fn start(target: SocketAddr) -> std::io::Result<Proxy> {
-        let l = TcpListener::bind("127.0.0.1:0")?;
+        let mut l = TcpListener::bind("127.0.0.1:0")?;
+        if l.local_addr()? == target {
+            // The target's address was free (its server is down): a proxy listening there
+            // would dial itself for ever. Bind another port while this one is still held.
+            l = TcpListener::bind("127.0.0.1:0")?;
+        }
         l.set_nonblocking(true)?;
         let listen = l.local_addr()?;
         let ctl = Arc::new(Ctl {
