@@ -82,7 +82,7 @@ fn channel(addr: &str) -> Result<tonic::transport::Channel, String> {
 
 /// A free loopback port, held open by the returned listener: ports chosen while the earlier
 /// ones are still held are distinct (the kernel may hand a just-closed port out again).
-fn free_port() -> std::io::Result<(u16, std::net::TcpListener)> {
+pub fn free_port() -> std::io::Result<(u16, std::net::TcpListener)> {
     let l = std::net::TcpListener::bind("127.0.0.1:0")?;
     Ok((l.local_addr()?.port(), l))
 }

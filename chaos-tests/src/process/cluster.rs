@@ -45,16 +45,6 @@ pub struct ProcCluster {
     pub common: Vec<String>,
 }
 
-/// A free loopback address, held (bound) until the returned listener is dropped: the
-/// proxies are bound while the replicas' addresses are held, or the kernel could hand a
-/// replica's address to a proxy, which then dials itself for ever (seen in CI: replica 2
-/// could not serve, and proxy 1->2 on its address spawned thousands of pump threads).
-fn reserve_addr() -> std::io::Result<(std::net::TcpListener, SocketAddr)> {
-    let l = std::net::TcpListener::bind("127.0.0.1:0")?;
-    let a = l.local_addr()?;
-    Ok((l, a))
-}
-
 impl ProcCluster {
     /// Serves `topology` and prepares three replicas of `bin` (not started) in `dir`.
     pub fn new(bin: &Path, topology: &str, dir: &Path) -> Result<ProcCluster, ChaosError> {
@@ -76,8 +66,11 @@ impl ProcCluster {
         let mut replicas = Vec::new();
         let mut held = Vec::new();
         for id in 1..=3u64 {
-            let (l, addr) = reserve_addr()?;
+            // Held until every proxy is bound, or the kernel could hand a replica's
+            // address to a proxy, which then dials itself for ever (a CI hang).
+            let (port, l) = sm_harness::free_port()?;
             held.push(l);
+            let addr = SocketAddr::from(([127, 0, 0, 1], port));
             replicas.push(Proc {
                 id,
                 addr,
